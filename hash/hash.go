@@ -1,0 +1,88 @@
+package hash
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+)
+
+// alphanums is the alphabet of k8s.io/apimachinery/pkg/util/rand.SafeEncodeString, which OpenKruise
+// uses; reproduced here because the exact mapping is part of the annotation value.
+const alphanums = "bcdfghjklmnpqrstvwxz2456789"
+
+// SafeEncodeString maps every byte of s onto an alphabet without vowels and easily confused
+// characters, as Kubernetes' rand.SafeEncodeString does.
+func SafeEncodeString(s string) string {
+	r := make([]byte, len(s))
+	for i := 0; i < len(s); i++ {
+		r[i] = alphanums[int(s[i])%len(alphanums)]
+	}
+	return string(r)
+}
+
+// SidecarSetHash returns the kruise.io/sidecarset-hash value of ss.
+func SidecarSetHash(ss *v1alpha1.SidecarSet) (string, error) {
+	if ss == nil {
+		return "", errors.New("hash: nil SidecarSet")
+	}
+	return hashOf(ss.Spec.Containers, ss.Spec.InitContainers)
+}
+
+// SidecarSetHashWithoutImage returns the kruise.io/sidecarset-hash-without-image value of ss: the
+// controller compares it to decide whether a pod can be upgraded in place (image-only change).
+func SidecarSetHashWithoutImage(ss *v1alpha1.SidecarSet) (string, error) {
+	if ss == nil {
+		return "", errors.New("hash: nil SidecarSet")
+	}
+	return hashOf(withoutImages(ss.Spec.Containers), withoutImages(ss.Spec.InitContainers))
+}
+
+// Encode returns the exact bytes that are hashed (exported for tests and for debugging hash
+// mismatches against OpenKruise).
+func Encode(containers, initContainers []v1alpha1.SidecarContainer) ([]byte, error) {
+	m := map[string]interface{}{"containers": containers}
+	// OpenKruise adds initContainers only when a native sidecar exists, so that SidecarSets written
+	// before native sidecars existed keep their hash (and their pods are not rolled).
+	if hasNativeSidecar(initContainers) {
+		m["initContainers"] = initContainers
+	}
+	return json.Marshal(m)
+}
+
+func hashOf(containers, initContainers []v1alpha1.SidecarContainer) (string, error) {
+	b, err := Encode(containers, initContainers)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return SafeEncodeString(hex.EncodeToString(sum[:])), nil
+}
+
+func hasNativeSidecar(cs []v1alpha1.SidecarContainer) bool {
+	for i := range cs {
+		if p := cs[i].RestartPolicy; p != nil && *p == corev1.ContainerRestartPolicyAlways {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutImages returns a copy with every image blanked; a nil input stays nil so that it still
+// encodes as null.
+func withoutImages(cs []v1alpha1.SidecarContainer) []v1alpha1.SidecarContainer {
+	if cs == nil {
+		return nil
+	}
+	out := make([]v1alpha1.SidecarContainer, len(cs))
+	for i := range cs {
+		// Shallow copies suffice: only the top-level Image string is changed.
+		out[i] = cs[i]
+		out[i].Image = ""
+	}
+	return out
+}
