@@ -1,0 +1,99 @@
+# Which existing SidecarSets a SidecarSet would collide with on some pod (ref §2 step 6, §2.1).
+#
+# Input: {"sidecarset": <normalised SidecarSet>}, compared with every other SidecarSet in data.
+# Each violation is a field.Invalid: {"field", "value", "message", "other"}.
+package sidecarops.conflict
+
+import data.sidecarops.selector
+
+_mine := input.sidecarset
+
+# initContainers are compared with initContainers and containers with containers only: they land in
+# different pod lists, so equal names across them do not collide (as OpenKruise).
+violations contains violation if {
+	some list in ["initContainers", "containers"]
+	some i, name in object.get(_mine, list, [])
+	some other_name, other in data.sidecarops.state.sidecarsets
+	name in object.get(other, list, [])
+	_related(other_name, other)
+	violation := {
+		"field": sprintf("spec.%s[%d].name", [list, i]),
+		"value": name,
+		"message": sprintf("container %s already exist in %s", [name, other_name]),
+		"other": other_name,
+	}
+}
+
+# Equal volumes are shared harmlessly; only a different definition under the same name collides.
+violations contains violation if {
+	some volume_name, volume in object.get(_mine, "volumes", {})
+	some other_name, other in data.sidecarops.state.sidecarsets
+	other.volumes[volume_name] != volume
+	_related(other_name, other)
+	violation := {
+		"field": _volume_field(volume_name),
+		"value": volume_name,
+		"message": sprintf("volume %s is in conflict with sidecarset %s", [volume_name, other_name]),
+		"other": other_name,
+	}
+}
+
+# Retain never changes an existing annotation, and two JSON merge patches compose, so only a key
+# that one side Overwrites can be fought over.
+violations contains violation if {
+	some i, patch in object.get(_mine, "patchPodMetadata", [])
+	patch.patchPolicy != "Retain"
+	some key, _ in patch.annotations
+	some other_name, other in data.sidecarops.state.sidecarsets
+	some theirs in object.get(other, "patchPodMetadata", [])
+	theirs.patchPolicy != "Retain"
+	key in object.keys(theirs.annotations)
+	"Overwrite" in {patch.patchPolicy, theirs.patchPolicy}
+	_related(other_name, other)
+	violation := {
+		"field": sprintf("spec.patchPodMetadata[%d].annotations[%s]", [i, key]),
+		"value": key,
+		"message": sprintf("annotation %s is in conflict with sidecarset %s", [key, other_name]),
+		"other": other_name,
+	}
+}
+
+# _related: both could inject into one pod. On UPDATE data holds the old version under the same name.
+# A canary and its base never inject together (the canary displaces the base), in either direction
+# (sidecarops decision 3; OpenKruise only skips the base when validating the canary).
+_related(other_name, other) if {
+	other_name != _mine.name
+	not _canary_pair(other_name, other)
+	_namespaces_overlap(_mine.namespaceSelector, other.namespaceSelector)
+	_pods_overlap(_mine.selector, other.selector)
+}
+
+_canary_pair(other_name, _) if {
+	_mine.canary
+	_mine.base == other_name
+}
+
+_canary_pair(_, other) if {
+	other.canary
+	other.base == _mine.name
+}
+
+# Namespace objects are not consulted, as in OpenKruise: only two explicit selectors can be disjoint.
+_namespaces_overlap(a, _) if a == null
+
+_namespaces_overlap(_, b) if b == null
+
+_namespaces_overlap(a, b) if selector.overlap(a, b)
+
+# An unset or empty pod selector injects nowhere (ref §1.3), so it shares no pod with anything.
+_pods_overlap(a, b) if {
+	not selector.is_empty(a)
+	not selector.is_empty(b)
+	selector.overlap(a, b)
+}
+
+# The normalised document keys volumes by name; volumeNames keeps their spec order for the path.
+_volume_field(volume_name) := sprintf("spec.volumes[%d]", [i]) if {
+	some i, name in _mine.volumeNames
+	name == volume_name
+} else := "spec.volumes"

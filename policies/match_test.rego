@@ -1,0 +1,120 @@
+package sidecarops.match_test
+
+import data.sidecarops.fixtures_test.by_name
+import data.sidecarops.fixtures_test.labels_selector
+import data.sidecarops.fixtures_test.pod
+import data.sidecarops.fixtures_test.sidecarset
+import data.sidecarops.match
+
+# _decide evaluates the decision with every SidecarSet as an index candidate (the index is a
+# superset; test_only_candidates_are_considered covers the narrowing itself).
+_decide(sidecarsets, namespaces, namespace, labels) := decision if {
+	decision := match.decision with input as {"namespace": namespace, "pod": pod(labels)}
+		with data.sidecarops.state.sidecarsets as by_name(sidecarsets)
+		with data.sidecarops.state.namespaces as namespaces
+		with data.sidecarops.index.candidates as {s.name | some s in sidecarsets}
+}
+
+_nginx(name, fields) := sidecarset(name, object.union({"selector": labels_selector({"app": "nginx"})}, fields))
+
+_matched(sidecarsets, labels) := _decide(sidecarsets, {}, "default", labels).matched
+
+# --- ref §4.5 S24-S28 ---------------------------------------------------------------------------
+
+test_s24_no_namespace_objects_no_namespace_selector if {
+	_decide([_nginx("s1", {})], {}, "app1", {"app": "nginx"}) == {"matched": ["s1"], "denied": []}
+}
+
+test_s25_namespace_selector_matches_namespace_labels if {
+	ss := _nginx("s1", {"namespaceSelector": labels_selector({"ns": "app1"})})
+	_decide([ss], {"app1": {"labels": {"ns": "app1"}}}, "app1", {"app": "nginx"}).matched == ["s1"]
+}
+
+test_s26_namespace_selector_does_not_match if {
+	ss := _nginx("s1", {"namespaceSelector": labels_selector({"ns": "app2"})})
+	_decide([ss], {"app1": {"labels": {"ns": "app1"}}}, "app1", {"app": "nginx"}).matched == []
+}
+
+test_s27_s28_namespace_selector_picks_the_pods_namespace if {
+	namespaces := {"app1": {"labels": {"app": "app1"}}, "app2": {"labels": {"app": "app2"}}}
+	to_app1 := _nginx("s1", {"namespaceSelector": labels_selector({"app": "app1"})})
+	to_app2 := _nginx("s1", {"namespaceSelector": labels_selector({"app": "app2"})})
+	_decide([to_app1], namespaces, "app1", {"app": "nginx"}).matched == ["s1"]
+	_decide([to_app2], namespaces, "app1", {"app": "nginx"}).matched == []
+}
+
+# An unknown namespace is taken to carry only kubernetes.io/metadata.name, which is also how a
+# v1alpha1 spec.namespace reaches the policies.
+test_unknown_namespace_has_its_name_label if {
+	ss := _nginx("s1", {"namespace": "app1", "namespaceSelector": labels_selector({"kubernetes.io/metadata.name": "app1"})})
+	_decide([ss], {}, "app1", {"app": "nginx"}).matched == ["s1"]
+	_decide([ss], {}, "app2", {"app": "nginx"}).matched == []
+}
+
+# --- selector and pausing (ref §1.12 step 3, §4.1 W1, W4) ---------------------------------------------
+
+test_w1_pod_labels_do_not_match if _matched([_nginx("s1", {})], {"app": "doesnt-match"}) == []
+
+test_w4_injection_paused if _matched([_nginx("s1", {"injectionPaused": true})], {"app": "nginx"}) == []
+
+test_empty_or_unset_selector_never_matches if {
+	_matched([sidecarset("s1", {"selector": labels_selector({})})], {"app": "nginx"}) == []
+	_matched([sidecarset("s1", {"selector": {}})], {"app": "nginx"}) == []
+	_matched([sidecarset("s1", {})], {"app": "nginx"}) == []
+}
+
+test_pod_without_labels if {
+	ss := sidecarset("s1", {"selector": {"matchLabels": {}, "matchExpressions": [{"key": "opt-in", "operator": "DoesNotExist"}]}})
+	decision := match.decision with input as {"namespace": "default", "pod": {"metadata": {"name": "bare"}}}
+		with data.sidecarops.state.sidecarsets as by_name([ss])
+		with data.sidecarops.index.candidates as {"s1"}
+	decision.matched == ["s1"]
+}
+
+# --- order and candidates ----------------------------------------------------------------------
+
+test_matched_sorted_by_name if {
+	_matched([_nginx("zeta", {}), _nginx("alpha", {}), _nginx("mid", {})], {"app": "nginx"}) == ["alpha", "mid", "zeta"]
+}
+
+test_only_candidates_are_considered if {
+	decision := match.decision with input as {"namespace": "default", "pod": pod({"app": "nginx"})}
+		with data.sidecarops.state.sidecarsets as by_name([_nginx("s1", {}), _nginx("s2", {})])
+		with data.sidecarops.index.candidates as {"s2", "stale-name"}
+	decision.matched == ["s2"]
+}
+
+test_no_index_no_match if {
+	decision := match.decision with input as {"namespace": "default", "pod": pod({"app": "nginx"})}
+		with data.sidecarops.state.sidecarsets as by_name([_nginx("s1", {})])
+	decision == {"matched": [], "denied": []}
+}
+
+# --- canary (ref §1.21) ----------------------------------------------------------------------------
+
+_canary(name, base, fields) := _nginx(name, object.union({"canary": true, "base": base, "updateType": "NotUpdate"}, fields))
+
+test_canary_displaces_its_base if {
+	_matched([_nginx("base", {}), _canary("base-canary", "base", {}), _nginx("other", {})], {"app": "nginx"}) == ["base-canary", "other"]
+}
+
+# Quirk 7: the base is only dropped from pods the canary itself matches.
+test_canary_not_matching_keeps_base if {
+	canary := _canary("base-canary", "base", {"selector": labels_selector({"app": "nginx", "canary": "true"})})
+	_matched([_nginx("base", {}), canary], {"app": "nginx"}) == ["base"]
+	_matched([_nginx("base", {}), canary], {"app": "nginx", "canary": "true"}) == ["base-canary"]
+}
+
+test_paused_canary_keeps_base if {
+	_matched([_nginx("base", {}), _canary("base-canary", "base", {"injectionPaused": true})], {"app": "nginx"}) == ["base"]
+}
+
+# --- administrators' gates ------------------------------------------------------------------------
+
+test_gates_veto_the_pod if {
+	decision := match.decision with input as {"namespace": "default", "pod": pod({"app": "nginx"})}
+		with data.sidecarops.state.sidecarsets as by_name([_nginx("s1", {})])
+		with data.sidecarops.index.candidates as {"s1"}
+		with data.gates.deny_injection as {"z: second", "a: first"}
+	decision == {"matched": [], "denied": ["a: first", "z: second"]}
+}
