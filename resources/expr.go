@@ -18,6 +18,8 @@ const (
 	maxNodes    = 10000 // AST size; evaluation recurses once per node
 	maxExponent = 300   // |e| in 1e<e>; about float64's range, which is what OpenKruise parses into
 	maxBits     = 2048  // numerator and denominator size of every intermediate value
+
+	maxMilli = 1 << 62 // MilliValue saturates near int64's bounds; stay clear of them
 )
 
 // Expr is a parsed resourcesPolicy expression. It is immutable and safe for concurrent use, so it
@@ -246,6 +248,10 @@ func checkRange(r *big.Rat) error {
 // ratOfQuantity converts exactly. Quantities decoded from JSON/YAML are at most 2^63-1 with nano
 // precision; the scale guard only stops a hand-built inf.Dec from making us compute 10^huge.
 func ratOfQuantity(q resource.Quantity) (*big.Rat, error) {
+	// Fast path for the usual case, a value with at most milli precision that fits int64 milli.
+	if m := q.MilliValue(); m > -maxMilli && m < maxMilli && resource.NewMilliQuantity(m, q.Format).Cmp(q) == 0 {
+		return big.NewRat(m, 1000), nil
+	}
 	d := q.AsDec() // q is a copy; AsDec only rewrites the copy's representation
 	scale := int64(d.Scale())
 	if scale > 64 || scale < -64 {
@@ -327,7 +333,25 @@ var validUnits = map[string]bool{
 	"Ki": true, "Mi": true, "Gi": true, "Ti": true, "Pi": true,
 }
 
-var punct = map[byte]tokKind{'+': tPlus, '-': tMinus, '*': tStar, '/': tSlash, '(': tLParen, ')': tRParen, ',': tComma}
+func punct(c byte) (tokKind, bool) {
+	switch c {
+	case '+':
+		return tPlus, true
+	case '-':
+		return tMinus, true
+	case '*':
+		return tStar, true
+	case '/':
+		return tSlash, true
+	case '(':
+		return tLParen, true
+	case ')':
+		return tRParen, true
+	case ',':
+		return tComma, true
+	}
+	return tEOF, false
+}
 
 func (lx *lexer) next() (token, *evalError) {
 	for lx.pos < len(lx.src) && isSpace(lx.src[lx.pos]) {
@@ -338,7 +362,7 @@ func (lx *lexer) next() (token, *evalError) {
 		return token{kind: tEOF, pos: start}, nil
 	}
 	c := lx.src[start]
-	if k, ok := punct[c]; ok {
+	if k, ok := punct(c); ok {
 		lx.pos++
 		return token{kind: k, pos: start, text: string(c)}, nil
 	}
