@@ -1,0 +1,333 @@
+package bundles
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+)
+
+func sidecarSet(name string, sel *metav1.LabelSelector, mutate ...func(*v1alpha1.SidecarSet)) *v1alpha1.SidecarSet {
+	ss := &v1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.SidecarSetSpec{
+			Selector:   sel,
+			Containers: []v1alpha1.SidecarContainer{{}},
+		},
+	}
+	ss.Spec.Containers[0].Name = name + "-c"
+	ss.Spec.Containers[0].Image = "busybox"
+	for _, m := range mutate {
+		m(ss)
+	}
+	return ss
+}
+
+func labels(kv ...string) *metav1.LabelSelector {
+	m := map[string]string{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return &metav1.LabelSelector{MatchLabels: m}
+}
+
+// candidates evaluates only the generated index module, so the test pins what the index promises:
+// a superset of the SidecarSets whose selector and namespace could match.
+func candidates(t *testing.T, sets []*v1alpha1.SidecarSet, ns string, podLabels map[string]string) []string {
+	t.Helper()
+	mod := IndexModule(sets)
+	pod := map[string]any{"metadata": map[string]any{"labels": podLabels}}
+	rs, err := rego.New(
+		rego.Query("x := sort(data.sidecarops.index.candidates)"),
+		rego.Module("index.rego", mod),
+		rego.Input(map[string]any{"namespace": ns, "pod": pod}),
+	).Eval(context.Background())
+	require.NoError(t, err, mod)
+	var out []string
+	for _, v := range rs[0].Bindings["x"].([]any) {
+		out = append(out, v.(string))
+	}
+	return out
+}
+
+func TestIndexModuleCandidates(t *testing.T) {
+	sets := []*v1alpha1.SidecarSet{
+		sidecarSet("by-app", labels("app", "web")),
+		sidecarSet("by-two", labels("app", "web", "tier", "front")),
+		sidecarSet("odd-key", labels("app.kubernetes.io/name", `we"b\`)),
+		sidecarSet("scoped", labels("app", "web"), func(ss *v1alpha1.SidecarSet) { ss.Spec.Namespace = "shop" }),
+		sidecarSet("scoped-by-selector", labels("app", "web"), func(ss *v1alpha1.SidecarSet) {
+			ss.Spec.NamespaceSelector = labels(v1alpha1.NamespaceNameLabel, "bank")
+		}),
+		sidecarSet("in-only", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"api", "web"}}}}),
+		sidecarSet("exists-only", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "app", Operator: metav1.LabelSelectorOpExists}}}),
+		sidecarSet("nil-selector", nil),
+		sidecarSet("empty-selector", &metav1.LabelSelector{}),
+	}
+	cases := []struct {
+		name   string
+		ns     string
+		labels map[string]string
+		want   []string
+	}{
+		{"web in shop", "shop", map[string]string{"app": "web"}, []string{"by-app", "exists-only", "in-only", "scoped"}},
+		{"web front in bank", "bank", map[string]string{"app": "web", "tier": "front"}, []string{"by-app", "by-two", "exists-only", "in-only", "scoped-by-selector"}},
+		{"api elsewhere", "x", map[string]string{"app": "api"}, []string{"exists-only", "in-only"}},
+		{"escaped key and value", "x", map[string]string{"app.kubernetes.io/name": `we"b\`}, []string{"exists-only", "odd-key"}},
+		// Unconditional candidates stay candidates; the match policy rejects them.
+		{"no labels", "x", nil, []string{"exists-only"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, candidates(t, sets, tc.ns, tc.labels))
+		})
+	}
+}
+
+func TestCompileRejectsDuplicateNames(t *testing.T) {
+	_, err := Compile(State{SidecarSets: []*v1alpha1.SidecarSet{sidecarSet("a", labels("x", "y")), sidecarSet("a", labels("x", "z"))}})
+	require.ErrorContains(t, err, "SidecarSet/a: metadata.name: duplicate SidecarSet name")
+}
+
+func TestCompileRevisionIsContentHash(t *testing.T) {
+	st := State{SidecarSets: []*v1alpha1.SidecarSet{sidecarSet("a", labels("app", "web"))}}
+	b1, err := Compile(st)
+	require.NoError(t, err)
+	b2, err := Compile(st)
+	require.NoError(t, err)
+	assert.Equal(t, b1.Manifest.Revision, b2.Manifest.Revision, "same content, same revision")
+	st.SidecarSets = append(st.SidecarSets, sidecarSet("b", labels("app", "api")))
+	b3, err := Compile(st)
+	require.NoError(t, err)
+	assert.NotEqual(t, b1.Manifest.Revision, b3.Manifest.Revision)
+	assert.Equal(t, []string{Root}, *b3.Manifest.Roots)
+}
+
+func TestNormalizeEffectiveNamespaceSelector(t *testing.T) {
+	ss := sidecarSet("a", labels("app", "web"), func(ss *v1alpha1.SidecarSet) {
+		ss.Spec.Namespace = "shop"
+		ss.Spec.NamespaceSelector = labels("env", "prod") // spec.namespace wins, as in OpenKruise's conversion
+		ss.Annotations = map[string]string{v1alpha1.SidecarSetCanaryAnnotation: "true", v1alpha1.SidecarSetBaseAnnotation: "base"}
+	})
+	doc, err := Normalize(ss)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"matchLabels": map[string]any{v1alpha1.NamespaceNameLabel: "shop"}, "matchExpressions": []any{}}, doc["namespaceSelector"])
+	assert.Equal(t, true, doc["canary"])
+	assert.Equal(t, "base", doc["base"])
+
+	// A canary annotation without a base is not a canary (ref §1.21).
+	ss.Annotations = map[string]string{v1alpha1.SidecarSetCanaryAnnotation: "true"}
+	doc, err = Normalize(ss)
+	require.NoError(t, err)
+	assert.Equal(t, false, doc["canary"])
+	assert.Equal(t, "", doc["base"])
+}
+
+// opaBinary is the pinned opa built by `make tools`; the Makefile passes its path.
+func opaBinary(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv("SIDECAROPS_OPA")
+	if p == "" {
+		t.Fatal("SIDECAROPS_OPA is not set: run the tests through `make test` (it builds the pinned opa with `make tools`)")
+	}
+	return p
+}
+
+// TestStockOPAReadsBundle proves the written bundle is a plain OPA bundle: stock `opa eval -b`
+// gives the same match decision as evaluating the in-memory bundle.
+func TestStockOPAReadsBundle(t *testing.T) {
+	opa := opaBinary(t)
+	b, err := Compile(State{SidecarSets: []*v1alpha1.SidecarSet{
+		sidecarSet("logging", labels("app", "web")),
+		sidecarSet("mesh", labels("mesh", "on")),
+		sidecarSet("other-ns", labels("app", "web"), func(ss *v1alpha1.SidecarSet) { ss.Spec.Namespace = "elsewhere" }),
+	}})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	var buf bytes.Buffer
+	require.NoError(t, Write(&buf, b))
+	bundlePath := filepath.Join(dir, "bundle.tar.gz")
+	require.NoError(t, os.WriteFile(bundlePath, buf.Bytes(), 0o600))
+	input := map[string]any{"namespace": "shop", "pod": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web", "mesh": "on"}}}}
+	raw, _ := json.Marshal(input)
+	inputPath := filepath.Join(dir, "input.json")
+	require.NoError(t, os.WriteFile(inputPath, raw, 0o600))
+
+	out, err := exec.Command(opa, "eval", "-f", "json", "-b", bundlePath, "-i", inputPath, "data.sidecarops.match.decision").CombinedOutput()
+	require.NoError(t, err, string(out))
+	var res struct {
+		Result []struct {
+			Expressions []struct{ Value any } `json:"expressions"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(out, &res), string(out))
+	require.Len(t, res.Result, 1)
+	stock := res.Result[0].Expressions[0].Value
+
+	rs, err := rego.New(rego.Query("data.sidecarops.match.decision"), rego.ParsedBundle("core", b), rego.Input(input)).Eval(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, rs[0].Expressions[0].Value, stock)
+	assert.Equal(t, []any{"logging", "mesh"}, stock.(map[string]any)["matched"], "other-ns is scoped to another namespace")
+}
+
+func rsaKeys(t *testing.T) (priv, pub string) {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	pubDER, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	require.NoError(t, err)
+	return string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}))
+}
+
+func ecKeys(t *testing.T) (priv, pub string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	privDER, err := x509.MarshalECPrivateKey(k)
+	require.NoError(t, err)
+	pubDER, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	require.NoError(t, err)
+	return string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: privDER})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}))
+}
+
+func writeBundle(t *testing.T, sign func(*testing.T, []byte) []byte) []byte {
+	t.Helper()
+	b, err := Compile(State{SidecarSets: []*v1alpha1.SidecarSet{sidecarSet("a", labels("app", "web"))}})
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, Write(&buf, b))
+	if sign != nil {
+		return sign(t, buf.Bytes())
+	}
+	return buf.Bytes()
+}
+
+// tamper rewrites data.json inside a bundle tarball, leaving the signature as it was.
+func tamper(t *testing.T, raw []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	require.NoError(t, err)
+	tr := tar.NewReader(zr)
+	var out bytes.Buffer
+	zw := gzip.NewWriter(&out)
+	tw := tar.NewWriter(zw)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		body, err := io.ReadAll(tr)
+		require.NoError(t, err)
+		if strings.HasSuffix(h.Name, "data.json") {
+			body = bytes.Replace(body, []byte(`"web"`), []byte(`"evil"`), 1)
+			h.Size = int64(len(body))
+		}
+		require.NoError(t, tw.WriteHeader(h))
+		_, err = tw.Write(body)
+		require.NoError(t, err)
+	}
+	require.NoError(t, tw.Close())
+	require.NoError(t, zw.Close())
+	return out.Bytes()
+}
+
+func TestSignAndVerify(t *testing.T) {
+	rsaPriv, rsaPub := rsaKeys(t)
+	ecPriv, ecPub := ecKeys(t)
+	_, otherPub := rsaKeys(t)
+
+	signed := func(priv, alg, kid string) []byte {
+		b, err := Compile(State{SidecarSets: []*v1alpha1.SidecarSet{sidecarSet("a", labels("app", "web"))}})
+		require.NoError(t, err)
+		require.NoError(t, Sign(b, priv, alg, kid))
+		var buf bytes.Buffer
+		require.NoError(t, Write(&buf, b))
+		return buf.Bytes()
+	}
+	verifier := func(pub, alg string) *Verification {
+		v, err := NewVerification(map[string]string{DefaultKeyID: pub}, alg, "")
+		require.NoError(t, err)
+		return v
+	}
+	rsaSigned := signed(rsaPriv, "RS256", "")
+	cases := []struct {
+		name    string
+		raw     []byte
+		v       *Verification
+		wantErr string
+	}{
+		{"RS256 signed, verified", rsaSigned, verifier(rsaPub, "RS256"), ""},
+		{"ES256 signed, verified", signed(ecPriv, "ES256", ""), verifier(ecPub, "ES256"), ""},
+		{"unsigned refused when keys are configured", writeBundle(t, nil), verifier(rsaPub, "RS256"), "bundle missing .signatures.json"},
+		{"tampered refused", tamper(t, rsaSigned), verifier(rsaPub, "RS256"), "digest mismatch"},
+		{"wrong key refused", rsaSigned, verifier(otherPub, "RS256"), "failed to verify"},
+		{"unknown key id refused", signed(rsaPriv, "RS256", "team-a"), verifier(rsaPub, "RS256"), "team-a"},
+		{"no verification configured reads unsigned", writeBundle(t, nil), nil, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := ReadBytes("test.tar.gz", tc.raw, tc.v)
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.NotEmpty(t, b.Manifest.Revision)
+			assert.NotEmpty(t, b.Modules)
+		})
+	}
+}
+
+func TestReadDirectoryBundle(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".manifest"), []byte(`{"revision":"r1","roots":["whitelist"]}`), 0o600))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "whitelist"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "whitelist", "data.json"), []byte(`{"rules":[{"allowedAnnotationKeyExprs":["x"]}]}`), 0o600))
+	b, err := Read(dir, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "r1", b.Manifest.Revision)
+	assert.Equal(t, map[string]any{"whitelist": map[string]any{"rules": []any{map[string]any{"allowedAnnotationKeyExprs": []any{"x"}}}}}, b.Data)
+
+	_, pub := rsaKeys(t)
+	v, err := NewVerification(map[string]string{DefaultKeyID: pub}, "RS256", "")
+	require.NoError(t, err)
+	_, err = Read(dir, v)
+	require.ErrorContains(t, err, "bundle missing .signatures.json", "an unsigned directory bundle is refused too")
+
+	_, err = Read(filepath.Join(dir, "missing"), nil)
+	require.ErrorContains(t, err, "missing")
+}
+
+// The generated module must stay parseable by the stock parser for any label text.
+func TestIndexModuleParses(t *testing.T) {
+	mod := IndexModule([]*v1alpha1.SidecarSet{sidecarSet("x", labels("a/b.c", "\n\t\"'`$\u2028"))})
+	_, err := ast.ParseModuleWithOpts("i.rego", mod, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	require.NoError(t, err, mod)
+}

@@ -1,0 +1,131 @@
+package bundles
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+)
+
+// Normalize turns a defaulted SidecarSet into the document the policies read as
+// data.sidecarops.state.sidecarsets[name] and as the input of the conflict and whitelist decisions.
+// The shape is fixed and explicit (no omitted keys) so policies never need defaults for absent fields.
+func Normalize(ss *v1alpha1.SidecarSet) (map[string]any, error) {
+	volumes := make(map[string]any, len(ss.Spec.Volumes))
+	for i := range ss.Spec.Volumes {
+		v, err := toGeneric(&ss.Spec.Volumes[i])
+		if err != nil {
+			return nil, fmt.Errorf("SidecarSet/%s: spec.volumes[%d]: %w", ss.Name, i, err)
+		}
+		volumes[ss.Spec.Volumes[i].Name] = v
+	}
+	patches := make([]any, 0, len(ss.Spec.PatchPodMetadata))
+	for _, p := range ss.Spec.PatchPodMetadata {
+		annotations := make(map[string]any, len(p.Annotations))
+		for k, v := range p.Annotations {
+			annotations[k] = v
+		}
+		patches = append(patches, map[string]any{"annotations": annotations, "patchPolicy": string(p.PatchPolicy)})
+	}
+	canary := ss.Annotations[v1alpha1.SidecarSetCanaryAnnotation] == "true" && ss.Annotations[v1alpha1.SidecarSetBaseAnnotation] != ""
+	base := ""
+	if canary {
+		base = ss.Annotations[v1alpha1.SidecarSetBaseAnnotation]
+	}
+	return map[string]any{
+		"name":              ss.Name,
+		"labels":            stringMap(ss.Labels),
+		"canary":            canary,
+		"base":              base,
+		"selector":          selectorDoc(ss.Spec.Selector),
+		"namespace":         ss.Spec.Namespace,
+		"namespaceSelector": selectorDoc(EffectiveNamespaceSelector(ss)),
+		"injectionPaused":   ss.Spec.InjectionStrategy.Paused,
+		"updateType":        string(ss.Spec.UpdateStrategy.Type),
+		"containers":        containerNames(ss.Spec.Containers),
+		"initContainers":    containerNames(ss.Spec.InitContainers),
+		"volumes":           volumes,
+		"patchPodMetadata":  patches,
+	}, nil
+}
+
+// EffectiveNamespaceSelector is the namespace scope of a SidecarSet as OpenKruise sees it after its
+// v1alpha1→v1beta1 conversion: spec.namespace, when set, becomes a selector on the namespace's name
+// label and wins over spec.namespaceSelector.
+func EffectiveNamespaceSelector(ss *v1alpha1.SidecarSet) *metav1.LabelSelector {
+	if ss.Spec.Namespace != "" {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.NamespaceNameLabel: ss.Spec.Namespace}}
+	}
+	return ss.Spec.NamespaceSelector
+}
+
+func selectorDoc(s *metav1.LabelSelector) any {
+	if s == nil {
+		return nil
+	}
+	exprs := make([]any, 0, len(s.MatchExpressions))
+	for _, e := range s.MatchExpressions {
+		values := make([]any, 0, len(e.Values))
+		for _, v := range e.Values {
+			values = append(values, v)
+		}
+		exprs = append(exprs, map[string]any{"key": e.Key, "operator": string(e.Operator), "values": values})
+	}
+	return map[string]any{"matchLabels": stringMap(s.MatchLabels), "matchExpressions": exprs}
+}
+
+func namespaceDoc(ns *corev1.Namespace) map[string]any {
+	return map[string]any{"labels": stringMap(ns.Labels)}
+}
+
+// revisionDoc is the slim view of a ControllerRevision that administrators' policies may read; the
+// revision content itself is restored in Go (package revisions).
+func revisionDoc(cr *appsv1.ControllerRevision) map[string]any {
+	return map[string]any{
+		"sidecarSet":    cr.Labels[v1alpha1.SidecarSetNameLabel],
+		"customVersion": cr.Labels[v1alpha1.SidecarSetCustomVersionLabel],
+		"revision":      cr.Revision,
+	}
+}
+
+func containerNames(cs []v1alpha1.SidecarContainer) []any {
+	names := make([]any, 0, len(cs))
+	for _, c := range cs {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+func stringMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func toGeneric(v any) (any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

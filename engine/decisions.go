@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/bundles"
+)
+
+// Decision is the pod decision: the SidecarSets to inject, in order, or the gates' reasons not to.
+type Decision struct {
+	// Revision is the compiled bundle revision the decision was made with.
+	Revision string
+	// Matched are the SidecarSets to inject, in the policies' order (by name).
+	Matched []*v1alpha1.SidecarSet
+	// Denied are the administrators' gate reasons; non-empty means nothing is injected.
+	Denied []string
+}
+
+// MatchedNames lists the names of the matched SidecarSets.
+func (d Decision) MatchedNames() []string {
+	names := make([]string, len(d.Matched))
+	for i, ss := range d.Matched {
+		names[i] = ss.Name
+	}
+	return names
+}
+
+// Decide evaluates the match decision for a pod given as JSON, in namespace ns.
+func (s *Snapshot) Decide(ctx context.Context, ns string, podJSON []byte) (Decision, error) {
+	in, err := input(ns, podJSON)
+	if err != nil {
+		return Decision{}, err
+	}
+	return s.DecideInput(ctx, in)
+}
+
+// DecideInput is Decide for an input already built by Input, so a caller that evaluates several
+// decisions for one pod converts it once.
+func (s *Snapshot) DecideInput(ctx context.Context, in ast.Value) (Decision, error) {
+	v, err := evalOne(ctx, s.match, in)
+	if err != nil {
+		return Decision{}, fmt.Errorf("engine: %s: %w", matchQuery, err)
+	}
+	var out struct {
+		Matched []string `json:"matched"`
+		Denied  []string `json:"denied"`
+	}
+	if v != nil {
+		if err := decode(v, &out); err != nil {
+			return Decision{}, fmt.Errorf("engine: %s result: %w", matchQuery, err)
+		}
+	}
+	d := Decision{Revision: s.revision, Denied: out.Denied}
+	for _, name := range out.Matched {
+		ss, ok := s.sidecarSets[name]
+		if !ok {
+			return Decision{}, fmt.Errorf("engine: policy matched SidecarSet %q that the snapshot does not hold", name)
+		}
+		d.Matched = append(d.Matched, ss)
+	}
+	return d, nil
+}
+
+// Input converts a pod's JSON into the decision input once.
+func Input(ns string, podJSON []byte) (ast.Value, error) { return input(ns, podJSON) }
+
+// Explain returns, for every SidecarSet, ["matches"] or the reasons it does not match the pod.
+func (s *Snapshot) Explain(ctx context.Context, ns string, podJSON []byte) (map[string][]string, error) {
+	in, err := input(ns, podJSON)
+	if err != nil {
+		return nil, err
+	}
+	v, err := evalOne(ctx, s.explain, in)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %s: %w", explainQuery, err)
+	}
+	out := map[string][]string{}
+	if v != nil {
+		if err := decode(v, &out); err != nil {
+			return nil, fmt.Errorf("engine: %s result: %w", explainQuery, err)
+		}
+	}
+	return out, nil
+}
+
+// Violation is one policy finding about a SidecarSet, shaped as a Kubernetes field error.
+type Violation struct {
+	Field   string          `json:"field"`
+	Value   json.RawMessage `json:"value,omitempty"`
+	Type    string          `json:"type,omitempty"`
+	Message string          `json:"message"`
+	Other   string          `json:"other,omitempty"`
+}
+
+// FieldError converts the violation into an apimachinery field error for uniform reporting.
+func (v Violation) FieldError() *field.Error {
+	var value any
+	if len(v.Value) > 0 {
+		_ = json.Unmarshal(v.Value, &value)
+	}
+	path := field.NewPath(v.Field)
+	switch v.Type {
+	case "Required":
+		return field.Required(path, v.Message)
+	case "Forbidden":
+		return field.Forbidden(path, v.Message)
+	default:
+		return field.Invalid(path, value, v.Message)
+	}
+}
+
+// Conflicts evaluates the cross-SidecarSet conflict decision for ss against the snapshot's others.
+func (s *Snapshot) Conflicts(ctx context.Context, ss *v1alpha1.SidecarSet) ([]Violation, error) {
+	return s.sidecarSetViolations(ctx, conflictQuery, s.conflict, ss)
+}
+
+// Whitelist evaluates which of ss's patchPodMetadata keys the administrators' whitelist refuses.
+func (s *Snapshot) Whitelist(ctx context.Context, ss *v1alpha1.SidecarSet) ([]Violation, error) {
+	return s.sidecarSetViolations(ctx, whitelistQuery, s.whitelist, ss)
+}
+
+func (s *Snapshot) sidecarSetViolations(ctx context.Context, query string, pq interface {
+	Eval(context.Context, ...rego.EvalOption) (rego.ResultSet, error)
+}, ss *v1alpha1.SidecarSet) ([]Violation, error) {
+	doc, err := bundles.Normalize(ss)
+	if err != nil {
+		return nil, err
+	}
+	in, err := ast.InterfaceToValue(map[string]any{"sidecarset": doc})
+	if err != nil {
+		return nil, fmt.Errorf("engine: SidecarSet/%s input: %w", ss.Name, err)
+	}
+	rs, err := pq.Eval(ctx, rego.EvalParsedInput(in))
+	if err != nil {
+		return nil, fmt.Errorf("engine: %s: %w", query, err)
+	}
+	var out []Violation
+	if len(rs) > 0 && len(rs[0].Expressions) > 0 {
+		if err := decode(rs[0].Expressions[0].Value, &out); err != nil {
+			return nil, fmt.Errorf("engine: %s result: %w", query, err)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,212 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/bundle"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/bundles"
+)
+
+// Decision queries, one per policy entry point (docs/design.md, "Decisions").
+const (
+	matchQuery     = "data.sidecarops.match.decision"
+	explainQuery   = "data.sidecarops.explain.reasons"
+	conflictQuery  = "data.sidecarops.conflict.violations"
+	whitelistQuery = "data.sidecarops.whitelist.violations"
+)
+
+// Engine holds the current Snapshot. The zero value has none; Load or Swap installs one.
+type Engine struct {
+	cur atomic.Pointer[Snapshot]
+}
+
+// Current returns the snapshot in force, or nil before the first Load.
+func (e *Engine) Current() *Snapshot { return e.cur.Load() }
+
+// Swap installs s; requests already holding the previous snapshot finish with it.
+func (e *Engine) Swap(s *Snapshot) { e.cur.Store(s) }
+
+// Load prepares a snapshot and installs it. On error the previous snapshot keeps serving.
+func (e *Engine) Load(ctx context.Context, in Inputs) (*Snapshot, error) {
+	s, err := Prepare(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	e.Swap(s)
+	return s, nil
+}
+
+// Inputs are what a snapshot is made of.
+type Inputs struct {
+	// Core is the bundle compiled by bundles.Compile from SidecarSets.
+	Core *bundle.Bundle
+	// SidecarSets are the defaulted, hashed objects Core was compiled from; decisions name them and
+	// the snapshot hands the objects themselves to the caller.
+	SidecarSets []*v1alpha1.SidecarSet
+	// Admin are administrators' bundles (whitelist, gates), already verified by bundles.Read.
+	Admin []*bundle.Bundle
+}
+
+// Snapshot is one immutable, prepared policy state.
+type Snapshot struct {
+	revision       string
+	adminRevisions []string
+	sidecarSets    map[string]*v1alpha1.SidecarSet
+	match          rego.PreparedEvalQuery
+	explain        rego.PreparedEvalQuery
+	conflict       rego.PreparedEvalQuery
+	whitelist      rego.PreparedEvalQuery
+}
+
+// Prepare merges the bundles, compiles their modules once and prepares every decision query.
+func Prepare(ctx context.Context, in Inputs) (*Snapshot, error) {
+	if in.Core == nil {
+		return nil, fmt.Errorf("engine: no compiled bundle")
+	}
+	all := append([]*bundle.Bundle{in.Core}, in.Admin...)
+	if err := checkRoots(all); err != nil {
+		return nil, err
+	}
+	modules := map[string]*ast.Module{}
+	data := map[string]any{}
+	adminRevs := make([]string, 0, len(in.Admin))
+	for i, b := range all {
+		for _, m := range b.Modules {
+			// Prefixing with the bundle's position keeps two bundles' same-named files apart.
+			modules[fmt.Sprintf("bundle%d%s", i, m.Path)] = m.Parsed
+		}
+		if err := mergeData(data, b.Data); err != nil {
+			return nil, fmt.Errorf("engine: bundle %d: %w", i, err)
+		}
+		if i > 0 {
+			adminRevs = append(adminRevs, b.Manifest.Revision)
+		}
+	}
+	compiler := ast.NewCompiler()
+	if compiler.Compile(modules); compiler.Failed() {
+		return nil, fmt.Errorf("engine: compiling policies: %w", compiler.Errors)
+	}
+	store := inmem.NewFromObjectWithOpts(data, inmem.OptRoundTripOnWrite(true), inmem.OptReturnASTValuesOnRead(true))
+
+	s := &Snapshot{
+		revision:       in.Core.Manifest.Revision,
+		adminRevisions: adminRevs,
+		sidecarSets:    make(map[string]*v1alpha1.SidecarSet, len(in.SidecarSets)),
+	}
+	for _, ss := range in.SidecarSets {
+		s.sidecarSets[ss.Name] = ss
+	}
+	for _, q := range []struct {
+		query string
+		dst   *rego.PreparedEvalQuery
+	}{{matchQuery, &s.match}, {explainQuery, &s.explain}, {conflictQuery, &s.conflict}, {whitelistQuery, &s.whitelist}} {
+		pq, err := rego.New(rego.Query(q.query), rego.Compiler(compiler), rego.Store(store)).PrepareForEval(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("engine: preparing %s: %w", q.query, err)
+		}
+		*q.dst = pq
+	}
+	return s, nil
+}
+
+// Revision is the compiled bundle's revision.
+func (s *Snapshot) Revision() string { return s.revision }
+
+// AdminRevisions are the revisions of the administrators' bundles, in load order.
+func (s *Snapshot) AdminRevisions() []string { return s.adminRevisions }
+
+// SidecarSet returns a SidecarSet of the snapshot by name.
+func (s *Snapshot) SidecarSet(name string) (*v1alpha1.SidecarSet, bool) {
+	ss, ok := s.sidecarSets[name]
+	return ss, ok
+}
+
+func checkRoots(bs []*bundle.Bundle) error {
+	type owned struct {
+		root   string
+		bundle int
+	}
+	var roots []owned
+	for i, b := range bs {
+		rs := []string{""}
+		if b.Manifest.Roots != nil {
+			rs = *b.Manifest.Roots
+		}
+		for _, r := range rs {
+			for _, o := range roots {
+				if bundle.RootPathsOverlap(r, o.root) {
+					return fmt.Errorf("engine: bundle %d root %q overlaps root %q of bundle %d (the compiled bundle owns %q)", i, r, o.root, o.bundle, bundles.Root)
+				}
+			}
+			roots = append(roots, owned{r, i})
+		}
+	}
+	return nil
+}
+
+// mergeData merges src into dst; roots are disjoint, so a clash on a non-object is a bundle error.
+func mergeData(dst, src map[string]any) error {
+	for k, v := range src {
+		cur, exists := dst[k]
+		if !exists {
+			dst[k] = v
+			continue
+		}
+		a, okA := cur.(map[string]any)
+		b, okB := v.(map[string]any)
+		if !okA || !okB {
+			return fmt.Errorf("data key %q is defined by two bundles", k)
+		}
+		if err := mergeData(a, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// input builds the pod decision input {"namespace": ns, "pod": pod} from the pod's JSON.
+func input(namespace string, podJSON []byte) (ast.Value, error) {
+	pod, err := ast.ValueFromReader(strings.NewReader(string(podJSON)))
+	if err != nil {
+		return nil, fmt.Errorf("engine: pod JSON: %w", err)
+	}
+	return ast.NewObject(
+		[2]*ast.Term{ast.InternedTerm("namespace"), ast.StringTerm(namespace)},
+		[2]*ast.Term{ast.InternedTerm("pod"), ast.NewTerm(pod)},
+	), nil
+}
+
+func evalOne(ctx context.Context, pq rego.PreparedEvalQuery, in ast.Value) (any, error) {
+	rs, err := pq.Eval(ctx, rego.EvalParsedInput(in))
+	if err != nil {
+		return nil, err
+	}
+	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		return nil, nil
+	}
+	return rs[0].Expressions[0].Value, nil
+}
+
+// decode converts a decision value into a Go type through JSON; decisions are small.
+func decode(v any, dst any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, dst)
+}
+
+func sortedStrings(in []string) []string {
+	sort.Strings(in)
+	return in
+}
