@@ -1,0 +1,105 @@
+package mutation
+
+import (
+	"encoding/json"
+	"errors"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+)
+
+// upgradeSpec is one entry of the pod's kruise.io/sidecarset-hash(-without-image) maps (ref §1.11).
+// Field order and tags are OpenKruise's SidecarSetUpgradeSpec: the controller reads these values
+// back and pods must not differ by who injected them.
+type upgradeSpec struct {
+	UpdateTimestamp    metav1.Time `json:"updateTimestamp"`
+	Hash               string      `json:"hash"`
+	SidecarSetName     string      `json:"sidecarSetName"`
+	SidecarList        []string    `json:"sidecarList"`
+	ControllerRevision string      `json:"controllerRevision,omitempty"`
+}
+
+// parseUpgradeSpecs reads one of the two hash annotations. Pods injected by old OpenKruise
+// versions carry the flat form {"<name>":"<hash>"} (W17, S8); it is accepted and upgraded to the
+// structured form when the annotation is rewritten. A value that is neither is an error, as it is
+// in OpenKruise's webhook: overwriting it would lose the controller's record of that pod.
+func parseUpgradeSpecs(ann map[string]string, key string) (map[string]upgradeSpec, error) {
+	specs := map[string]upgradeSpec{}
+	raw := ann[key]
+	if raw == "" {
+		return specs, nil
+	}
+	if err := json.Unmarshal([]byte(raw), &specs); err == nil {
+		return specs, nil
+	}
+	var flat map[string]string
+	if err := json.Unmarshal([]byte(raw), &flat); err != nil {
+		return nil, podFieldErr("metadata.annotations["+key+"]",
+			errors.New("neither a map of SidecarSet upgrade specs nor the legacy map of hashes"))
+	}
+	specs = make(map[string]upgradeSpec, len(flat))
+	for name, hash := range flat {
+		specs[name] = upgradeSpec{Hash: hash, SidecarSetName: name}
+	}
+	return specs, nil
+}
+
+// recordUpgrade writes a SidecarSet's entry. The previous updateTimestamp is kept when the hash
+// did not change: the timestamp says when the pod got this version of the sidecars, and a
+// re-injection of the same version (webhook reinvocation, the CLI run twice) must leave the pod
+// byte-identical instead of moving the timestamp to the current clock.
+func recordUpgrade(specs map[string]upgradeSpec, next upgradeSpec) {
+	if prev, ok := specs[next.SidecarSetName]; ok && prev.Hash == next.Hash && !prev.UpdateTimestamp.IsZero() {
+		next.UpdateTimestamp = prev.UpdateTimestamp
+	}
+	specs[next.SidecarSetName] = next
+}
+
+func marshalString(v any) string {
+	// Every value marshalled here is a map of strings or of upgradeSpec, which cannot fail.
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// injectedList is the union of the pod's kruise.io/sidecarset-injected-list and names, sorted and
+// comma-joined (W24). The old value is split without cleaning, as OpenKruise does, so the list
+// reads the same whichever of the two wrote it last.
+func injectedList(old string, names []string) string {
+	set := map[string]bool{}
+	if old != "" {
+		for _, n := range strings.Split(old, ",") {
+			set[n] = true
+		}
+	}
+	for _, n := range names {
+		set[n] = true
+	}
+	return strings.Join(sortedKeys(set), ",")
+}
+
+// workingHotUpgrade reads kruise.io/sidecarset-working-hotupgrade-container. A value that does not
+// parse is not an error, as in OpenKruise: whatever encoding/json salvaged from it (nothing after a
+// syntax error, the well-typed entries after a type error) is kept and the injected containers are
+// added to it.
+func workingHotUpgrade(ann map[string]string) map[string]string {
+	m := map[string]string{}
+	if raw, ok := ann[v1alpha1.SidecarSetWorkingHotUpgradeContainer]; ok {
+		_ = json.Unmarshal([]byte(raw), &m)
+		if m == nil { // the value was JSON null
+			m = map[string]string{}
+		}
+	}
+	return m
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,92 @@
+package mutation
+
+import (
+	"reflect"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+)
+
+// placed is a fully built sidecar container waiting to be merged into the pod, with the policy
+// that decides its side of the app containers.
+type placed struct {
+	container corev1.Container
+	policy    v1alpha1.PodInjectPolicyType
+}
+
+// mergeContainers is OpenKruise's mergeSidecarContainers (ref §1.13), for containers and init
+// containers alike: a sidecar whose name is already in the pod replaces that container where it
+// stands; the others go in front (BeforeAppContainer) or behind (AfterAppContainer, and anything
+// else, since an undefaulted policy behaves as After). The returned growth is the same plan
+// expressed against the original indices, from which the patch is built.
+//
+// The name index is built once from the pod's own list, last index winning, exactly as OpenKruise's
+// map does; two sidecars with the same name therefore both replace the same pod container (the last
+// one stays), or are both added.
+func mergeContainers(pod []corev1.Container, sidecars []placed) ([]corev1.Container, listGrowth[corev1.Container]) {
+	g := listGrowth[corev1.Container]{origLen: len(pod)}
+	if len(sidecars) == 0 {
+		return pod, g
+	}
+	index := make(map[string]int, len(pod))
+	for i := range pod {
+		index[pod[i].Name] = i
+	}
+	middle := make([]corev1.Container, len(pod))
+	copy(middle, pod)
+	replacedAt := map[int]bool{}
+	for _, s := range sidecars {
+		if i, ok := index[s.container.Name]; ok {
+			middle[i] = s.container
+			replacedAt[i] = true
+			continue
+		}
+		if s.policy == v1alpha1.BeforeAppContainerType {
+			g.front = append(g.front, s.container)
+		} else {
+			g.back = append(g.back, s.container)
+		}
+	}
+	for i := range middle {
+		// A sidecar identical to the container it replaces is no change: re-injecting an injected
+		// pod must give an empty patch. reflect.DeepEqual, not semantic equality, because a
+		// semantically equal Quantity can still serialise differently.
+		if replacedAt[i] && !reflect.DeepEqual(middle[i], pod[i]) {
+			g.replaced = append(g.replaced, indexed[corev1.Container]{index: i, value: middle[i]})
+		}
+	}
+	merged := make([]corev1.Container, 0, len(g.front)+len(middle)+len(g.back))
+	merged = append(merged, g.front...)
+	merged = append(merged, middle...)
+	merged = append(merged, g.back...)
+	return merged, g
+}
+
+// sortByName orders injected init containers by name, stably, before they are merged: OpenKruise
+// does this (ref §1.12 step 9, W32–W34), so users relying on name order across SidecarSets keep it.
+func sortByName(sidecars []placed) {
+	sort.SliceStable(sidecars, func(i, j int) bool {
+		return sidecars[i].container.Name < sidecars[j].container.Name
+	})
+}
+
+func isNativeSidecar(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+func isHotUpgrade(c *v1alpha1.SidecarContainer) bool {
+	return c.UpgradeStrategy.UpgradeType == v1alpha1.SidecarContainerHotUpgrade
+}
+
+// isInjectedContainer recognises sidecars already in the pod. OpenKruise knows them only by this
+// env var (first occurrence, exact value "true"), so that is what decides it here too.
+func isInjectedContainer(c *corev1.Container) bool {
+	for i := range c.Env {
+		if c.Env[i].Name == v1alpha1.SidecarEnvInjected {
+			return c.Env[i].Value == "true"
+		}
+	}
+	return false
+}

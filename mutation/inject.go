@@ -1,0 +1,296 @@
+package mutation
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"gomodules.xyz/jsonpatch/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/resources"
+	"github.com/sidecarops/sidecarops/revisions"
+)
+
+// Injector injects SidecarSets into pods. Its clock and random source are the only non-determinism
+// injection has; tests and the CLI pin them.
+type Injector struct {
+	Now  func() time.Time // required
+	Rand func() float64   // [0,1); Partial injection revision policy
+}
+
+// Input is one pod and the SidecarSets the policies matched to it.
+type Input struct {
+	Pod         *corev1.Pod
+	SidecarSets []*v1alpha1.SidecarSet // matched by the policies, in decision order, defaulted and hashed
+	Revisions   revisions.Source       // may be nil when no SidecarSet sets injectionStrategy.revision
+}
+
+// Result is the injected pod and the patch that turns Input.Pod into it. Patch values share memory
+// with Pod; treat both as read-only or copy before changing either.
+type Result struct {
+	Pod      *corev1.Pod                    // a mutated deep copy; Input.Pod is not modified
+	Patch    []jsonpatch.JsonPatchOperation // gomodules.xyz/jsonpatch/v2, built from the plan
+	Injected []string                       // SidecarSets that injected something, in order
+}
+
+// Inject renders input.Pod with input.SidecarSets injected, as OpenKruise's pod webhook does on pod
+// creation (ref §1.12 steps 6–9). Pods that are no longer active are returned unchanged: they will
+// never start the sidecars.
+func (in *Injector) Inject(input Input) (Result, error) {
+	if in == nil || in.Now == nil {
+		return Result{}, errors.New("mutation: Injector.Now is required")
+	}
+	if input.Pod == nil {
+		return Result{}, errors.New("mutation: Input.Pod is nil")
+	}
+	pod := input.Pod.DeepCopy()
+	if !isActive(pod) || len(input.SidecarSets) == 0 {
+		return Result{Pod: pod, Patch: []jsonpatch.JsonPatchOperation{}}, nil
+	}
+	sets, err := in.chooseRevisions(input)
+	if err != nil {
+		return Result{}, err
+	}
+	b, err := newBuilder(pod, sets, metav1.NewTime(in.Now()))
+	if err != nil {
+		return Result{}, err
+	}
+	for _, ss := range sets {
+		if err := b.addSidecarSet(ss); err != nil {
+			return Result{}, err
+		}
+	}
+	return b.result(input.Pod.Annotations), nil
+}
+
+// isActive is Kubernetes' controller.IsPodActive, which OpenKruise uses to skip pods.
+func isActive(pod *corev1.Pod) bool {
+	return pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed &&
+		pod.DeletionTimestamp == nil
+}
+
+// chooseRevisions replaces each SidecarSet by the revision to inject (ref §1.5, W6–W14). Missing
+// collaborators are reported here, naming the SidecarSet that needs them, instead of surfacing as
+// a failure deep inside package revisions.
+func (in *Injector) chooseRevisions(input Input) ([]*v1alpha1.SidecarSet, error) {
+	out := make([]*v1alpha1.SidecarSet, len(input.SidecarSets))
+	for i, ss := range input.SidecarSets {
+		if ss == nil {
+			return nil, fmt.Errorf("mutation: Input.SidecarSets[%d] is nil", i)
+		}
+		if r := ss.Spec.InjectionStrategy.Revision; r != nil && (r.RevisionName != nil || r.CustomVersion != nil) {
+			if input.Revisions == nil {
+				return nil, fieldErr(ss.Name, "spec.injectionStrategy.revision",
+					errors.New("names a ControllerRevision but no revisions were provided"))
+			}
+			if r.Policy == v1alpha1.PartialSidecarSetInjectRevisionPolicy && in.Rand == nil {
+				return nil, fieldErr(ss.Name, "spec.injectionStrategy.revision.policy",
+					errors.New("Partial needs a random source and Injector.Rand is nil"))
+			}
+		}
+		chosen, err := revisions.ForInjection(ss, input.Pod, input.Revisions, in.Rand)
+		if err != nil {
+			return nil, fieldErr(ss.Name, "spec.injectionStrategy.revision", err)
+		}
+		if chosen == nil {
+			chosen = ss
+		}
+		out[i] = chosen
+	}
+	return out, nil
+}
+
+// builder accumulates the injection plan over the SidecarSets, in order.
+type builder struct {
+	// pod is what the sidecars are built against: annotations already patched, the pod's own
+	// containers not yet merged. OpenKruise builds every sidecar before merging any, so one
+	// SidecarSet never shares volumes from, or transfers env from, another's sidecars.
+	pod     *corev1.Pod
+	ann     map[string]string
+	now     metav1.Time
+	exclude map[string]bool // names resourcesPolicy must not aggregate over (ref §1.19)
+
+	hashes, hashesWithoutImage map[string]upgradeSpec
+	working                    map[string]string
+	hotUpgrade                 bool
+	// versions holds the hot-upgrade version annotations until the end, as OpenKruise does, so
+	// that no sidecar's fieldRef reads another sidecar's annotations.
+	versions map[string]string
+
+	containers, initContainers []placed
+	volumes                    []corev1.Volume
+	secrets                    []corev1.LocalObjectReference
+	processed, injected        []string
+}
+
+func newBuilder(pod *corev1.Pod, sets []*v1alpha1.SidecarSet, now metav1.Time) (*builder, error) {
+	// Metadata is patched first, and everything after reads the patched annotations, as in
+	// OpenKruise (ref §1.12 step 6 before 7).
+	ann := make(map[string]string, len(pod.Annotations)+8)
+	for k, v := range pod.Annotations {
+		ann[k] = v
+	}
+	for _, ss := range sets {
+		if err := patchPodMetadata(ann, ss); err != nil {
+			return nil, err
+		}
+	}
+	if pod.Annotations != nil || len(ann) > 0 {
+		pod.Annotations = ann
+	}
+
+	b := &builder{pod: pod, ann: ann, now: now, exclude: map[string]bool{}, versions: map[string]string{}}
+	var err error
+	if b.hashes, err = parseUpgradeSpecs(ann, v1alpha1.SidecarSetHashAnnotation); err != nil {
+		return nil, err
+	}
+	if b.hashesWithoutImage, err = parseUpgradeSpecs(ann, v1alpha1.SidecarSetHashWithoutImageAnnotation); err != nil {
+		return nil, err
+	}
+	b.working = workingHotUpgrade(ann)
+	for _, ss := range sets {
+		for i := range ss.Spec.InitContainers {
+			b.exclude[ss.Spec.InitContainers[i].Name] = true
+		}
+		for i := range ss.Spec.Containers {
+			b.exclude[ss.Spec.Containers[i].Name] = true
+		}
+	}
+	return b, nil
+}
+
+// addSidecarSet builds one SidecarSet's sidecars (ref §1.12 step 7): init containers, then
+// imagePullSecrets, then containers, each in spec order.
+func (b *builder) addSidecarSet(ss *v1alpha1.SidecarSet) error {
+	cat := newCatalogue(ss)
+	sidecarList := map[string]bool{}
+	injecting := false
+
+	for i := range ss.Spec.InitContainers {
+		sc := ss.Spec.InitContainers[i].DeepCopy()
+		native := isNativeSidecar(&sc.Container)
+		if native {
+			sidecarList[sc.Name] = true // only native init containers live on as sidecars
+		}
+		if err := b.build(ss, fmt.Sprintf("spec.initContainers[%d]", i), sc, cat); err != nil {
+			return err
+		}
+		injecting = true
+		if native && isHotUpgrade(sc) {
+			c1, c2 := hotUpgradeTwins(sc, b.versions, b.working)
+			b.initContainers = append(b.initContainers, c1, c2)
+			b.hotUpgrade = true
+		} else {
+			b.initContainers = append(b.initContainers, placed{container: sc.Container, policy: sc.PodInjectPolicy})
+		}
+	}
+	b.secrets = append(b.secrets, ss.Spec.ImagePullSecrets...)
+
+	for i := range ss.Spec.Containers {
+		sc := ss.Spec.Containers[i].DeepCopy()
+		sidecarList[sc.Name] = true
+		if err := b.build(ss, fmt.Sprintf("spec.containers[%d]", i), sc, cat); err != nil {
+			return err
+		}
+		injecting = true
+		if isHotUpgrade(sc) {
+			c1, c2 := hotUpgradeTwins(sc, b.versions, b.working)
+			b.containers = append(b.containers, c1, c2)
+			b.hotUpgrade = true
+		} else {
+			b.containers = append(b.containers, placed{container: sc.Container, policy: sc.PodInjectPolicy})
+		}
+	}
+
+	// OpenKruise lists every matched SidecarSet as injected, but records hashes only for those that
+	// brought containers; both are kept so the controller sees the same pod either way.
+	b.processed = append(b.processed, ss.Name)
+	if !injecting {
+		return nil
+	}
+	b.injected = append(b.injected, ss.Name)
+	list := sortedKeys(sidecarList)
+	recordUpgrade(b.hashes, upgradeSpec{
+		UpdateTimestamp:    b.now,
+		Hash:               ss.Annotations[v1alpha1.SidecarSetHashAnnotation],
+		SidecarSetName:     ss.Name,
+		SidecarList:        list,
+		ControllerRevision: ss.Status.LatestRevision,
+	})
+	recordUpgrade(b.hashesWithoutImage, upgradeSpec{
+		UpdateTimestamp: b.now,
+		Hash:            ss.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation],
+		SidecarSetName:  ss.Name,
+		SidecarList:     list,
+	})
+	return nil
+}
+
+// build completes one sidecar in place (sc is the builder's own copy): resources, then shared
+// mounts, env and devices, in OpenKruise's merge order (ref §1.13), so that the env list reads
+// own, IS_INJECTED, transferred, subPathExpr.
+func (b *builder) build(ss *v1alpha1.SidecarSet, field string, sc *v1alpha1.SidecarContainer, cat catalogue) error {
+	if sc.ResourcesPolicy != nil {
+		r, err := resources.Compute(b.pod, sc, b.exclude)
+		if err != nil {
+			return fieldErr(ss.Name, field+".resourcesPolicy", err)
+		}
+		sc.Resources = r
+	}
+	mounts, subPathEnvs := sharedMountsAndEnvs(sc, b.pod)
+	extraEnv := mergeEnv(transferEnvs(sc, b.pod), subPathEnvs)
+
+	b.volumes = append(b.volumes, cat.referenced(sc)...)
+	sc.VolumeMounts = mergeMounts(sc.VolumeMounts, mounts, sc.VolumeDevices)
+	sc.Env = append(sc.Env, corev1.EnvVar{Name: v1alpha1.SidecarEnvInjected, Value: "true"})
+	sc.Env = mergeEnv(sc.Env, extraEnv)
+	sc.VolumeDevices = mergeDevices(sc.VolumeDevices, sharedDevices(sc, b.pod), sc.VolumeMounts)
+	return nil
+}
+
+// result merges the plan into the pod (ref §1.12 step 9) and derives the patch from the same plan.
+func (b *builder) result(origAnnotations map[string]string) Result {
+	pod := b.pod
+	patch := []jsonpatch.JsonPatchOperation{}
+	if len(b.containers) == 0 && len(b.initContainers) == 0 {
+		// Nothing to inject: only patchPodMetadata may have changed the pod.
+		patch = append(patch, annotationOps(origAnnotations, pod.Annotations)...)
+		return Result{Pod: pod, Patch: patch, Injected: b.injected}
+	}
+
+	sortByName(b.initContainers)
+	var g listGrowth[corev1.Container]
+	pod.Spec.InitContainers, g = mergeContainers(pod.Spec.InitContainers, b.initContainers)
+	patch = append(patch, g.ops(pathInitContainers, pod.Spec.InitContainers)...)
+	pod.Spec.Containers, g = mergeContainers(pod.Spec.Containers, b.containers)
+	patch = append(patch, g.ops(pathContainers, pod.Spec.Containers)...)
+
+	var gv listGrowth[corev1.Volume]
+	pod.Spec.Volumes, gv = mergeVolumes(pod.Spec.Volumes, b.volumes)
+	patch = append(patch, gv.ops(pathVolumes, pod.Spec.Volumes)...)
+
+	if secrets, changed := mergeSecrets(pod.Spec.ImagePullSecrets, b.secrets); changed {
+		if len(pod.Spec.ImagePullSecrets) == 0 {
+			patch = append(patch, opAdd(pathImagePullSecrets, secrets))
+		} else {
+			patch = append(patch, opReplace(pathImagePullSecrets, secrets))
+		}
+		pod.Spec.ImagePullSecrets = secrets
+	}
+
+	b.ann[v1alpha1.SidecarSetHashAnnotation] = marshalString(b.hashes)
+	b.ann[v1alpha1.SidecarSetHashWithoutImageAnnotation] = marshalString(b.hashesWithoutImage)
+	b.ann[v1alpha1.SidecarSetListAnnotation] = injectedList(b.ann[v1alpha1.SidecarSetListAnnotation], b.processed)
+	if b.hotUpgrade {
+		for k, v := range b.versions {
+			b.ann[k] = v
+		}
+		b.ann[v1alpha1.SidecarSetWorkingHotUpgradeContainer] = marshalString(b.working)
+	}
+	pod.Annotations = b.ann
+	patch = append(patch, annotationOps(origAnnotations, pod.Annotations)...)
+	return Result{Pod: pod, Patch: patch, Injected: b.injected}
+}

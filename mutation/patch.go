@@ -1,0 +1,99 @@
+package mutation
+
+import (
+	"strconv"
+	"strings"
+
+	"gomodules.xyz/jsonpatch/v2"
+)
+
+// Paths of the pod fields injection may touch. Everything else in the pod is left alone, so the
+// patch never has to address it.
+const (
+	pathContainers       = "/spec/containers"
+	pathInitContainers   = "/spec/initContainers"
+	pathVolumes          = "/spec/volumes"
+	pathImagePullSecrets = "/spec/imagePullSecrets"
+	pathAnnotations      = "/metadata/annotations"
+)
+
+// pointerEscaper escapes one RFC 6901 reference token. strings.Replacer substitutes in a single
+// pass, so the "~1" it writes for "/" is never re-escaped to "~01".
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+func pointerToken(s string) string { return pointerEscaper.Replace(s) }
+
+func opAdd(path string, v any) jsonpatch.JsonPatchOperation {
+	return jsonpatch.NewOperation("add", path, v)
+}
+
+func opReplace(path string, v any) jsonpatch.JsonPatchOperation {
+	return jsonpatch.NewOperation("replace", path, v)
+}
+
+// listGrowth is the plan for one list of the original pod: some elements replaced where they are,
+// some inserted in front, some appended. It is the only shape of list change injection makes
+// (ref §1.13), which is what lets the patch address the original indices directly.
+type listGrowth[T any] struct {
+	origLen  int
+	replaced []indexed[T] // ascending by index, at most one per index
+	front    []T
+	back     []T
+}
+
+type indexed[T any] struct {
+	index int
+	value T
+}
+
+func (g *listGrowth[T]) empty() bool {
+	return len(g.replaced) == 0 && len(g.front) == 0 && len(g.back) == 0
+}
+
+// ops addresses the original list. Replacements come first, while original indices are still
+// valid; appends use "-" so they do not depend on the length; front insertions go last at 0, 1, …
+// which keeps their relative order. A list that is absent or empty in the original JSON (nil,
+// omitempty, or null) cannot be indexed, so it is written whole.
+func (g *listGrowth[T]) ops(path string, final []T) []jsonpatch.JsonPatchOperation {
+	if g.empty() {
+		return nil
+	}
+	if g.origLen == 0 {
+		return []jsonpatch.JsonPatchOperation{opAdd(path, final)}
+	}
+	out := make([]jsonpatch.JsonPatchOperation, 0, len(g.replaced)+len(g.front)+len(g.back))
+	for _, r := range g.replaced {
+		out = append(out, opReplace(path+"/"+strconv.Itoa(r.index), r.value))
+	}
+	for _, v := range g.back {
+		out = append(out, opAdd(path+"/-", v))
+	}
+	for i, v := range g.front {
+		out = append(out, opAdd(path+"/"+strconv.Itoa(i), v))
+	}
+	return out
+}
+
+// annotationOps writes the keys whose final value differs from the original. Annotations are
+// only ever set by injection, never removed, so add/replace per key is the whole story; an absent
+// (or empty, hence omitted) map is written whole because its members cannot be addressed.
+func annotationOps(orig, final map[string]string) []jsonpatch.JsonPatchOperation {
+	if len(orig) == 0 {
+		if len(final) == 0 {
+			return nil
+		}
+		return []jsonpatch.JsonPatchOperation{opAdd(pathAnnotations, final)}
+	}
+	var out []jsonpatch.JsonPatchOperation
+	for _, k := range sortedKeys(final) {
+		v := final[k]
+		old, ok := orig[k]
+		switch {
+		case !ok:
+			out = append(out, opAdd(pathAnnotations+"/"+pointerToken(k), v))
+		case old != v:
+			out = append(out, opReplace(pathAnnotations+"/"+pointerToken(k), v))
+		}
+	}
+	return out
+}

@@ -1,0 +1,143 @@
+package mutation
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+)
+
+// sharedDevices collects the app containers' volumeDevices for a sidecar whose
+// shareVolumeDevicePolicy is enabled (ref §1.15, W35–W36). The policy is a pointer so that older
+// SidecarSets keep their hash; nil means disabled.
+func sharedDevices(sc *v1alpha1.SidecarContainer, pod *corev1.Pod) []corev1.VolumeDevice {
+	if sc.ShareVolumeDevicePolicy == nil || sc.ShareVolumeDevicePolicy.Type != v1alpha1.ShareVolumePolicyEnabled {
+		return nil
+	}
+	var out []corev1.VolumeDevice
+	for i := range pod.Spec.Containers {
+		app := &pod.Spec.Containers[i]
+		if isInjectedContainer(app) {
+			continue
+		}
+		out = append(out, app.VolumeDevices...)
+	}
+	return out
+}
+
+// mergeMounts keeps the sidecar's own mounts and appends shared ones whose mountPath is still free.
+// A path taken by one of the sidecar's devices is not free either: Kubernetes rejects a container
+// whose mountPath and devicePath collide.
+func mergeMounts(own []corev1.VolumeMount, shared []corev1.VolumeMount, devices []corev1.VolumeDevice) []corev1.VolumeMount {
+	if len(shared) == 0 {
+		return own
+	}
+	taken := make(map[string]bool, len(own)+len(devices)+len(shared))
+	for _, m := range own {
+		taken[m.MountPath] = true
+	}
+	for _, d := range devices {
+		taken[d.DevicePath] = true
+	}
+	for _, m := range shared {
+		if taken[m.MountPath] {
+			continue
+		}
+		taken[m.MountPath] = true
+		own = append(own, m)
+	}
+	return own
+}
+
+// mergeDevices is mergeMounts for devices, checked against the already merged mounts.
+func mergeDevices(own []corev1.VolumeDevice, shared []corev1.VolumeDevice, mounts []corev1.VolumeMount) []corev1.VolumeDevice {
+	if len(shared) == 0 {
+		return own
+	}
+	taken := make(map[string]bool, len(own)+len(mounts)+len(shared))
+	for _, d := range own {
+		taken[d.DevicePath] = true
+	}
+	for _, m := range mounts {
+		taken[m.MountPath] = true
+	}
+	for _, d := range shared {
+		if taken[d.DevicePath] {
+			continue
+		}
+		taken[d.DevicePath] = true
+		own = append(own, d)
+	}
+	return own
+}
+
+// catalogue indexes a SidecarSet's spec.volumes by name (last wins, as OpenKruise's map).
+type catalogue map[string]*corev1.Volume
+
+func newCatalogue(ss *v1alpha1.SidecarSet) catalogue {
+	c := make(catalogue, len(ss.Spec.Volumes))
+	for i := range ss.Spec.Volumes {
+		c[ss.Spec.Volumes[i].Name] = &ss.Spec.Volumes[i]
+	}
+	return c
+}
+
+// referenced returns the catalogue volumes a sidecar's own mounts, then own devices, refer to
+// (W38 order). Shared mounts are not looked up: their volumes are the pod's. A reference the
+// catalogue lacks is skipped (W37): validation reports it on the SidecarSet, and refusing the pod
+// here would block its creation for a SidecarSet bug.
+func (c catalogue) referenced(sc *v1alpha1.SidecarContainer) []corev1.Volume {
+	var out []corev1.Volume
+	for _, m := range sc.VolumeMounts {
+		if v, ok := c[m.Name]; ok {
+			out = append(out, *v.DeepCopy())
+		}
+	}
+	for _, d := range sc.VolumeDevices {
+		if v, ok := c[d.Name]; ok {
+			out = append(out, *v.DeepCopy())
+		}
+	}
+	return out
+}
+
+// mergeVolumes is OpenKruise's MergeVolumes: the pod's volumes first, then the collected ones,
+// first of a name wins, so a pod volume always beats a SidecarSet volume of the same name.
+func mergeVolumes(pod []corev1.Volume, collected []corev1.Volume) ([]corev1.Volume, listGrowth[corev1.Volume]) {
+	g := listGrowth[corev1.Volume]{origLen: len(pod)}
+	seen := make(map[string]bool, len(pod)+len(collected))
+	for i := range pod {
+		seen[pod[i].Name] = true
+	}
+	for _, v := range collected {
+		if seen[v.Name] {
+			continue
+		}
+		seen[v.Name] = true
+		g.back = append(g.back, v)
+	}
+	if len(g.back) == 0 {
+		return pod, g
+	}
+	return append(slices.Clip(pod), g.back...), g
+}
+
+// mergeSecrets is OpenKruise's mergeSidecarSecrets: pod secrets first, then the SidecarSets',
+// deduplicated by name over the whole list, so the pod's own duplicates collapse too (W2). The
+// second result says whether the list changed; a collapse can remove elements, so the patch writes
+// the list whole rather than as element operations.
+func mergeSecrets(pod []corev1.LocalObjectReference, sidecar []corev1.LocalObjectReference) ([]corev1.LocalObjectReference, bool) {
+	var out []corev1.LocalObjectReference
+	seen := make(map[string]bool, len(pod)+len(sidecar))
+	for _, list := range [][]corev1.LocalObjectReference{pod, sidecar} {
+		for _, s := range list {
+			if seen[s.Name] {
+				continue
+			}
+			seen[s.Name] = true
+			out = append(out, s)
+		}
+	}
+	return out, !slices.Equal(out, pod)
+}
