@@ -72,24 +72,19 @@ func isActive(pod *corev1.Pod) bool {
 		pod.DeletionTimestamp == nil
 }
 
-// chooseRevisions replaces each SidecarSet by the revision to inject (ref §1.5, W6–W14). Missing
-// collaborators are reported here, naming the SidecarSet that needs them, instead of surfacing as
-// a failure deep inside package revisions.
+// chooseRevisions replaces each SidecarSet by the revision to inject (ref §1.5, W6–W14); the
+// choice itself is package revisions'.
 func (in *Injector) chooseRevisions(input Input) ([]*v1alpha1.SidecarSet, error) {
 	out := make([]*v1alpha1.SidecarSet, len(input.SidecarSets))
 	for i, ss := range input.SidecarSets {
 		if ss == nil {
 			return nil, fmt.Errorf("mutation: Input.SidecarSets[%d] is nil", i)
 		}
-		if r := ss.Spec.InjectionStrategy.Revision; r != nil && (r.RevisionName != nil || r.CustomVersion != nil) {
-			if input.Revisions == nil {
-				return nil, fieldErr(ss.Name, "spec.injectionStrategy.revision",
-					errors.New("names a ControllerRevision but no revisions were provided"))
-			}
-			if r.Policy == v1alpha1.PartialSidecarSetInjectRevisionPolicy && in.Rand == nil {
-				return nil, fieldErr(ss.Name, "spec.injectionStrategy.revision.policy",
-					errors.New("Partial needs a random source and Injector.Rand is nil"))
-			}
+		// Package revisions falls back to the process-wide random source when given none; here
+		// that would make injection irreproducible, so a Partial policy needs Injector.Rand.
+		if r := ss.Spec.InjectionStrategy.Revision; r != nil && r.Policy == v1alpha1.PartialSidecarSetInjectRevisionPolicy && in.Rand == nil {
+			return nil, fieldErr(ss.Name, "spec.injectionStrategy.revision.policy",
+				errors.New("Partial needs a random source and Injector.Rand is nil"))
 		}
 		chosen, err := revisions.ForInjection(ss, input.Pod, input.Revisions, in.Rand)
 		if err != nil {
