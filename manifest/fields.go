@@ -1,0 +1,240 @@
+package manifest
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+
+	yaml2 "go.yaml.in/yaml/v2"
+	kjson "sigs.k8s.io/json"
+)
+
+// typeErrors explains why data does not decode into a value of type t, as field errors with full
+// paths.
+//
+// The JSON decoder stops at the first type error and names it by struct field names only
+// ("spec.containers.ports.containerPort", no indices), and errors from custom unmarshalers such as
+// resource.Quantity carry no path at all. So, on that error path only, the document is decoded
+// again piece by piece following t, and every value that fails on its own is reported with its
+// exact path. Each piece is decoded by the same decoder as the document, so this never disagrees
+// with it about what is valid; it only finds where.
+func typeErrors(data []byte, t reflect.Type, path string) []fieldError {
+	err := kjson.UnmarshalCaseSensitivePreserveInts(data, reflect.New(t).Interface())
+	if err == nil {
+		return nil
+	}
+	if !customDecoding(t) {
+		var found []fieldError
+		switch dt := deref(t); dt.Kind() {
+		case reflect.Struct:
+			for _, m := range objectMembers(data) {
+				if ft, ok := fieldType(dt, m.key); ok {
+					found = append(found, typeErrors(m.value, ft, joinPath(path, m.key))...)
+				}
+			}
+		case reflect.Map:
+			for _, m := range objectMembers(data) {
+				found = append(found, typeErrors(m.value, dt.Elem(), joinPath(path, m.key))...)
+			}
+		case reflect.Slice, reflect.Array:
+			if dt.Elem().Kind() != reflect.Uint8 { // []byte is a base64 string, not an array
+				var items []json.RawMessage
+				if json.Unmarshal(data, &items) == nil {
+					for i, item := range items {
+						found = append(found, typeErrors(item, dt.Elem(), indexPath(path, i))...)
+					}
+				}
+			}
+		}
+		if len(found) > 0 {
+			return found
+		}
+	}
+	return []fieldError{{field: path, reason: typeReason(data, t, err)}}
+}
+
+var (
+	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// customDecoding reports whether t decodes itself; its inside is then opaque.
+func customDecoding(t reflect.Type) bool {
+	p := reflect.PointerTo(deref(t))
+	return p.Implements(jsonUnmarshaler) || p.Implements(textUnmarshaler)
+}
+
+func deref(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}
+
+type member struct {
+	key   string
+	value json.RawMessage
+}
+
+// objectMembers returns the members of a JSON object in document order (so that errors come out in
+// the order the user wrote the fields), or nil when data is not an object.
+func objectMembers(data []byte) []member {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	var ms []member
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		key, _ := tok.(string)
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return nil
+		}
+		ms = append(ms, member{key, value})
+	}
+	return ms
+}
+
+// fieldType finds the field that encoding/json would fill from key: by JSON tag name, else by Go
+// name, looking into embedded structs (Kubernetes' `json:",inline"`). Matching is case-sensitive,
+// as in sigs.k8s.io/json.
+func fieldType(t reflect.Type, key string) (reflect.Type, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			if et := deref(f.Type); et.Kind() == reflect.Struct {
+				if ft, ok := fieldType(et, key); ok {
+					return ft, true
+				}
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if name == key {
+			return f.Type, true
+		}
+	}
+	return nil, false
+}
+
+// typeReason phrases a decoding failure as "expected <Go-side type>, got <what the JSON holds>",
+// except for types that decode themselves, whose own message (e.g. resource.Quantity's) is the
+// most precise.
+func typeReason(data []byte, t reflect.Type, err error) string {
+	if customDecoding(t) {
+		return strings.TrimPrefix(err.Error(), "json: ")
+	}
+	return fmt.Sprintf("expected %s, got %s", expectedName(deref(t)), jsonValueName(data))
+}
+
+func expectedName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "object"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "base64 string"
+		}
+		return "array"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.String:
+		return "string"
+	case reflect.Interface:
+		return "any value"
+	}
+	return t.Kind().String() // int32, int64, float64, ...: the range is what matters
+}
+
+// jsonValueName names what a JSON value is; numbers are shown as written because their kind alone
+// does not explain why, e.g., 1.5 or 10000000000 is not an int32.
+func jsonValueName(data []byte) string {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return "nothing"
+	}
+	switch data[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	const max = 32
+	if len(data) > max {
+		return string(data[:max]) + "..."
+	}
+	return string(data)
+}
+
+// yamlCheck reads a YAML document again for what sigs.k8s.io/yaml's conversion to JSON silently
+// drops, using the same YAML library so that both agree on the syntax:
+//
+//   - keys that appear twice in one mapping: the JSON keeps only the last, so the JSON decoder cannot
+//     report them, and apimachinery's YAML strict check reports only a line and a key, not a path.
+//     Decoding into ordered MapSlices keeps every key.
+//   - content after the document's first node ("{a: 1}" followed by "b: 2"), which the conversion
+//     ignores. A second Decode finds it as a syntax error with its line.
+func yamlCheck(text []byte) ([]fieldError, error) {
+	dec := yaml2.NewDecoder(bytes.NewReader(text))
+	var doc yaml2.MapSlice
+	var te *yaml2.TypeError
+	if err := dec.Decode(&doc); err != nil && err != io.EOF && !errors.As(err, &te) {
+		return nil, err // a TypeError only means the document is not a mapping; the caller says so
+	}
+	var dups []fieldError
+	walkYAML(doc, "", &dups)
+	var rest any
+	switch err := dec.Decode(&rest); err {
+	case io.EOF:
+		return dups, nil
+	case nil:
+		return nil, errors.New("more than one YAML document; separate documents with a \"---\" line")
+	default:
+		return nil, err
+	}
+}
+
+func walkYAML(v any, path string, out *[]fieldError) {
+	switch v := v.(type) {
+	case yaml2.MapSlice:
+		seen := make(map[string]int, len(v))
+		for _, item := range v {
+			// fmt.Sprint renders non-string keys (1, true) as the JSON conversion does.
+			key := fmt.Sprint(item.Key)
+			p := joinPath(path, key)
+			if seen[key]++; seen[key] == 2 {
+				*out = append(*out, fieldError{field: p, reason: "duplicate field"})
+			}
+			walkYAML(item.Value, p, out)
+		}
+	case []any:
+		for i, x := range v {
+			walkYAML(x, indexPath(path, i), out)
+		}
+	}
+}

@@ -1,0 +1,486 @@
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// Stdin is the path that stands for standard input, as in `-f -`.
+const Stdin = "-"
+
+// stdinSource is how objects and errors from standard input name their source.
+const stdinSource = "<stdin>"
+
+// Object is one decoded object and where it came from.
+type Object struct {
+	Position
+	// Index is the object's place among all objects of one Read or Decode call: input order, which
+	// output keeps.
+	Index int
+	// Obj is the typed object: *v1alpha1.SidecarSet, *corev1.Namespace, *appsv1.ControllerRevision,
+	// *corev1.ConfigMap, or a workload (*corev1.Pod, *appsv1.Deployment, *appsv1.StatefulSet,
+	// *appsv1.DaemonSet, *appsv1.ReplicaSet, *batchv1.Job, *batchv1.CronJob).
+	Obj runtime.Object
+}
+
+// String names the object as error messages do, e.g. "a.yaml: document 2 (Deployment/web)".
+func (o *Object) String() string {
+	var kind, name string
+	if gvk, ok := gvkOf(o.Obj); ok {
+		kind = gvk.Kind
+	}
+	if m, ok := o.Obj.(metav1.Object); ok {
+		name = m.GetName()
+	}
+	return (&Error{Position: o.Position, Kind: kind, Name: name}).Error()
+}
+
+// Read decodes the manifests at paths, in order. A path is a file (read whatever its extension),
+// a directory (walked recursively in lexical order, reading *.yaml, *.yml and *.json), or Stdin,
+// read from stdin.
+//
+// Every problem in every file is collected; err is then an Errors with one entry per problem.
+// Objects come back in input order; a document with any problem contributes no object, so when err
+// is not nil the objects are only those that decoded cleanly.
+func Read(stdin io.Reader, paths ...string) ([]*Object, error) {
+	var r reader
+	for _, p := range paths {
+		r.path(p, stdin)
+	}
+	return r.result()
+}
+
+// Decode decodes one source's content (multi-document YAML, a JSON stream, v1/List documents),
+// naming source in positions and errors. It is Read for data already in memory.
+func Decode(source string, data []byte) ([]*Object, error) {
+	var r reader
+	r.source(source, data)
+	return r.result()
+}
+
+type reader struct {
+	objs      []*Object
+	errs      Errors
+	stdinRead bool
+}
+
+func (r *reader) result() ([]*Object, error) {
+	for i, o := range r.objs {
+		o.Index = i
+	}
+	return r.objs, r.errs.err()
+}
+
+func (r *reader) fail(source string, err error) {
+	reason := err.Error()
+	// os errors repeat the path, which the message already starts with.
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		reason = pe.Op + ": " + pe.Err.Error()
+	}
+	r.errs = append(r.errs, &Error{Position: Position{Source: source, Item: -1}, Reason: reason})
+}
+
+func (r *reader) path(p string, stdin io.Reader) {
+	if p == Stdin {
+		switch {
+		case stdin == nil:
+			r.fail(stdinSource, errors.New("standard input is not available"))
+		case r.stdinRead:
+			r.fail(stdinSource, errors.New("standard input given more than once"))
+		default:
+			r.stdinRead = true
+			data, err := io.ReadAll(stdin)
+			if err != nil {
+				r.fail(stdinSource, err)
+				return
+			}
+			r.source(stdinSource, data)
+		}
+		return
+	}
+	info, err := os.Stat(p)
+	if err != nil {
+		r.fail(p, err)
+		return
+	}
+	if !info.IsDir() {
+		r.file(p)
+		return
+	}
+	found, failed := false, false
+	// WalkDir visits entries in lexical order, which makes the output order deterministic.
+	_ = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			r.fail(path, err)
+			failed = true
+		case !d.IsDir() && isManifestFile(path):
+			found = true
+			r.file(path)
+		}
+		return nil
+	})
+	if !found && !failed {
+		// An empty result would otherwise look like success, e.g. after a typo in a directory name.
+		r.fail(p, errors.New("directory holds no *.yaml, *.yml or *.json file"))
+	}
+}
+
+func isManifestFile(path string) bool {
+	switch filepath.Ext(path) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+func (r *reader) file(path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		r.fail(path, err)
+		return
+	}
+	r.source(path, data)
+}
+
+func (r *reader) source(name string, data []byte) {
+	for _, c := range split(name, data) {
+		if c.err != nil {
+			r.errs = append(r.errs, c.err)
+			continue
+		}
+		objs, errs := decodeDocument(Position{Source: name, Doc: c.doc, Item: -1}, c.json, c.dups)
+		if len(errs) > 0 {
+			r.errs = append(r.errs, errs...)
+			continue
+		}
+		r.objs = append(r.objs, objs...)
+	}
+}
+
+// chunk is one document of a source: its JSON, or the syntax error that prevented getting it.
+type chunk struct {
+	doc  int
+	json []byte
+	dups []fieldError // duplicate YAML keys, which the JSON no longer shows
+	err  *Error
+}
+
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+// split cuts a source into documents. A source whose first character is '{' is a JSON stream
+// (one or more objects); anything else is multi-document YAML. Flow-style YAML can also start
+// with '{', so a source that is not valid JSON but is valid YAML is read as YAML.
+func split(source string, data []byte) []chunk {
+	data = bytes.TrimPrefix(data, utf8BOM)
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return splitYAML(source, data)
+	}
+	chunks, err := splitJSON(source, data)
+	if err == nil {
+		return chunks
+	}
+	yamlChunks := splitYAML(source, data)
+	for _, c := range yamlChunks {
+		if c.err != nil {
+			return append(chunks, chunk{err: err})
+		}
+	}
+	return yamlChunks
+}
+
+func splitJSON(source string, data []byte) ([]chunk, *Error) {
+	var chunks []chunk
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for doc := 1; ; doc++ {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if err == io.EOF {
+			return chunks, nil
+		}
+		if err != nil {
+			e := &Error{Position: Position{Source: source, Doc: doc, Item: -1}, Reason: strings.TrimPrefix(err.Error(), "json: ")}
+			var se *json.SyntaxError
+			switch {
+			case errors.As(err, &se):
+				e.Line = lineAt(data, se.Offset-1)
+			case errors.Is(err, io.ErrUnexpectedEOF):
+				e.Line = lineAt(data, int64(len(data)))
+			}
+			return chunks, e
+		}
+		chunks = append(chunks, chunk{doc: doc, json: raw})
+	}
+}
+
+func lineAt(data []byte, offset int64) int {
+	offset = max(0, min(offset, int64(len(data))))
+	return 1 + bytes.Count(data[:offset], []byte("\n"))
+}
+
+// splitYAML cuts multi-document YAML at "---" and "..." lines, itself rather than with
+// apimachinery's YAMLReader, for two reasons: document indices must be those a reader of the file
+// counts (YAMLReader drops empty documents before numbering), and each document's first line must
+// be known to turn the YAML parser's document-relative line numbers into file lines. Column-0
+// markers cannot occur inside a YAML scalar, so cutting at lines is exact.
+func splitYAML(source string, data []byte) []chunk {
+	var (
+		chunks   []chunk
+		buf      bytes.Buffer
+		doc      int
+		start    = 1     // file line of buf's first line
+		explicit = false // buf was opened by "---": an empty document, but a document
+	)
+	flush := func() {
+		if explicit || hasYAMLContent(buf.Bytes()) {
+			doc++
+			chunks = append(chunks, yamlChunk(source, doc, start, bytes.Clone(buf.Bytes())))
+		}
+		buf.Reset()
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	for i, line := range lines {
+		switch yamlMarker(line) {
+		case "---":
+			flush()
+			start, explicit = i+1, true
+			// Keep the marker's line (blanked) so that line numbers stay aligned and content after
+			// the marker ("--- # note") stays in its document.
+			buf.WriteString("   ")
+			buf.Write(line[3:])
+		case "...":
+			buf.WriteString("\n")
+			flush()
+			start, explicit = i+2, false
+		default:
+			buf.Write(line)
+		}
+	}
+	flush()
+	return chunks
+}
+
+func yamlMarker(line []byte) string {
+	line = bytes.TrimRight(line, "\r\n")
+	if len(line) < 3 || (len(line) > 3 && line[3] != ' ' && line[3] != '\t') {
+		return ""
+	}
+	switch string(line[:3]) {
+	case "---", "...":
+		return string(line[:3])
+	}
+	return ""
+}
+
+// hasYAMLContent reports whether text holds anything but blank lines, comments and directives:
+// text before the first "---" or after "..." is a document only if it does.
+func hasYAMLContent(text []byte) bool {
+	for _, line := range bytes.Split(text, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) > 0 && line[0] != '#' && line[0] != '%' {
+			return true
+		}
+	}
+	return false
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// yamlParserProblems are the messages of go.yaml.in/yaml/v2's parser (parserc.go), as opposed to
+// its scanner. It numbers lines from 1 for scanner errors but from 0 for parser errors, which would
+// point one line above the problem (e.g. a mis-indented key).
+var yamlParserProblems = map[string]bool{
+	"did not find expected ',' or ']'":       true,
+	"did not find expected ',' or '}'":       true,
+	"did not find expected '-' indicator":    true,
+	"did not find expected <document start>": true,
+	"did not find expected <stream-start>":   true,
+	"did not find expected key":              true,
+	"did not find expected node content":     true,
+	"found duplicate %TAG directive":         true,
+	"found duplicate %YAML directive":        true,
+	"found incompatible YAML document":       true,
+	"found undefined tag handle":             true,
+}
+
+func yamlChunk(source string, doc, start int, text []byte) chunk {
+	j, err := yaml.YAMLToJSON(text)
+	var dups []fieldError
+	if err == nil {
+		dups, err = yamlCheck(text)
+	}
+	if err == nil {
+		return chunk{doc: doc, json: j, dups: dups}
+	}
+	e := &Error{Position: Position{Source: source, Doc: doc, Item: -1}}
+	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		msg = msg[len(m[0]):]
+		if yamlParserProblems[msg] {
+			n++
+		}
+		e.Line = start + n - 1
+	}
+	e.Reason = strings.TrimPrefix(msg, "yaml: ")
+	return chunk{doc: doc, err: e}
+}
+
+// codec decodes documents strictly: unknown and duplicate fields are errors naming the field.
+// It reads JSON only: YAML is converted first, so that both formats share one decoder.
+var codec = jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, scheme, scheme,
+	jsonserializer.SerializerOptions{Strict: true})
+
+// decodeDocument decodes one document's JSON; dups are its duplicate YAML keys, found earlier.
+func decodeDocument(pos Position, data []byte, dups []fieldError) (objs []*Object, errs Errors) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || bytes.Equal(data, []byte("null")) {
+		return nil, nil // an empty document
+	}
+	h := readHeader(data)
+	fail := func(fes ...fieldError) {
+		for _, fe := range fes {
+			errs = append(errs, &Error{Position: pos, Kind: h.kind, Name: h.name, Field: fe.field, Reason: fe.reason})
+		}
+	}
+	// The parsers are third-party code fed with arbitrary input; a panic in one of them must not
+	// take the CLI down, it is one more error in one document.
+	defer func() {
+		if p := recover(); p != nil {
+			objs = nil
+			fail(fieldError{reason: fmt.Sprintf("internal error while decoding: %v", p)})
+		}
+	}()
+	if data[0] != '{' {
+		fail(fieldError{reason: "expected an object, got " + jsonValueName(data)})
+		return nil, errs
+	}
+	fail(dups...)
+	if len(h.errs) > 0 {
+		fail(h.errs...)
+		return nil, errs
+	}
+	if h.gvk == listGVK && pos.Item >= 0 {
+		fail(fieldError{field: "kind", reason: "a List inside a List is not supported"})
+		return nil, errs
+	}
+	if !scheme.Recognizes(h.gvk) {
+		fail(unsupported(h.gvk))
+		return nil, errs
+	}
+	obj, _, err := codec.Decode(data, nil, nil)
+	if strict, ok := runtime.AsStrictDecodingError(err); ok {
+		fail(strictErrors(strict.Errors())...)
+	} else if err != nil {
+		proto, _ := scheme.New(h.gvk)
+		fail(typeErrors(data, reflect.TypeOf(proto).Elem(), "")...)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	if list, ok := obj.(*corev1.List); ok {
+		for i, item := range list.Items {
+			itemPos := pos
+			itemPos.Item = i
+			o, e := decodeDocument(itemPos, item.Raw, nil)
+			objs, errs = append(objs, o...), append(errs, e...)
+		}
+		if len(errs) > 0 {
+			return nil, errs
+		}
+		return objs, nil
+	}
+	return []*Object{{Position: pos, Obj: obj}}, nil
+}
+
+// header is what is read of a document before decoding it: enough to pick its type and to name
+// it in errors even when it does not decode.
+type header struct {
+	gvk        schema.GroupVersionKind
+	kind, name string
+	errs       []fieldError
+}
+
+func readHeader(data []byte) header {
+	var h header
+	var top map[string]json.RawMessage
+	if kjson.UnmarshalCaseSensitivePreserveInts(data, &top) != nil {
+		return h
+	}
+	str := func(key string) string {
+		raw, ok := top[key]
+		var s string
+		if ok && kjson.UnmarshalCaseSensitivePreserveInts(raw, &s) != nil {
+			h.errs = append(h.errs, fieldError{field: key, reason: "expected string, got " + jsonValueName(raw)})
+			return ""
+		}
+		if s == "" {
+			h.errs = append(h.errs, fieldError{field: key, reason: "missing"})
+		}
+		return s
+	}
+	apiVersion, kind := str("apiVersion"), str("kind")
+	h.kind = kind
+	var meta struct {
+		Name string `json:"name"`
+	}
+	_ = kjson.UnmarshalCaseSensitivePreserveInts(top["metadata"], &meta)
+	h.name = meta.Name
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		h.errs = append(h.errs, fieldError{field: "apiVersion", reason: err.Error()})
+	}
+	h.gvk = gv.WithKind(kind)
+	return h
+}
+
+func strictErrors(errs []error) []fieldError {
+	out := make([]fieldError, 0, len(errs))
+	for _, err := range errs {
+		var fe kjson.FieldError
+		if !errors.As(err, &fe) {
+			out = append(out, fieldError{reason: err.Error()})
+			continue
+		}
+		// The message is `<reason> "<path>"`; the path goes to Field, the rest is the reason.
+		path := fe.FieldPath()
+		out = append(out, fieldError{field: path, reason: strings.TrimSuffix(err.Error(), " "+strconv.Quote(path))})
+	}
+	return out
+}
+
+// unsupported explains an unknown apiVersion/kind, pointing at the supported apiVersion when only
+// the version is wrong (e.g. apps.kruise.io/v1beta1 SidecarSet).
+func unsupported(gvk schema.GroupVersionKind) fieldError {
+	var names, versions []string
+	for _, known := range supportedKinds() {
+		names = append(names, known.Kind)
+		if known.Kind == gvk.Kind {
+			versions = append(versions, known.GroupVersion().String())
+		}
+	}
+	if len(versions) > 0 {
+		return fieldError{field: "apiVersion", reason: fmt.Sprintf("unsupported apiVersion %q for kind %s (supported: %s)",
+			gvk.GroupVersion().String(), gvk.Kind, strings.Join(versions, ", "))}
+	}
+	return fieldError{field: "kind", reason: fmt.Sprintf("unsupported kind %q (supported: %s)", gvk.Kind, strings.Join(names, ", "))}
+}
