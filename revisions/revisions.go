@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -316,7 +317,7 @@ func parsePercentage(s string) (float64, error) {
 		return 0, errors.New("not a percentage (want e.g. \"20%\")")
 	}
 	f, err := strconv.ParseFloat(num, 64)
-	if err != nil || f != f || f > 1e300 || f < -1e300 {
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0, errors.New("invalid percentage")
 	}
 	return f / 100, nil
