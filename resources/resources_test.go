@@ -532,3 +532,28 @@ func TestExprReusable(t *testing.T) {
 		assert.Equal(t, tc.want, q.String())
 	}
 }
+
+// Hostile inputs finish quickly with an error or a value; none may hang or panic.
+func TestPathologicalInputs(t *testing.T) {
+	inputs := []string{
+		"cpu" + strings.Repeat("/3", 5000),
+		"cpu" + strings.Repeat("*1e300", 100),
+		"cpu" + strings.Repeat("*7/11", 4000),
+		strings.Repeat("9", 5000) + "*cpu",
+		"0." + strings.Repeat("0", 5000) + "1*cpu",
+		strings.Repeat("9", 5000) + "Pi",
+		strings.Repeat("-", 99) + "cpu",
+		strings.Repeat("max(", 40) + "cpu" + strings.Repeat(",1)", 40),
+		"cpu" + strings.Repeat("+0.1%", maxNodes/2-1),
+	}
+	for _, in := range inputs {
+		for _, v := range []string{"cpu", "memory"} {
+			e, err := Parse(strings.ReplaceAll(in, "cpu", v), v)
+			if err != nil {
+				continue
+			}
+			_, _ = e.Eval(resource.MustParse("1500m"))
+			_ = ValidateExpr(e.String(), v)
+		}
+	}
+}

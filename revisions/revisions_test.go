@@ -354,3 +354,16 @@ func TestRestoreFromDataObject(t *testing.T) {
 
 func int32p(i int32) *int32 { return &i }
 func strp(s string) *string { return &s }
+
+// Revisions written before OpenKruise added "$patch": "replace" merge into the current spec: the
+// recorded fields are replaced (lists without a patch strategy are atomic), the rest is kept.
+func TestRestoreLegacyRawWithoutReplaceDirective(t *testing.T) {
+	cr := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "legacy"},
+		Data: runtime.RawExtension{Raw: []byte(`{"spec":{"containers":[{"name":"dns-f","image":"dns:0"}],"imagePullSecrets":null,"initContainers":null,"volumes":null}}`)}}
+	got, err := Restore(ss1(), cr)
+	require.NoError(t, err)
+	assert.Equal(t, []v1alpha1.SidecarContainer{sc("dns-f", "dns:0")}, got.Spec.Containers)
+	assert.Nil(t, got.Spec.InitContainers)
+	assert.Nil(t, got.Spec.Volumes)
+	assert.Equal(t, ss1().Spec.Selector, got.Spec.Selector)
+}
