@@ -140,15 +140,15 @@ func TestCompute(t *testing.T) {
 		},
 		{
 			id:   "R6 max, one target without memory limit or request",
-			pod:  podWith(app1, ctr("app2", "400m", "", "100m", "")),
+			pod:  podWith(ctr("app1", "200m", "200Mi", "100m", "100Mi"), ctr("app2", "400m", "", "200m", "")),
 			sc:   sidecar("max", ".*", exprs{"cpu*40%", "memory*30%", "cpu*25%", "memory*20%"}),
-			want: want{"160m", "", "25m", "20Mi"},
+			want: want{"160m", "", "50m", "20Mi"},
 		},
 		{
 			id:   "R7 sum, one target without requests",
-			pod:  podWith(app1, ctr("app2", "400m", "400Mi", "", "")),
+			pod:  podWith(ctr("app1", "200m", "200Mi", "100m", "100Mi"), ctr("app2", "400m", "400Mi", "", "")),
 			sc:   sidecar("sum", ".*", exprs{"cpu*50%", "memory*30%", "cpu*30%", "memory*20%"}),
-			want: want{"300m", "180Mi", "15m", "20Mi"},
+			want: want{"300m", "180Mi", "30m", "20Mi"},
 		},
 		{
 			id: "R8 native sidecar init counts, plain init does not",
