@@ -33,6 +33,9 @@ func parseUpgradeSpecs(ann map[string]string, key string) (map[string]upgradeSpe
 		return specs, nil
 	}
 	if err := json.Unmarshal([]byte(raw), &specs); err == nil {
+		if specs == nil { // the value was JSON null
+			specs = map[string]upgradeSpec{}
+		}
 		return specs, nil
 	}
 	var flat map[string]string

@@ -1,0 +1,172 @@
+package mutation
+
+import (
+	"errors"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+)
+
+func TestContainerNameFromFieldRef(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Labels:      map[string]string{"test-label": "test-pod-label"},
+		Annotations: map[string]string{"test-anno": "test-pod-anno"},
+	}}
+	cases := []struct {
+		path, want string
+		err        bool
+	}{
+		{path: "metadata.labels['test-label']", want: "test-pod-label"}, // S12
+		{path: "metadata.labels['missing']", want: ""},                  // S12: label missing
+		{path: "metadata.annotations['test-anno']", want: "test-pod-anno"},
+		{path: "metadata.annotations['Test-Anno']", want: ""}, // annotation keys are validated lower-cased, read as given
+		{path: "metadata.name", err: true},                    // S11
+		{path: "metadata.labels", err: true},
+		{path: "metadata.annotations", err: true},
+		{path: "spec.nodeName['x']", err: true},
+		{path: "metadata.labels['bad key']", err: true},
+		{path: "['x']", err: true},
+	}
+	for _, tc := range cases {
+		got, err := containerNameFromFieldRef(tc.path, pod)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("%s: got (%q, %v), want (%q, error=%v)", tc.path, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestSplitSubscriptedPath(t *testing.T) {
+	cases := []struct {
+		in, path, sub string
+		ok            bool
+	}{
+		{"metadata.annotations['myKey']", "metadata.annotations", "myKey", true},
+		{"metadata.annotations['a[b]c']", "metadata.annotations", "a[b]c", true},
+		{"metadata.labels['']", "metadata.labels", "", true},
+		{"metadata.labels", "metadata.labels", "", false},
+		{"['x']", "['x']", "", false},
+	}
+	for _, tc := range cases {
+		p, s, ok := splitSubscriptedPath(tc.in)
+		if p != tc.path || s != tc.sub || ok != tc.ok {
+			t.Errorf("%s: got (%q, %q, %v)", tc.in, p, s, ok)
+		}
+	}
+}
+
+func TestPointerToken(t *testing.T) {
+	for in, want := range map[string]string{
+		"kruise.io/sidecarset-hash": "kruise.io~1sidecarset-hash",
+		"a~b":                       "a~0b",
+		"~1":                        "~01",
+		"/~":                        "~1~0",
+		"":                          "",
+	} {
+		if got := pointerToken(in); got != want {
+			t.Errorf("pointerToken(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestMergePatchJSON(t *testing.T) {
+	cases := []struct {
+		doc, patch, want string
+		err              error
+	}{
+		{`{"log-agent":1}`, `{"envoy":2}`, `{"envoy":2,"log-agent":1}`, nil},
+		{`{"a":1,"b":{"c":1}}`, `{"b":{"d":2},"a":null}`, `{"b":{"c":1,"d":2}}`, nil},
+		{`{"z":1}`, `{"y":1,"x":1,"w":1}`, `{"w":1,"x":1,"y":1,"z":1}`, nil}, // deterministic order
+		{` { "a" : 1.50 } `, `{}`, `{"a":1.50}`, nil},                        // numbers verbatim
+		{`{"a":"<&>"}`, `{}`, `{"a":"\u003c\u0026\u003e"}`, nil},             // encoding/json escaping
+		{`[1,2]`, `{"a":1}`, `{"a":1}`, nil},
+		{`{"a":1}`, `[1,null]`, `[1,null]`, nil},
+		{`{"a":1}`, `5`, "", errMergePatchNotDocument},
+		{`{"a":1}`, `null`, "", errMergePatchNotDocument},
+		{`{"a":1}`, `"s"`, "", errMergePatchNotDocument},
+	}
+	for _, tc := range cases {
+		got, err := mergePatchJSON(tc.doc, tc.patch)
+		if tc.err != nil {
+			if !errors.Is(err, tc.err) {
+				t.Errorf("merge(%s, %s): err %v, want %v", tc.doc, tc.patch, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("merge(%s, %s) = %s, %v; want %s", tc.doc, tc.patch, got, err, tc.want)
+		}
+	}
+	for _, bad := range [][2]string{{`not json`, `{}`}, {`{}`, `{"a":`}, {`null`, `{}`}} {
+		if _, err := mergePatchJSON(bad[0], bad[1]); err == nil {
+			t.Errorf("merge(%s, %s): want error", bad[0], bad[1])
+		}
+	}
+}
+
+func TestParseUpgradeSpecs(t *testing.T) {
+	key := v1alpha1.SidecarSetHashAnnotation
+	cases := []struct {
+		value string
+		want  map[string]upgradeSpec
+		err   bool
+	}{
+		{"", map[string]upgradeSpec{}, false},
+		{`{"s":{"hash":"aaa"}}`, map[string]upgradeSpec{"s": {Hash: "aaa"}}, false},             // S7
+		{`{"s":"aaa"}`, map[string]upgradeSpec{"s": {Hash: "aaa", SidecarSetName: "s"}}, false}, // S8
+		{`null`, map[string]upgradeSpec{}, false},
+		{`garbage`, nil, true},                    // S9
+		{`{"s":{"hash":"a"},"t":"b"}`, nil, true}, // mixed forms
+	}
+	for _, tc := range cases {
+		got, err := parseUpgradeSpecs(map[string]string{key: tc.value}, key)
+		if (err != nil) != tc.err {
+			t.Errorf("%q: err %v", tc.value, err)
+			continue
+		}
+		if !tc.err {
+			mustEqual(t, tc.value, got, tc.want)
+		}
+	}
+}
+
+func TestInjectedList(t *testing.T) {
+	mustEqual(t, "empty", injectedList("", []string{"b", "a"}), "a,b")
+	mustEqual(t, "union", injectedList("c,a", []string{"b", "a"}), "a,b,c")
+	// A malformed old value is carried as OpenKruise carries it (split without cleaning).
+	mustEqual(t, "malformed", injectedList("a,,c", []string{"b"}), ",a,b,c")
+}
+
+func TestWorkingHotUpgrade(t *testing.T) {
+	key := v1alpha1.SidecarSetWorkingHotUpgradeContainer
+	mustEqual(t, "absent", workingHotUpgrade(nil), map[string]string{})
+	mustEqual(t, "map", workingHotUpgrade(map[string]string{key: `{"a":"a-1"}`}), map[string]string{"a": "a-1"})
+	mustEqual(t, "null", workingHotUpgrade(map[string]string{key: `null`}), map[string]string{})
+	mustEqual(t, "syntax error", workingHotUpgrade(map[string]string{key: `{`}), map[string]string{})
+}
+
+func TestMergeContainersGrowth(t *testing.T) {
+	pod := []corev1.Container{{Name: "a"}, {Name: "b", Image: "old"}, {Name: "a", Image: "dup"}}
+	merged, g := mergeContainers(pod, []placed{
+		{container: corev1.Container{Name: "f1"}, policy: v1alpha1.BeforeAppContainerType},
+		{container: corev1.Container{Name: "a", Image: "x"}, policy: v1alpha1.BeforeAppContainerType},
+		{container: corev1.Container{Name: "b", Image: "old"}},
+		{container: corev1.Container{Name: "z"}, policy: "Weird"},
+		{container: corev1.Container{Name: "f2"}, policy: v1alpha1.BeforeAppContainerType},
+	})
+	mustEqual(t, "names", names(merged), []string{"f1", "f2", "a", "b", "a", "z"})
+	mustEqual(t, "last same-name index is replaced", merged[4].Image, "x")
+	mustEqual(t, "first duplicate untouched", merged[2].Image, "")
+	mustEqual(t, "identical replacement is not a change", len(g.replaced), 1)
+	mustEqual(t, "replaced index", g.replaced[0].index, 2)
+	mustEqual(t, "pod slice not modified", pod[2].Image, "dup")
+	mustEqual(t, "ops", opsSummary(g.ops(pathContainers, merged)), []string{
+		"replace /spec/containers/2", "add /spec/containers/-", "add /spec/containers/0", "add /spec/containers/1"})
+
+	same, g := mergeContainers(pod, nil)
+	if len(g.ops(pathContainers, same)) != 0 || len(same) != len(pod) {
+		t.Errorf("no sidecars must be no change")
+	}
+}
