@@ -1,7 +1,6 @@
 package manifest
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 )
@@ -112,8 +111,6 @@ func (es Errors) err() error {
 type fieldError struct {
 	field, reason string
 }
-
-func (f fieldError) String() string { return fmt.Sprintf("%s: %s", f.field, f.reason) }
 
 // joinPath appends a key to a field path in the notation of sigs.k8s.io/json's strict errors
 // (a.b[0].c), so that all field errors read alike whichever check found them.

@@ -49,8 +49,11 @@ func Whitelist(cm *corev1.ConfigMap, defaultsAllowed bool) (map[string]any, erro
 	}
 	var errs Errors
 	fail := func(field, reason string) {
-		errs = append(errs, &Error{Position: Position{Item: -1}, Kind: "ConfigMap", Name: cm.Name,
-			Field: joinPath("data["+v1alpha1.PatchPodMetadataWhiteListKey+"]", field), Reason: reason})
+		path := "data[" + v1alpha1.PatchPodMetadataWhiteListKey + "]"
+		if field != "" {
+			path = joinPath(path, field)
+		}
+		errs = append(errs, &Error{Position: Position{Item: -1}, Kind: "ConfigMap", Name: cm.Name, Field: path, Reason: reason})
 	}
 	var doc whitelistDoc
 	data := []byte(value)

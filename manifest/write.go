@@ -63,9 +63,9 @@ func Encode(w io.Writer, format Format, objs ...runtime.Object) error {
 // generic is obj as the JSON document it marshals to, minus the noise of marshalling a typed
 // object: a status struct is always emitted because omitempty does not apply to structs, as
 // "status: {}" or, for StatefulSet, DaemonSet and ReplicaSet, with their non-omitempty zero
-// counters ("replicas: 0"). Such a status decodes back to the same zero value, so leaving it out
-// loses nothing. Pruning the generic map is simpler than per-kind copies with status cleared, and
-// also covers kinds added to the table later.
+// counters ("replicas: 0"); StatefulSet volumeClaimTemplates, being whole PVCs, carry one each.
+// Such a status decodes back to the same zero value, so leaving it out loses nothing. Pruning the
+// generic document is simpler than per-kind copies with status cleared, and covers every kind.
 //
 // "metadata.creationTimestamp: null", the other classic noise, needs no pruning: since
 // k8s.io/apimachinery v0.34 ObjectMeta tags it omitzero (TestEncodeHasNoNoise guards this).
@@ -80,9 +80,7 @@ func generic(obj runtime.Object) (map[string]any, error) {
 	if err := dec.Decode(&doc); err != nil || doc == nil {
 		return nil, fmt.Errorf("manifest: %T does not encode as a JSON object", obj)
 	}
-	if status, ok := doc["status"]; ok && isZeroJSON(status) {
-		delete(doc, "status")
-	}
+	pruneZeroStatus(doc)
 	// Objects built in code may lack TypeMeta; output must still say what they are.
 	if doc["apiVersion"] == nil || doc["kind"] == nil {
 		gvk, ok := gvkOf(obj)
@@ -92,6 +90,27 @@ func generic(obj runtime.Object) (map[string]any, error) {
 		doc["apiVersion"], doc["kind"] = gvk.GroupVersion().String(), gvk.Kind
 	}
 	return doc, nil
+}
+
+// pruneZeroStatus removes zero statuses of the object v and of the objects embedded in it (those
+// with metadata). Every status in the Kubernetes types is a struct, never a pointer, so absent and
+// zero decode alike.
+func pruneZeroStatus(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		if _, isObject := v["metadata"]; isObject {
+			if status, ok := v["status"]; ok && isZeroJSON(status) {
+				delete(v, "status")
+			}
+		}
+		for _, x := range v {
+			pruneZeroStatus(x)
+		}
+	case []any:
+		for _, x := range v {
+			pruneZeroStatus(x)
+		}
+	}
 }
 
 // isZeroJSON reports whether v decodes to a zero value: null, false, 0, "", an empty array, or an
