@@ -1,0 +1,361 @@
+package validation
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/revisions"
+)
+
+// validateSpec is OpenKruise's validateSidecarSetSpec (ref §2 step 3, except the whitelist).
+func validateSpec(ss *v1alpha1.SidecarSet, revs revisions.Source, fldPath *field.Path) field.ErrorList {
+	spec := &ss.Spec
+	var allErrs field.ErrorList
+
+	// In-place upgrades only touch pod.spec.containers, so a native sidecar could never be rolled.
+	if spec.UpdateStrategy.Type == v1alpha1.RollingUpdateSidecarSetStrategyType {
+		for i := range spec.InitContainers {
+			if isNativeSidecar(&spec.InitContainers[i]) {
+				allErrs = append(allErrs, field.Required(fldPath.Child("updateStrategy"),
+					"The initContainer in-place upgrade is not currently supported."))
+			}
+		}
+	}
+
+	if spec.Selector == nil {
+		allErrs = append(allErrs, field.Required(fldPath.Child("selector"), "no selector defined for SidecarSet"))
+	} else {
+		allErrs = append(allErrs, validateSelector(spec.Selector, fldPath.Child("selector"))...)
+	}
+	allErrs = append(allErrs, validateNamespaceScope(spec, fldPath)...)
+	allErrs = append(allErrs, validateInjectionStrategy(ss, revs, fldPath.Child("injectionStrategy"))...)
+	allErrs = append(allErrs, validateUpdateStrategy(&spec.UpdateStrategy, fldPath.Child("updateStrategy"))...)
+
+	if len(spec.InitContainers) == 0 && len(spec.Containers) == 0 {
+		allErrs = append(allErrs, field.Required(fldPath.Child("containers"), "no initContainer or container defined for SidecarSet"))
+	} else {
+		allErrs = append(allErrs, validateSidecarContainers(spec, fldPath)...)
+	}
+	allErrs = append(allErrs, validatePatchPodMetadata(spec.PatchPodMetadata, fldPath.Child("patchPodMetadata"))...)
+	return allErrs
+}
+
+func isNativeSidecar(c *v1alpha1.SidecarContainer) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// validateSelector is OpenKruise's: Kubernetes' label-selector rules, no empty selector (it would
+// select nothing, or — as a namespace selector — everything by accident), and a selector that
+// converts. The conversion error repeats a syntax error already reported; OpenKruise reports both,
+// and so do we, at the selector itself.
+func validateSelector(sel *metav1.LabelSelector, fldPath *field.Path) field.ErrorList {
+	allErrs := metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, fldPath)
+	if len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
+		allErrs = append(allErrs, field.Invalid(fldPath, selectorString(sel), "empty selector is not valid for sidecarset."))
+	}
+	if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
+		allErrs = append(allErrs, field.Invalid(fldPath, selectorString(sel), err.Error()))
+	}
+	return allErrs
+}
+
+// selectorString shows a selector in label-query syntax, or field by field when it has none.
+func selectorString(sel *metav1.LabelSelector) string {
+	if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
+		return sel.String()
+	}
+	return metav1.FormatLabelSelector(sel)
+}
+
+// validateNamespaceScope follows OpenKruise's v1alpha1 → v1beta1 conversion, which validation runs
+// on: a non-empty spec.namespace becomes the namespace selector
+// {kubernetes.io/metadata.name: <namespace>} and replaces spec.namespaceSelector, so only the
+// namespace is checked then — as the label value it turns into.
+func validateNamespaceScope(spec *v1alpha1.SidecarSetSpec, fldPath *field.Path) field.ErrorList {
+	if spec.Namespace != "" {
+		var allErrs field.ErrorList
+		for _, msg := range content.IsLabelValue(spec.Namespace) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("namespace"), spec.Namespace, msg))
+		}
+		return allErrs
+	}
+	if spec.NamespaceSelector != nil {
+		return validateSelector(spec.NamespaceSelector, fldPath.Child("namespaceSelector"))
+	}
+	return nil
+}
+
+// validateInjectionStrategy requires that a configured revision exists now, as OpenKruise does:
+// otherwise every pod creation would be denied later (ref §1.5 step 2).
+func validateInjectionStrategy(ss *v1alpha1.SidecarSet, revs revisions.Source, fldPath *field.Path) field.ErrorList {
+	rev := ss.Spec.InjectionStrategy.Revision
+	if rev == nil {
+		return nil
+	}
+	revPath := fldPath.Child("revision")
+	var allErrs field.ErrorList
+	switch {
+	case rev.RevisionName == nil && rev.CustomVersion == nil:
+		allErrs = append(allErrs, field.Invalid(revPath, "", "revisionName and customVersion cannot be empty simultaneously"))
+	default:
+		// revisionName wins over customVersion, so the error names the field that was used.
+		p, v := revPath.Child("customVersion"), ""
+		if rev.CustomVersion != nil {
+			v = *rev.CustomVersion
+		}
+		if rev.RevisionName != nil {
+			p, v = revPath.Child("revisionName"), *rev.RevisionName
+		}
+		cr, err := revisions.Find(ss, revs)
+		if err == nil && cr == nil {
+			err = fmt.Errorf("no ControllerRevision found")
+		}
+		if err != nil {
+			allErrs = append(allErrs, field.Invalid(p, v, fmt.Sprintf("Cannot find specific ControllerRevision, err: %v", err)))
+		}
+	}
+	switch rev.Policy {
+	case "", v1alpha1.AlwaysSidecarSetInjectRevisionPolicy, v1alpha1.PartialSidecarSetInjectRevisionPolicy:
+	default:
+		allErrs = append(allErrs, field.Invalid(revPath.Child("policy"), rev.Policy, fmt.Sprintf("Invalid policy %v, supported: [%s, %s]",
+			rev.Policy, v1alpha1.AlwaysSidecarSetInjectRevisionPolicy, v1alpha1.PartialSidecarSetInjectRevisionPolicy)))
+	}
+	return allErrs
+}
+
+// validateUpdateStrategy checks the strategy only for RollingUpdate, as OpenKruise does: a
+// NotUpdate SidecarSet never reads it.
+func validateUpdateStrategy(s *v1alpha1.SidecarSetUpdateStrategy, fldPath *field.Path) field.ErrorList {
+	if s.Type != v1alpha1.RollingUpdateSidecarSetStrategyType {
+		return nil
+	}
+	var allErrs field.ErrorList
+	// A "set" partition is any percentage (even "0%") or a non-zero integer (ref quirk 15).
+	if partitionIsSet(s.Partition) && s.Selector != nil {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("partition"), s.Partition.String(), "Partition and Selector cannot be used together"))
+	}
+	if s.Selector != nil {
+		allErrs = append(allErrs, validateSelector(s.Selector, fldPath.Child("selector"))...)
+	}
+	if s.Partition != nil {
+		allErrs = append(allErrs, validatePositiveIntOrPercent(*s.Partition, fldPath.Child("partition"))...)
+	}
+	if s.MaxUnavailable != nil {
+		allErrs = append(allErrs, validatePositiveIntOrPercent(*s.MaxUnavailable, fldPath.Child("maxUnavailable"))...)
+	}
+	if err := validatePriorityStrategy(s.PriorityStrategy, fldPath.Child("priorityStrategy")); err != nil {
+		allErrs = append(allErrs, err)
+	}
+	if err := validateScatterStrategy(s.ScatterStrategy, fldPath.Child("scatterStrategy")); err != nil {
+		allErrs = append(allErrs, err)
+	}
+	return allErrs
+}
+
+func partitionIsSet(p *intstr.IntOrString) bool {
+	return p != nil && (p.Type == intstr.String || p.IntVal != 0)
+}
+
+// validatePositiveIntOrPercent is Kubernetes' apps ValidatePositiveIntOrPercent.
+func validatePositiveIntOrPercent(v intstr.IntOrString, fldPath *field.Path) field.ErrorList {
+	switch v.Type {
+	case intstr.String:
+		var allErrs field.ErrorList
+		for _, msg := range validation.IsValidPercent(v.StrVal) {
+			allErrs = append(allErrs, field.Invalid(fldPath, v.StrVal, msg))
+		}
+		return allErrs
+	case intstr.Int:
+		return apivalidation.ValidateNonnegativeField(int64(v.IntVal), fldPath)
+	default:
+		return field.ErrorList{field.Invalid(fldPath, v.String(), "must be an integer or percentage (e.g '5%')")}
+	}
+}
+
+// validatePriorityStrategy is OpenKruise's UpdatePriorityStrategy.FieldsValidation: the first
+// problem only, as a Required error, with the weight range quirk (0 is accepted although the
+// message says 1-100, ref quirk 14). The path points at the offending term.
+func validatePriorityStrategy(s *v1alpha1.UpdatePriorityStrategy, fldPath *field.Path) *field.Error {
+	if s == nil {
+		return nil
+	}
+	if len(s.WeightPriority) > 0 && len(s.OrderPriority) > 0 {
+		return field.Required(fldPath, "only one of weightPriority and orderPriority can be used")
+	}
+	for i := range s.WeightPriority {
+		w := &s.WeightPriority[i]
+		p := fldPath.Child("weightPriority").Index(i)
+		if w.Weight < 0 || w.Weight > 100 {
+			return field.Required(p.Child("weight"), "weight must be valid number in the range 1-100")
+		}
+		if len(w.MatchSelector.MatchLabels)+len(w.MatchSelector.MatchExpressions) == 0 {
+			return field.Required(p.Child("matchSelector"), "selector can not be empty")
+		}
+		if _, err := metav1.LabelSelectorAsSelector(&w.MatchSelector); err != nil {
+			return field.Required(p.Child("matchSelector"), fmt.Sprintf("invalid selector %v", err))
+		}
+	}
+	for i := range s.OrderPriority {
+		if s.OrderPriority[i].OrderedKey == "" {
+			return field.Required(fldPath.Child("orderPriority").Index(i).Child("orderedKey"), "order key can not be empty")
+		}
+	}
+	return nil
+}
+
+// validateScatterStrategy is OpenKruise's UpdateScatterStrategy.FieldsValidation (first problem
+// only, as a Required error).
+func validateScatterStrategy(s v1alpha1.UpdateScatterStrategy, fldPath *field.Path) *field.Error {
+	seen := make(map[v1alpha1.UpdateScatterTerm]bool, len(s))
+	for i, term := range s {
+		if term.Key == "" {
+			return field.Required(fldPath.Index(i).Child("key"), "key should not be empty")
+		}
+		if seen[term] {
+			return field.Required(fldPath.Index(i), fmt.Sprintf("duplicated key=%v value=%v", term.Key, term.Value))
+		}
+		seen[term] = true
+	}
+	return nil
+}
+
+// validateSidecarContainers covers ref §2 steps 8–11: the sidecar-only fields, then the containers
+// and volumes as Kubernetes would validate them in a pod.
+func validateSidecarContainers(spec *v1alpha1.SidecarSetSpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		p := fldPath.Child("initContainers").Index(i)
+		if c.ResourcesPolicy != nil && !isNativeSidecar(c) {
+			allErrs = append(allErrs, field.Forbidden(p.Child("resourcesPolicy"),
+				"resourcesPolicy is only supported for containers with RestartPolicy Always"))
+		}
+		allErrs = append(allErrs, validateResourcesPolicy(c, p)...)
+	}
+	// OpenKruise checks these fields on containers only; initContainers are placed and never
+	// upgraded or given shared volumes the same way.
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		p := fldPath.Child("containers").Index(i)
+		if c.PodInjectPolicy != v1alpha1.BeforeAppContainerType && c.PodInjectPolicy != v1alpha1.AfterAppContainerType {
+			allErrs = append(allErrs, field.Invalid(p.Child("podInjectPolicy"), c.PodInjectPolicy, "unsupported pod inject policy"))
+		}
+		if t := c.ShareVolumePolicy.Type; t != v1alpha1.ShareVolumePolicyEnabled && t != v1alpha1.ShareVolumePolicyDisabled {
+			allErrs = append(allErrs, field.Invalid(p.Child("shareVolumePolicy", "type"), t, "unsupported share volume policy"))
+		}
+		allErrs = append(allErrs, validateTransferEnv(c.TransferEnv, p.Child("transferEnv"))...)
+		allErrs = append(allErrs, validateResourcesPolicy(c, p)...)
+	}
+	allErrs = append(allErrs, validatePodLevel(spec, fldPath)...)
+	return allErrs
+}
+
+// validateTransferEnv checks sourceContainerNameFrom.fieldRef the way OpenKruise does: only
+// apiVersion v1 and only subscripted metadata.labels['k'] / metadata.annotations['k'], because the
+// value is read from the pod at injection time and must name a single key.
+func validateTransferEnv(envs []v1alpha1.TransferEnvVar, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for i := range envs {
+		from := envs[i].SourceContainerNameFrom
+		if from == nil || from.FieldRef == nil {
+			continue
+		}
+		allErrs = append(allErrs, validateSourceFieldRef(from.FieldRef, fldPath.Index(i).Child("sourceContainerNameFrom", "fieldRef"))...)
+	}
+	return allErrs
+}
+
+func validateSourceFieldRef(fs *corev1.ObjectFieldSelector, fldPath *field.Path) field.ErrorList {
+	if fs.APIVersion == "" {
+		return field.ErrorList{field.Required(fldPath.Child("apiVersion"), "")}
+	}
+	if fs.FieldPath == "" {
+		return field.ErrorList{field.Required(fldPath.Child("fieldPath"), "")}
+	}
+	pathPath := fldPath.Child("fieldPath")
+	if err := convertDownwardAPIFieldLabel(fs.APIVersion, fs.FieldPath); err != nil {
+		return field.ErrorList{field.Invalid(pathPath, fs.FieldPath, fmt.Sprintf("error converting fieldPath: %v", err))}
+	}
+	// convertDownwardAPIFieldLabel only accepts these two subscripted paths.
+	path, subscript, _ := splitMaybeSubscriptedPath(fs.FieldPath)
+	key := subscript
+	if path == "metadata.annotations" {
+		// Annotation keys are case-insensitive for validation, as in Kubernetes.
+		key = strings.ToLower(subscript)
+	}
+	var allErrs field.ErrorList
+	for _, msg := range content.IsLabelKey(key) {
+		allErrs = append(allErrs, field.Invalid(pathPath, subscript, msg))
+	}
+	return allErrs
+}
+
+// convertDownwardAPIFieldLabel is OpenKruise's sidecarcontrol.ConvertDownwardAPIFieldLabel (S11).
+func convertDownwardAPIFieldLabel(version, label string) error {
+	if version != "v1" {
+		return fmt.Errorf("unsupported pod version: %s", version)
+	}
+	if path, _, ok := splitMaybeSubscriptedPath(label); ok {
+		switch path {
+		case "metadata.annotations", "metadata.labels":
+			return nil
+		default:
+			return fmt.Errorf("field path not supported: %s", path)
+		}
+	}
+	return fmt.Errorf("field label not supported: %s", label)
+}
+
+// splitMaybeSubscriptedPath is Kubernetes' fieldpath.SplitMaybeSubscriptedPath:
+// "metadata.labels['k']" → ("metadata.labels", "k", true).
+func splitMaybeSubscriptedPath(fieldPath string) (string, string, bool) {
+	s, ok := strings.CutSuffix(fieldPath, "']")
+	if !ok {
+		return fieldPath, "", false
+	}
+	path, subscript, ok := strings.Cut(s, "['")
+	if !ok || path == "" {
+		return fieldPath, "", false
+	}
+	return path, subscript, true
+}
+
+// validatePatchPodMetadata is the syntactic part of ref §2 step 12; the whitelist is a policy.
+func validatePatchPodMetadata(patches []v1alpha1.SidecarSetPatchPodMetadata, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	seen := map[string]bool{}
+	for i := range patches {
+		patch := &patches[i]
+		p := fldPath.Index(i)
+		annotationsPath := p.Child("annotations")
+		if len(patch.Annotations) == 0 {
+			allErrs = append(allErrs, field.Required(annotationsPath, "no annotations defined for SidecarSet"))
+		} else {
+			allErrs = append(allErrs, apivalidation.ValidateAnnotations(patch.Annotations, annotationsPath)...)
+		}
+		if patch.PatchPolicy == "" {
+			allErrs = append(allErrs, field.Required(p.Child("patchPolicy"), "no patchPolicy defined for patchPodMetadata"))
+		}
+		// Sorted so that which occurrence is reported does not depend on map order.
+		for _, k := range slices.Sorted(maps.Keys(patch.Annotations)) {
+			if seen[k] {
+				allErrs = append(allErrs, field.Invalid(annotationsPath.Key(k), k, fmt.Sprintf("patch annotation[%s] already exist", k)))
+				continue
+			}
+			seen[k] = true
+		}
+	}
+	return allErrs
+}
