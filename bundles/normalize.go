@@ -79,8 +79,12 @@ func selectorDoc(s *metav1.LabelSelector) any {
 	return map[string]any{"matchLabels": stringMap(s.MatchLabels), "matchExpressions": exprs}
 }
 
+// namespaceDoc adds the name label the API server puts on every Namespace, so offline manifests
+// that omit it are judged as the cluster would judge them.
 func namespaceDoc(ns *corev1.Namespace) map[string]any {
-	return map[string]any{"labels": stringMap(ns.Labels)}
+	labels := stringMap(ns.Labels)
+	labels[v1alpha1.NamespaceNameLabel] = ns.Name
+	return map[string]any{"labels": labels}
 }
 
 // revisionDoc is the slim view of a ControllerRevision that administrators' policies may read; the

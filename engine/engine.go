@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"sync/atomic"
 
@@ -204,9 +203,4 @@ func decode(v any, dst any) error {
 		return err
 	}
 	return json.Unmarshal(raw, dst)
-}
-
-func sortedStrings(in []string) []string {
-	sort.Strings(in)
-	return in
 }

@@ -1,0 +1,249 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/bundle"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/bundles"
+)
+
+func sidecarSet(name string, matchLabels map[string]string, mutate ...func(*v1alpha1.SidecarSet)) *v1alpha1.SidecarSet {
+	ss := &v1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.SidecarSetSpec{
+			Selector:   &metav1.LabelSelector{MatchLabels: matchLabels},
+			Containers: []v1alpha1.SidecarContainer{{}},
+		},
+	}
+	ss.Spec.Containers[0].Name = name + "-c"
+	ss.Spec.Containers[0].Image = "busybox"
+	for _, m := range mutate {
+		m(ss)
+	}
+	return ss
+}
+
+// adminBundle writes files into a directory bundle and reads it back like an administrator's bundle.
+func adminBundle(t *testing.T, files map[string]string) *bundle.Bundle {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+	}
+	b, err := bundles.Read(dir, nil)
+	require.NoError(t, err)
+	return b
+}
+
+func snapshot(t *testing.T, st bundles.State, admin ...*bundle.Bundle) *Snapshot {
+	t.Helper()
+	core, err := bundles.Compile(st)
+	require.NoError(t, err)
+	s, err := Prepare(context.Background(), Inputs{Core: core, SidecarSets: st.SidecarSets, Admin: admin})
+	require.NoError(t, err)
+	return s
+}
+
+func podJSON(t *testing.T, ns string, labels map[string]string, mutate ...func(*corev1.Pod)) []byte {
+	t.Helper()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns, Labels: labels},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	for _, m := range mutate {
+		m(p)
+	}
+	raw, err := json.Marshal(p)
+	require.NoError(t, err)
+	return raw
+}
+
+var gates = map[string]string{
+	".manifest": `{"revision":"gates-1","roots":["gates"]}`,
+	"gates/gates.rego": `package gates
+
+deny_injection contains "hostNetwork pods are not injected" if input.pod.spec.hostNetwork
+deny_injection contains sprintf("namespace %s is a system namespace", [input.namespace]) if input.namespace == "kube-system"
+`,
+}
+
+func TestDecide(t *testing.T) {
+	st := bundles.State{SidecarSets: []*v1alpha1.SidecarSet{
+		sidecarSet("zeta", map[string]string{"app": "web"}),
+		sidecarSet("alpha", map[string]string{"app": "web"}),
+		sidecarSet("paused", map[string]string{"app": "web"}, func(ss *v1alpha1.SidecarSet) { ss.Spec.InjectionStrategy.Paused = true }),
+		sidecarSet("api-only", map[string]string{"app": "api"}),
+		sidecarSet("canary", map[string]string{"app": "web", "track": "canary"}, func(ss *v1alpha1.SidecarSet) {
+			ss.Annotations = map[string]string{v1alpha1.SidecarSetCanaryAnnotation: "true", v1alpha1.SidecarSetBaseAnnotation: "alpha"}
+		}),
+		sidecarSet("prod-ns", map[string]string{"app": "web"}, func(ss *v1alpha1.SidecarSet) {
+			ss.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}
+		}),
+	}, Namespaces: []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"env": "prod"}}}}}
+	s := snapshot(t, st, adminBundle(t, gates))
+	ctx := context.Background()
+
+	cases := []struct {
+		name        string
+		ns          string
+		labels      map[string]string
+		hostNetwork bool
+		matched     []string
+		denied      []string
+	}{
+		{"by name, paused skipped, namespace selector honoured", "shop", map[string]string{"app": "web"}, false, []string{"alpha", "prod-ns", "zeta"}, nil},
+		{"namespace without the label", "dev", map[string]string{"app": "web"}, false, []string{"alpha", "zeta"}, nil},
+		{"canary displaces its base", "dev", map[string]string{"app": "web", "track": "canary"}, false, []string{"canary", "zeta"}, nil},
+		{"nothing matches", "dev", map[string]string{"app": "db"}, false, nil, nil},
+		{"gate vetoes the pod", "dev", map[string]string{"app": "web"}, true, nil, []string{"hostNetwork pods are not injected"}},
+		{"two gates, sorted", "kube-system", map[string]string{"app": "web"}, true, nil, []string{"hostNetwork pods are not injected", "namespace kube-system is a system namespace"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := s.Decide(ctx, tc.ns, podJSON(t, tc.ns, tc.labels, func(p *corev1.Pod) { p.Spec.HostNetwork = tc.hostNetwork }))
+			require.NoError(t, err)
+			assert.Equal(t, tc.matched, nilIfEmpty(d.MatchedNames()))
+			assert.Equal(t, tc.denied, nilIfEmpty(d.Denied))
+			assert.Equal(t, s.Revision(), d.Revision)
+			for _, ss := range d.Matched {
+				assert.Same(t, mustGet(t, s, ss.Name), ss, "the snapshot hands out the very objects it was built from")
+			}
+		})
+	}
+}
+
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+func mustGet(t *testing.T, s *Snapshot, name string) *v1alpha1.SidecarSet {
+	ss, ok := s.SidecarSet(name)
+	require.True(t, ok)
+	return ss
+}
+
+func TestExplain(t *testing.T) {
+	s := snapshot(t, bundles.State{SidecarSets: []*v1alpha1.SidecarSet{
+		sidecarSet("web", map[string]string{"app": "web"}),
+		sidecarSet("api", map[string]string{"app": "api"}),
+	}})
+	got, err := s.Explain(context.Background(), "dev", podJSON(t, "dev", map[string]string{"app": "web"}))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"matches"}, got["web"])
+	require.Len(t, got["api"], 1)
+	assert.Contains(t, got["api"][0], "app=api")
+}
+
+func TestConflictsAndWhitelist(t *testing.T) {
+	existing := sidecarSet("existing", map[string]string{"app": "web"}, func(ss *v1alpha1.SidecarSet) {
+		ss.Spec.Containers[0].Name = "proxy"
+	})
+	s := snapshot(t, bundles.State{SidecarSets: []*v1alpha1.SidecarSet{existing}}, adminBundle(t, map[string]string{
+		".manifest":           `{"revision":"wl-1","roots":["whitelist"]}`,
+		"whitelist/data.json": `{"rules":[{"allowedAnnotationKeyExprs":["^allowed\\.example\\.com/"]}]}`,
+	}))
+	ctx := context.Background()
+
+	candidate := sidecarSet("new", map[string]string{"app": "web"}, func(ss *v1alpha1.SidecarSet) {
+		ss.Spec.Containers[0].Name = "proxy"
+		ss.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{
+			Annotations: map[string]string{"allowed.example.com/x": "1", "other.example.com/y": "2"},
+			PatchPolicy: v1alpha1.SidecarSetRetainPatchPolicy,
+		}}
+	})
+	conflicts, err := s.Conflicts(ctx, candidate)
+	require.NoError(t, err)
+	require.Len(t, conflicts, 1)
+	assert.Equal(t, "existing", conflicts[0].Other)
+	assert.Equal(t, "spec.containers[0].name", conflicts[0].Field)
+	assert.Equal(t, "container proxy already exist in existing", conflicts[0].Message)
+	assert.Equal(t, `spec.containers[0].name: Invalid value: "proxy": container proxy already exist in existing`, conflicts[0].FieldError().Error())
+
+	denied, err := s.Whitelist(ctx, candidate)
+	require.NoError(t, err)
+	require.Len(t, denied, 1)
+	assert.Contains(t, denied[0].Field, "other.example.com/y")
+	assert.Contains(t, denied[0].Message, "other.example.com/y")
+}
+
+func TestPrepareRefusesOverlappingRoots(t *testing.T) {
+	core, err := bundles.Compile(bundles.State{})
+	require.NoError(t, err)
+	hijack := adminBundle(t, map[string]string{
+		".manifest":               `{"revision":"x","roots":["sidecarops/index"]}`,
+		"sidecarops/index/x.rego": "package sidecarops.index\n\ncandidates contains \"evil\"\n",
+	})
+	_, err = Prepare(context.Background(), Inputs{Core: core, Admin: []*bundle.Bundle{hijack}})
+	require.ErrorContains(t, err, `root "sidecarops/index" overlaps root "sidecarops"`)
+}
+
+func TestLoadKeepsPreviousSnapshotOnError(t *testing.T) {
+	var e Engine
+	require.Nil(t, e.Current())
+	st := bundles.State{SidecarSets: []*v1alpha1.SidecarSet{sidecarSet("a", map[string]string{"app": "web"})}}
+	core, err := bundles.Compile(st)
+	require.NoError(t, err)
+	first, err := e.Load(context.Background(), Inputs{Core: core, SidecarSets: st.SidecarSets})
+	require.NoError(t, err)
+
+	broken := adminBundle(t, map[string]string{
+		".manifest":        `{"revision":"bad","roots":["gates"]}`,
+		"gates/gates.rego": "package gates\n\ndeny_injection contains x if x := undefined_function(1)\n",
+	})
+	_, err = e.Load(context.Background(), Inputs{Core: core, SidecarSets: st.SidecarSets, Admin: []*bundle.Bundle{broken}})
+	require.Error(t, err)
+	assert.Same(t, first, e.Current())
+}
+
+// Concurrent decisions while snapshots are swapped: run with -race.
+func TestConcurrentDecideAndSwap(t *testing.T) {
+	var e Engine
+	ctx := context.Background()
+	mk := func(names ...string) Inputs {
+		var sets []*v1alpha1.SidecarSet
+		for _, n := range names {
+			sets = append(sets, sidecarSet(n, map[string]string{"app": "web"}))
+		}
+		core, err := bundles.Compile(bundles.State{SidecarSets: sets})
+		require.NoError(t, err)
+		return Inputs{Core: core, SidecarSets: sets}
+	}
+	one, two := mk("a"), mk("a", "b")
+	_, err := e.Load(ctx, one)
+	require.NoError(t, err)
+	pod := podJSON(t, "dev", map[string]string{"app": "web"})
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				d, err := e.Current().Decide(ctx, "dev", pod)
+				if !assert.NoError(t, err) {
+					return
+				}
+				n := len(d.Matched)
+				assert.True(t, n == 1 || n == 2, "a decision sees one whole snapshot, got %v", d.MatchedNames())
+			}
+		}()
+	}
+	for i := 0; i < 20; i++ {
+		_, err := e.Load(ctx, [2]Inputs{one, two}[i%2])
+		require.NoError(t, err)
+	}
+	wg.Wait()
+}
