@@ -637,9 +637,17 @@ func validateHandler(h interface{}, fldPath *field.Path) field.ErrorList {
 			allErrs = append(allErrs, field.Required(p.Child("command"), ""))
 		}
 	case "httpGet":
+		if httpGet.Path == "" {
+			allErrs = append(allErrs, field.Required(p.Child("path"), ""))
+		}
 		allErrs = append(allErrs, validatePortNumOrName(httpGet.Port, p.Child("port"))...)
 		if !containsValue(uriSchemes, httpGet.Scheme) {
 			allErrs = append(allErrs, field.NotSupported(p.Child("scheme"), httpGet.Scheme, uriSchemes))
+		}
+		for _, h := range httpGet.HTTPHeaders {
+			for _, msg := range validation.IsHTTPHeaderName(h.Name) {
+				allErrs = append(allErrs, field.Invalid(p.Child("httpHeaders"), h.Name, msg))
+			}
 		}
 	case "tcpSocket":
 		allErrs = append(allErrs, validatePortNumOrName(tcp.Port, p.Child("port"))...)
