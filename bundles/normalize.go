@@ -17,7 +17,9 @@ import (
 // The shape is fixed and explicit (no omitted keys) so policies never need defaults for absent fields.
 func Normalize(ss *v1alpha1.SidecarSet) (map[string]any, error) {
 	volumes := make(map[string]any, len(ss.Spec.Volumes))
+	volumeNames := make([]any, 0, len(ss.Spec.Volumes))
 	for i := range ss.Spec.Volumes {
+		volumeNames = append(volumeNames, ss.Spec.Volumes[i].Name)
 		v, err := toGeneric(&ss.Spec.Volumes[i])
 		if err != nil {
 			return nil, fmt.Errorf("SidecarSet/%s: spec.volumes[%d]: %w", ss.Name, i, err)
@@ -50,6 +52,7 @@ func Normalize(ss *v1alpha1.SidecarSet) (map[string]any, error) {
 		"containers":        containerNames(ss.Spec.Containers),
 		"initContainers":    containerNames(ss.Spec.InitContainers),
 		"volumes":           volumes,
+		"volumeNames":       volumeNames,
 		"patchPodMetadata":  patches,
 	}, nil
 }

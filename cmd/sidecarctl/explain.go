@@ -1,0 +1,70 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sidecarops/sidecarops/manifest"
+)
+
+func explainCmd() *cobra.Command {
+	var (
+		src     sourceFlags
+		podName string
+	)
+	cmd := &cobra.Command{
+		Use:   "explain -f PATH [-f PATH ...] [--pod NAME]",
+		Short: "Say, for each pod and each SidecarSet, whether it matches and why not",
+		Long: "explain prints, for every workload's pod (or only --pod NAME) and every SidecarSet, \"matches\" or the\n" +
+			"reasons it does not: which selector term failed against which label, namespace, paused, canary, gate.\n" +
+			"The reasons come from the match policy itself.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w, err := src.load(cmd.Context(), cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			found := false
+			for _, o := range w.workloads {
+				pod, _ := manifest.PodTemplate(o.Obj, src.namespace)
+				name := o.Obj.(interface{ GetName() string }).GetName()
+				if podName != "" && podName != name {
+					continue
+				}
+				found = true
+				raw, err := json.Marshal(pod)
+				if err != nil {
+					return fmt.Errorf("%s: %w", o, err)
+				}
+				reasons, err := w.snapshot.Explain(cmd.Context(), pod.Namespace, raw)
+				if err != nil {
+					return fmt.Errorf("%s: %w", o, err)
+				}
+				fmt.Fprintf(out, "%s/%s (namespace %s):\n", o.Obj.GetObjectKind().GroupVersionKind().Kind, name, pod.Namespace)
+				names := make([]string, 0, len(reasons))
+				for n := range reasons {
+					names = append(names, n)
+				}
+				sort.Strings(names)
+				if len(names) == 0 {
+					fmt.Fprintln(out, "  no SidecarSets given")
+				}
+				for _, n := range names {
+					fmt.Fprintf(out, "  %s: %s\n", n, strings.Join(reasons[n], "; "))
+				}
+			}
+			if podName != "" && !found {
+				return fmt.Errorf("--pod %q: no workload of that name in the input", podName)
+			}
+			return nil
+		},
+	}
+	src.register(cmd.Flags())
+	cmd.Flags().StringVar(&podName, "pod", "", "explain only the workload (pod) of this name")
+	return cmd
+}

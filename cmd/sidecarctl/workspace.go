@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/bundle"
+	"github.com/spf13/pflag"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/bundles"
+	"github.com/sidecarops/sidecarops/defaults"
+	"github.com/sidecarops/sidecarops/engine"
+	"github.com/sidecarops/sidecarops/manifest"
+	"github.com/sidecarops/sidecarops/revisions"
+)
+
+// sourceFlags are the inputs every subcommand that reads manifests shares.
+type sourceFlags struct {
+	files            []string
+	adminBundles     []string
+	verificationKeys []string
+	verificationAlg  string
+	verificationScp  string
+	defaultsAllowed  bool
+	namespace        string
+}
+
+func (f *sourceFlags) register(fs *pflag.FlagSet) {
+	fs.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory (recursive *.yaml, *.yml, *.json) or - for stdin; repeatable")
+	fs.StringArrayVar(&f.adminBundles, "bundle", nil, "administrators' bundle (directory or .tar.gz) with roots whitelist and/or gates; repeatable")
+	fs.StringArrayVar(&f.verificationKeys, "verification-key", nil, "PEM public key that --bundle signatures must verify against (key id: file name without extension); repeatable. When given, unsigned bundles are refused")
+	fs.StringVar(&f.verificationAlg, "verification-alg", "RS256", "signature algorithm of the verification keys")
+	fs.StringVar(&f.verificationScp, "verification-scope", "", "required scope claim of bundle signatures")
+	fs.BoolVar(&f.defaultsAllowed, "patch-metadata-defaults-allowed", false, "feature gate SidecarSetPatchPodMetadataDefaultsAllowed: allow patchPodMetadata when no whitelist applies (ignored when a --bundle provides the whitelist)")
+	fs.StringVarP(&f.namespace, "namespace", "n", "default", "namespace of workloads that name none")
+}
+
+// workspace is everything read from the command line: objects by kind, and the policy snapshot.
+type workspace struct {
+	objects     []*manifest.Object
+	sidecarSets []*v1alpha1.SidecarSet
+	origin      map[*v1alpha1.SidecarSet]*manifest.Object
+	namespaces  []*corev1.Namespace
+	revisions   []*appsv1.ControllerRevision
+	workloads   []*manifest.Object
+	core        *bundle.Bundle
+	snapshot    *engine.Snapshot
+	revSource   revisions.Source
+}
+
+// load reads the manifests and bundles, defaults and hashes SidecarSets as the API server and the
+// defaulting webhook would, and prepares the policies. Errors are returned all at once, one per line.
+func (f *sourceFlags) load(ctx context.Context, stdin io.Reader) (*workspace, error) {
+	if len(f.files) == 0 {
+		return nil, errors.New("no input: give at least one -f PATH")
+	}
+	objs, err := manifest.Read(stdin, f.files...)
+	if err != nil {
+		return nil, err
+	}
+	w := &workspace{objects: objs, origin: map[*v1alpha1.SidecarSet]*manifest.Object{}}
+	var problems []string
+	var configMaps []*manifest.Object
+	for _, o := range objs {
+		switch obj := o.Obj.(type) {
+		case *v1alpha1.SidecarSet:
+			if err := defaults.SidecarSetAndHash(obj); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %v", o, err))
+				continue
+			}
+			w.sidecarSets = append(w.sidecarSets, obj)
+			w.origin[obj] = o
+		case *corev1.Namespace:
+			w.namespaces = append(w.namespaces, obj)
+		case *appsv1.ControllerRevision:
+			w.revisions = append(w.revisions, obj)
+		case *corev1.ConfigMap:
+			if obj.Name == v1alpha1.KruiseConfigurationName {
+				configMaps = append(configMaps, o)
+			}
+		default:
+			if manifest.IsWorkload(o.Obj) {
+				w.workloads = append(w.workloads, o)
+			}
+		}
+	}
+	seen := map[string]*manifest.Object{}
+	for _, ss := range w.sidecarSets {
+		if first, dup := seen[ss.Name]; dup {
+			problems = append(problems, fmt.Sprintf("%s: metadata.name: SidecarSet %q is also defined at %s", w.origin[ss], ss.Name, first))
+		}
+		seen[ss.Name] = w.origin[ss]
+	}
+	if len(configMaps) > 1 {
+		problems = append(problems, fmt.Sprintf("%s: ConfigMap %s is given more than once (also %s)", configMaps[1], v1alpha1.KruiseConfigurationName, configMaps[0]))
+	}
+	admin, err := f.adminBundleList()
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	if len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "\n"))
+	}
+	if !hasRoot(admin, "whitelist") {
+		var cm *corev1.ConfigMap
+		if len(configMaps) == 1 {
+			cm = configMaps[0].Obj.(*corev1.ConfigMap)
+		}
+		wl, err := manifest.Whitelist(cm, f.defaultsAllowed)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", configMaps[0], err)
+		}
+		admin = append(admin, dataBundle("whitelist", wl))
+	}
+
+	w.core, err = bundles.Compile(bundles.State{SidecarSets: w.sidecarSets, Namespaces: w.namespaces, Revisions: w.revisions})
+	if err != nil {
+		return nil, err
+	}
+	w.snapshot, err = engine.Prepare(ctx, engine.Inputs{Core: w.core, SidecarSets: w.sidecarSets, Admin: admin})
+	if err != nil {
+		return nil, err
+	}
+	w.revSource = revisions.NewStaticSource(w.revisions...)
+	return w, nil
+}
+
+func (f *sourceFlags) adminBundleList() ([]*bundle.Bundle, error) {
+	var v *bundles.Verification
+	if len(f.verificationKeys) > 0 {
+		var err error
+		if v, err = bundles.LoadVerificationKeys(f.verificationKeys, f.verificationAlg, f.verificationScp); err != nil {
+			return nil, err
+		}
+	}
+	var out []*bundle.Bundle
+	var problems []string
+	for _, p := range f.adminBundles {
+		b, err := bundles.Read(p, v)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		out = append(out, b)
+	}
+	if len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "\n"))
+	}
+	return out, nil
+}
+
+func hasRoot(bs []*bundle.Bundle, root string) bool {
+	for _, b := range bs {
+		if b.Manifest.Roots == nil {
+			continue
+		}
+		for _, r := range *b.Manifest.Roots {
+			if bundle.RootPathsOverlap(r, root) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// dataBundle wraps a data document as a bundle owning root, so the whitelist from OpenKruise's
+// ConfigMap reaches the policies exactly as an administrator's whitelist bundle would.
+func dataBundle(root string, doc map[string]any) *bundle.Bundle {
+	return &bundle.Bundle{
+		Manifest: bundle.Manifest{Revision: "configmap", Roots: &[]string{root}},
+		Data:     map[string]any{root: doc},
+	}
+}
