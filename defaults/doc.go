@@ -15,6 +15,8 @@
 //     them to SidecarSets (requests-from-limits is Kubernetes' SetDefaults_Pod, which only runs for
 //     Pod objects; startupProbe is missing from OpenKruise's hand-written list), and applying them
 //     would change the hash. The API server still applies both to the pod the sidecar lands in.
+//     A consequence OpenKruise shares: validation refuses a startupProbe without successThreshold 1,
+//     or with an httpGet lacking path or scheme, since nothing fills them.
 //   - Volume: Kubernetes SetDefaults_Volume (a volume with no source becomes emptyDir; image volume
 //     pullPolicy from the tag) and the source defaults OpenKruise's SetDefaultPodVolumes applies:
 //     hostPath type "", secret/configMap/downwardAPI/projected defaultMode 0644 (420), downwardAPI
