@@ -83,10 +83,6 @@ func isHotUpgrade(c *v1alpha1.SidecarContainer) bool {
 // isInjectedContainer recognises sidecars already in the pod. OpenKruise knows them only by this
 // env var (first occurrence, exact value "true"), so that is what decides it here too.
 func isInjectedContainer(c *corev1.Container) bool {
-	for i := range c.Env {
-		if c.Env[i].Name == v1alpha1.SidecarEnvInjected {
-			return c.Env[i].Value == "true"
-		}
-	}
-	return false
+	e := firstEnv(c, v1alpha1.SidecarEnvInjected)
+	return e != nil && e.Value == "true"
 }

@@ -40,14 +40,7 @@ func mergeMounts(own []corev1.VolumeMount, shared []corev1.VolumeMount, devices 
 	for _, d := range devices {
 		taken[d.DevicePath] = true
 	}
-	for _, m := range shared {
-		if taken[m.MountPath] {
-			continue
-		}
-		taken[m.MountPath] = true
-		own = append(own, m)
-	}
-	return own
+	return appendUnclaimed(own, shared, func(m corev1.VolumeMount) string { return m.MountPath }, taken)
 }
 
 // mergeDevices is mergeMounts for devices, checked against the already merged mounts.
@@ -62,12 +55,17 @@ func mergeDevices(own []corev1.VolumeDevice, shared []corev1.VolumeDevice, mount
 	for _, m := range mounts {
 		taken[m.MountPath] = true
 	}
-	for _, d := range shared {
-		if taken[d.DevicePath] {
-			continue
+	return appendUnclaimed(own, shared, func(d corev1.VolumeDevice) string { return d.DevicePath }, taken)
+}
+
+// appendUnclaimed appends the items whose path is not taken, claiming each path as it goes, so two
+// app containers mounting the same path share it once.
+func appendUnclaimed[T any](own, shared []T, path func(T) string, taken map[string]bool) []T {
+	for _, x := range shared {
+		if p := path(x); !taken[p] {
+			taken[p] = true
+			own = append(own, x)
 		}
-		taken[d.DevicePath] = true
-		own = append(own, d)
 	}
 	return own
 }
