@@ -1,0 +1,177 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/bundles"
+	"github.com/sidecarops/sidecarops/defaults"
+	"github.com/sidecarops/sidecarops/engine"
+	"github.com/sidecarops/sidecarops/mutation"
+)
+
+// fleet builds n SidecarSets of which `matching` select the benchmark pod. Most are cluster-scoped
+// and select by an app label, as real SidecarSets do; every tenth is scoped to a namespace by
+// spec.namespace, and every fiftieth selects with an In expression, so the index meets all of its
+// shapes. Non-matching SidecarSets select other apps.
+func fleet(tb testing.TB, n, matching int) []*v1alpha1.SidecarSet {
+	tb.Helper()
+	sets := make([]*v1alpha1.SidecarSet, 0, n)
+	for i := 0; i < n; i++ {
+		app := fmt.Sprintf("svc-%d", i)
+		if i < matching {
+			app = "web"
+		}
+		ss := &v1alpha1.SidecarSet{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ss-%05d", i), Labels: map[string]string{"team": "platform"}},
+			Spec: v1alpha1.SidecarSetSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+				Containers: []v1alpha1.SidecarContainer{{
+					Container: corev1.Container{
+						Name:         fmt.Sprintf("agent-%d", i),
+						Image:        "example.com/agent:1.0",
+						Env:          []corev1.EnvVar{{Name: "MODE", Value: "sidecar"}},
+						VolumeMounts: []corev1.VolumeMount{{Name: "agent-config", MountPath: "/etc/agent"}},
+					},
+					ShareVolumePolicy: v1alpha1.ShareVolumePolicy{Type: v1alpha1.ShareVolumePolicyEnabled},
+				}},
+				Volumes: []corev1.Volume{{Name: "agent-config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "agent-config"}}}}},
+			},
+		}
+		switch {
+		case i%10 == 9:
+			ss.Spec.Namespace = fmt.Sprintf("ns-%d", i%7)
+		case i%50 == 49 && i >= matching:
+			ss.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{app, app + "-canary"}}}}
+		}
+		if err := defaults.SidecarSetAndHash(ss); err != nil {
+			tb.Fatal(err)
+		}
+		sets = append(sets, ss)
+	}
+	return sets
+}
+
+func pod(tb testing.TB) []byte {
+	tb.Helper()
+	p := &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: "web-7d9c8-", Namespace: "shop",
+			Labels:      map[string]string{"app": "web", "pod-template-hash": "7d9c8", "version": "v3"},
+			Annotations: map[string]string{"prometheus.io/scrape": "true"},
+		},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{
+				Name: "web", Image: "nginx:1.27",
+				Ports:        []corev1.ContainerPort{{ContainerPort: 8080}},
+				Env:          []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "logs", MountPath: "/var/log/nginx"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "logs", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		},
+	}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return raw
+}
+
+func snapshot(tb testing.TB, sets []*v1alpha1.SidecarSet) *engine.Snapshot {
+	tb.Helper()
+	core, err := bundles.Compile(bundles.State{SidecarSets: sets})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := engine.Prepare(context.Background(), engine.Inputs{Core: core, SidecarSets: sets})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// admit is one pod admission minus the HTTP layer: decide, decode the pod, inject.
+func admit(ctx context.Context, s *engine.Snapshot, inj *mutation.Injector, raw []byte) (mutation.Result, error) {
+	d, err := s.Decide(ctx, "shop", raw)
+	if err != nil {
+		return mutation.Result{}, err
+	}
+	var p corev1.Pod
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return mutation.Result{}, err
+	}
+	return inj.Inject(mutation.Input{Pod: &p, SidecarSets: d.Matched})
+}
+
+// BenchmarkAdmission: decide+mutate per pod. "matching=1" keeps one matching SidecarSet whatever the
+// fleet size (the realistic case: a pod gets a handful of sidecars); "matching=1pct" lets 1% of the
+// fleet match (100 sidecars injected into one pod at 10,000), which measures mutation volume more
+// than the decision.
+func BenchmarkAdmission(b *testing.B) {
+	ctx := context.Background()
+	raw := pod(b)
+	inj := &mutation.Injector{Now: func() time.Time { return time.Unix(1700000000, 0) }, Rand: func() float64 { return 0.5 }}
+	for _, n := range []int{10, 100, 1000, 10000} {
+		for _, m := range []struct {
+			name  string
+			count int
+		}{{"1", 1}, {"1pct", max(1, n/100)}} {
+			s := snapshot(b, fleet(b, n, m.count))
+			res, err := admit(ctx, s, inj, raw)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if got := len(res.Injected); got != m.count {
+				b.Fatalf("sidecarsets=%d: injected %d SidecarSets, want %d", n, got, m.count)
+			}
+			b.Run(fmt.Sprintf("sidecarsets=%d/matching=%s", n, m.name), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := admit(ctx, s, inj, raw); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkDecide isolates the policy decision (one matching SidecarSet).
+func BenchmarkDecide(b *testing.B) {
+	ctx := context.Background()
+	raw := pod(b)
+	for _, n := range []int{10, 100, 1000, 10000} {
+		s := snapshot(b, fleet(b, n, 1))
+		b.Run(fmt.Sprintf("sidecarsets=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.Decide(ctx, "shop", raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCompile measures building and preparing a snapshot (done on SidecarSet changes, never
+// per request).
+func BenchmarkCompile(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		sets := fleet(b, n, 1)
+		b.Run(fmt.Sprintf("sidecarsets=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				snapshot(b, sets)
+			}
+		})
+	}
+}
