@@ -33,6 +33,9 @@ func FuzzDecode(f *testing.F) {
 				if msg := e.Error(); strings.ContainsAny(msg, "\r\n") {
 					t.Fatalf("error spans lines: %q", msg)
 				}
+				if strings.HasPrefix(e.Reason, internalError) {
+					t.Fatalf("panic while decoding: %v", e)
+				}
 			}
 		}
 		if len(objs) == 0 {

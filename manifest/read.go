@@ -26,6 +26,9 @@ import (
 // Stdin is the path that stands for standard input, as in `-f -`.
 const Stdin = "-"
 
+// internalError starts the reason of an error that is a bug of this package, not of the input.
+const internalError = "internal error"
+
 // stdinSource is how objects and errors from standard input name their source.
 const stdinSource = "<stdin>"
 
@@ -163,6 +166,13 @@ func (r *reader) file(path string) {
 }
 
 func (r *reader) source(name string, data []byte) {
+	// The parsers are third-party code fed with arbitrary input. Should one of them panic, that is
+	// one more error, in this source, rather than a crash of the CLI. (FuzzDecode treats it as a bug.)
+	defer func() {
+		if p := recover(); p != nil {
+			r.errs = append(r.errs, &Error{Position: Position{Source: name, Item: -1}, Reason: fmt.Sprintf("%s: %v", internalError, p)})
+		}
+	}()
 	for _, c := range split(name, data) {
 		if c.err != nil {
 			r.errs = append(r.errs, c.err)
@@ -240,8 +250,9 @@ func lineAt(data []byte, offset int64) int {
 // splitYAML cuts multi-document YAML at "---" and "..." lines, itself rather than with
 // apimachinery's YAMLReader, for two reasons: document indices must be those a reader of the file
 // counts (YAMLReader drops empty documents before numbering), and each document's first line must
-// be known to turn the YAML parser's document-relative line numbers into file lines. Column-0
-// markers cannot occur inside a YAML scalar, so cutting at lines is exact.
+// be known to turn the YAML parser's document-relative line numbers into file lines. YAML takes
+// such a line at column 0 for a document marker even inside a scalar, so cutting at lines agrees
+// with the parser.
 func splitYAML(source string, data []byte) []chunk {
 	var (
 		chunks   []chunk
@@ -351,25 +362,18 @@ var codec = jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFa
 	jsonserializer.SerializerOptions{Strict: true})
 
 // decodeDocument decodes one document's JSON; dups are its duplicate YAML keys, found earlier.
-func decodeDocument(pos Position, data []byte, dups []fieldError) (objs []*Object, errs Errors) {
+func decodeDocument(pos Position, data []byte, dups []fieldError) ([]*Object, Errors) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || bytes.Equal(data, []byte("null")) {
 		return nil, nil // an empty document
 	}
 	h := readHeader(data)
+	var errs Errors
 	fail := func(fes ...fieldError) {
 		for _, fe := range fes {
 			errs = append(errs, &Error{Position: pos, Kind: h.kind, Name: h.name, Field: fe.field, Reason: fe.reason})
 		}
 	}
-	// The parsers are third-party code fed with arbitrary input; a panic in one of them must not
-	// take the CLI down, it is one more error in one document.
-	defer func() {
-		if p := recover(); p != nil {
-			objs = nil
-			fail(fieldError{reason: fmt.Sprintf("internal error while decoding: %v", p)})
-		}
-	}()
 	if data[0] != '{' {
 		fail(fieldError{reason: "expected an object, got " + jsonValueName(data)})
 		return nil, errs
@@ -398,6 +402,7 @@ func decodeDocument(pos Position, data []byte, dups []fieldError) (objs []*Objec
 		return nil, errs
 	}
 	if list, ok := obj.(*corev1.List); ok {
+		var objs []*Object
 		for i, item := range list.Items {
 			itemPos := pos
 			itemPos.Item = i
