@@ -82,7 +82,8 @@ func (in *Injector) chooseRevisions(input Input) ([]*v1alpha1.SidecarSet, error)
 		}
 		// Package revisions falls back to the process-wide random source when given none; here
 		// that would make injection irreproducible, so a Partial policy needs Injector.Rand.
-		if r := ss.Spec.InjectionStrategy.Revision; r != nil && r.Policy == v1alpha1.PartialSidecarSetInjectRevisionPolicy && in.Rand == nil {
+		if r := ss.Spec.InjectionStrategy.Revision; r != nil && (r.RevisionName != nil || r.CustomVersion != nil) &&
+			r.Policy == v1alpha1.PartialSidecarSetInjectRevisionPolicy && in.Rand == nil {
 			return nil, fieldErr(ss.Name, "spec.injectionStrategy.revision.policy",
 				errors.New("Partial needs a random source and Injector.Rand is nil"))
 		}
@@ -200,8 +201,8 @@ func (b *builder) addSidecarSet(ss *v1alpha1.SidecarSet) error {
 		}
 	}
 
-	// OpenKruise lists every matched SidecarSet as injected, but records hashes only for those that
-	// brought containers; both are kept so the controller sees the same pod either way.
+	// OpenKruise puts every matched SidecarSet in the injected list but writes hash entries only
+	// for those that brought containers; doing the same keeps pods indistinguishable.
 	b.processed = append(b.processed, ss.Name)
 	if !injecting {
 		return nil
