@@ -50,11 +50,9 @@ func NewVerification(publicKeys map[string]string, alg, scope string) (*Verifica
 	}
 	cfgs := make(map[string]*bundle.KeyConfig, len(publicKeys))
 	for id, pem := range publicKeys {
-		kc, err := keys.NewKeyConfig(pem, alg, scope)
-		if err != nil {
-			return nil, fmt.Errorf("bundle verification key %q: %w", id, err)
-		}
-		cfgs[id] = kc
+		// Not keys.NewKeyConfig: it first stats its argument as a file name, which fails on PEM text
+		// whose base64 holds a '/'-separated run longer than a file name may be.
+		cfgs[id] = &keys.Config{Key: pem, Algorithm: alg, Scope: scope}
 	}
 	return &Verification{config: bundle.NewVerificationConfig(cfgs, "", scope, nil)}, nil
 }

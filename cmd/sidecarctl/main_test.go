@@ -1,0 +1,366 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sidecarops/sidecarops/bundles"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+const ts = "2026-01-02T03:04:05Z"
+
+// sidecarctl runs the CLI in-process from the repository root, so paths read as in the README.
+func sidecarctl(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	require.NoError(t, os.Chdir("../.."))
+	defer func() { require.NoError(t, os.Chdir(wd)) }()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run `go test ./cmd/sidecarctl -update` once and review the diff")
+	assert.Equal(t, string(want), got)
+}
+
+func decodeDocs(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var docs []map[string]any
+	for _, d := range strings.Split(out, "\n---\n") {
+		var m map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(d), &m))
+		docs = append(docs, m)
+	}
+	return docs
+}
+
+// The golden files pin the whole output; the assertions next to each state, from the reference,
+// why the output is right, so a golden file is never its own justification.
+func TestInjectExamples(t *testing.T) {
+	t.Run("logging", func(t *testing.T) {
+		out, errOut, code := sidecarctl(t, "", "inject", "-f", "examples/logging", "--timestamp", ts)
+		require.Equal(t, 0, code, errOut)
+		golden(t, "logging.yaml", out)
+		var d appsv1.Deployment
+		require.NoError(t, yaml.Unmarshal([]byte(out), &d))
+		spec := d.Spec.Template.Spec
+		require.Equal(t, []string{"web", "log-agent"}, names(spec.Containers), "AfterAppContainer appends")
+		agent := spec.Containers[1]
+		assert.Equal(t, []corev1.EnvVar{{Name: "IS_INJECTED", Value: "true"}, {Name: "LOG_LEVEL", Value: "info"}}, agent.Env,
+			"IS_INJECTED, then the transferred LOG_LEVEL of container web (ref §1.13 env order)")
+		assert.Equal(t, []string{"/fluent-bit/etc", "/var/log/nginx"}, mountPaths(agent.VolumeMounts), "own mount, then the shared app mount (§1.15)")
+		assert.Equal(t, []string{"logs", "log-agent-config"}, volumeNames(spec.Volumes), "only the referenced SidecarSet volume is injected (§1.13)")
+		assert.Equal(t, corev1.PullIfNotPresent, agent.ImagePullPolicy, "defaulted: tagged image")
+		assert.Equal(t, "logging-agent", d.Spec.Template.Annotations["kruise.io/sidecarset-injected-list"])
+		var hashes map[string]map[string]any
+		require.NoError(t, json.Unmarshal([]byte(d.Spec.Template.Annotations["kruise.io/sidecarset-hash"]), &hashes))
+		assert.Equal(t, ts, hashes["logging-agent"]["updateTimestamp"])
+		assert.Equal(t, []any{"log-agent"}, hashes["logging-agent"]["sidecarList"])
+	})
+	t.Run("envoy hot upgrade", func(t *testing.T) {
+		out, errOut, code := sidecarctl(t, "", "inject", "-f", "examples/envoy-hotupgrade", "--timestamp", ts)
+		require.Equal(t, 0, code, errOut)
+		golden(t, "envoy-hotupgrade.yaml", out)
+		var p corev1.Pod
+		require.NoError(t, yaml.Unmarshal([]byte(out), &p))
+		require.Equal(t, []string{"envoy-1", "envoy-2", "checkout"}, names(p.Spec.Containers), "twins replace envoy, BeforeAppContainer (§1.20)")
+		assert.Equal(t, "envoyproxy/envoy:v1.32.1", p.Spec.Containers[0].Image)
+		assert.Equal(t, "openkruise/hotupgrade-sample:empty", p.Spec.Containers[1].Image)
+		assert.Equal(t, `{"envoy":"envoy-1"}`, p.Annotations["kruise.io/sidecarset-working-hotupgrade-container"])
+		for k, v := range map[string]string{"version.sidecarset.kruise.io/envoy-1": "1", "versionalt.sidecarset.kruise.io/envoy-1": "0",
+			"version.sidecarset.kruise.io/envoy-2": "0", "versionalt.sidecarset.kruise.io/envoy-2": "1"} {
+			assert.Equal(t, v, p.Annotations[k], k)
+		}
+	})
+	t.Run("namespace selector", func(t *testing.T) {
+		out, errOut, code := sidecarctl(t, "", "inject", "-f", "examples/namespace-selector", "--timestamp", ts)
+		require.Equal(t, 0, code, errOut)
+		golden(t, "namespace-selector.yaml", out)
+		docs := decodeDocs(t, out)
+		require.Len(t, docs, 2, "only the two pods are printed, not the Namespaces or the SidecarSet")
+		var charge, scratch corev1.Pod
+		require.NoError(t, remarshal(docs[0], &charge))
+		require.NoError(t, remarshal(docs[1], &scratch))
+		require.Equal(t, []string{"tracing-init"}, names(charge.Spec.InitContainers), "payments is labelled tracing=enabled")
+		assert.Equal(t, corev1.ContainerRestartPolicyAlways, *charge.Spec.InitContainers[0].RestartPolicy, "native sidecar")
+		assert.Empty(t, scratch.Spec.InitContainers, "sandbox is not labelled")
+		assert.Empty(t, scratch.Annotations)
+	})
+	t.Run("patch metadata with a whitelist bundle", func(t *testing.T) {
+		out, errOut, code := sidecarctl(t, "", "inject", "-f", "examples/patch-metadata", "--bundle", "examples/whitelist-bundle", "--timestamp", ts)
+		require.Equal(t, 0, code, errOut)
+		golden(t, "patch-metadata.yaml", out)
+		var s appsv1.StatefulSet
+		require.NoError(t, yaml.Unmarshal([]byte(out), &s))
+		a := s.Spec.Template.Annotations
+		assert.Equal(t, "Ordered", a["apps.kruise.io/container-launch-priority"], "Retain sets an absent key")
+		assert.JSONEq(t, `{"path":"/metrics","port":9102}`, a["logging.example.com/scrape"], "MergePatchJson merges into the pod's value (RFC 7386)")
+	})
+}
+
+func remarshal(in any, out any) error {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, out)
+}
+
+func names(cs []corev1.Container) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+func mountPaths(ms []corev1.VolumeMount) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.MountPath)
+	}
+	return out
+}
+
+func volumeNames(vs []corev1.Volume) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.Name)
+	}
+	return out
+}
+
+const podYAML = `apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+  labels: {app: web}
+spec:
+  containers:
+  - name: app
+    image: app:1
+`
+
+const sidecarSetYAML = `apiVersion: apps.kruise.io/v1alpha1
+kind: SidecarSet
+metadata:
+  name: %s
+spec:
+  selector:
+    matchLabels: {app: web}
+  containers:
+  - name: %s
+    image: agent:1
+`
+
+func yamlf(format string, args ...any) string { return strings.TrimSpace(fmt.Sprintf(format, args...)) }
+
+func TestInjectJSONAndPatch(t *testing.T) {
+	in := yamlf(sidecarSetYAML, "agent", "agent") + "\n---\n" + yamlf(podYAML, "one") + "\n---\n" + yamlf(podYAML, "two")
+
+	out, errOut, code := sidecarctl(t, in, "inject", "-f", "-", "-o", "json", "--timestamp", ts)
+	require.Equal(t, 0, code, errOut)
+	var list corev1.List
+	require.NoError(t, json.Unmarshal([]byte(out), &list))
+	assert.Equal(t, "List", list.Kind)
+	require.Len(t, list.Items, 2, "several workloads print as a v1/List")
+
+	single := yamlf(sidecarSetYAML, "agent", "agent") + "\n---\n" + yamlf(podYAML, "one")
+	out, errOut, code = sidecarctl(t, single, "inject", "-f", "-", "-o", "json", "--timestamp", ts)
+	require.Equal(t, 0, code, errOut)
+	var injected corev1.Pod
+	require.NoError(t, json.Unmarshal([]byte(out), &injected))
+	assert.Equal(t, "Pod", injected.Kind, "one workload prints as the object itself")
+	assert.Empty(t, injected.Namespace, "the manifest is printed as written: the default namespace is not written into it")
+	assert.Equal(t, []string{"agent", "app"}, names(injected.Spec.Containers))
+
+	out, errOut, code = sidecarctl(t, single, "inject", "-f", "-", "-o", "json", "--patch", "--timestamp", ts)
+	require.Equal(t, 0, code, errOut)
+	var patches []struct {
+		Kind, Namespace, Name string
+		Patch                 json.RawMessage
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &patches))
+	require.Len(t, patches, 1)
+	assert.Equal(t, "Pod", patches[0].Kind)
+	assert.Equal(t, "one", patches[0].Name)
+	// The patch applied to the pod as written must give exactly the injected pod.
+	var original corev1.Pod
+	require.NoError(t, yaml.Unmarshal([]byte(yamlf(podYAML, "one")), &original))
+	origJSON, err := json.Marshal(&original)
+	require.NoError(t, err)
+	p, err := jsonpatch.DecodePatch(patches[0].Patch)
+	require.NoError(t, err)
+	patched, err := p.Apply(origJSON)
+	require.NoError(t, err)
+	var viaPatch corev1.Pod
+	require.NoError(t, json.Unmarshal(patched, &viaPatch))
+	injected.TypeMeta = viaPatch.TypeMeta
+	assert.Equal(t, injected, viaPatch)
+
+	// Pods without a namespace are judged in --namespace (default "default"): a SidecarSet scoped to
+	// team-a injects only when --namespace says so.
+	scoped := strings.Replace(single, "spec:\n  selector:", "spec:\n  namespace: team-a\n  selector:", 1)
+	out, errOut, code = sidecarctl(t, scoped, "inject", "-f", "-", "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "IS_INJECTED")
+	out, errOut, code = sidecarctl(t, scoped, "inject", "-f", "-", "-o", "json", "--namespace", "team-a")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "IS_INJECTED")
+}
+
+func TestCheck(t *testing.T) {
+	out, errOut, code := sidecarctl(t, "", "check", "-f", "examples/logging", "-f", "examples/envoy-hotupgrade")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "2 SidecarSet(s) checked: no errors\n", out)
+
+	// Two SidecarSets selecting the same pods with the same container name conflict (ref §2 step 6);
+	// the invalid one reports its own errors first and skips cross-object checks.
+	in := yamlf(sidecarSetYAML, "first", "proxy") + "\n---\n" + yamlf(sidecarSetYAML, "second", "proxy") + "\n---\n" + `apiVersion: apps.kruise.io/v1alpha1
+kind: SidecarSet
+metadata:
+  name: broken
+spec:
+  containers:
+  - name: x
+    image: x:1
+    podInjectPolicy: Sideways`
+	_, errOut, code = sidecarctl(t, in, "check", "-f", "-")
+	assert.Equal(t, 1, code)
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	assert.Contains(t, lines, `<stdin>: SidecarSet/first: spec.containers[0].name: Invalid value: "proxy": container proxy already exist in second`)
+	assert.Contains(t, lines, `<stdin>: SidecarSet/second: spec.containers[0].name: Invalid value: "proxy": container proxy already exist in first`)
+	assert.Contains(t, lines, `<stdin>: SidecarSet/broken: spec.selector: Required value: no selector defined for SidecarSet`)
+	assert.Contains(t, errOut, `<stdin>: SidecarSet/broken: spec.containers[0].podInjectPolicy: `)
+	assert.Equal(t, "4 error(s) in 3 SidecarSet(s)", lines[len(lines)-1])
+}
+
+func TestCheckWhitelist(t *testing.T) {
+	_, errOut, code := sidecarctl(t, "", "check", "-f", "examples/patch-metadata")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "examples/patch-metadata/sidecarset.yaml: SidecarSet/logging-metrics: spec.patchPodMetadata: Required value: SidecarSet patch metadata whitelist not found")
+
+	out, errOut, code := sidecarctl(t, "", "check", "-f", "examples/patch-metadata", "--bundle", "examples/whitelist-bundle")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "1 SidecarSet(s) checked: no errors\n", out)
+
+	// OpenKruise's ConfigMap works the same when no whitelist bundle is given.
+	cm := `apiVersion: v1
+kind: ConfigMap
+metadata: {name: kruise-configuration, namespace: kruise-system}
+data:
+  SidecarSet_PatchPodMetadata_WhiteList: '{"rules":[{"allowedAnnotationKeyExprs":["^apps\\.kruise\\.io/"]}]}'`
+	_, errOut, code = sidecarctl(t, cm, "check", "-f", "examples/patch-metadata", "-f", "-")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "spec.patchPodMetadata[1].annotations[logging.example.com/scrape]")
+	assert.NotContains(t, errOut, "container-launch-priority")
+}
+
+func TestExplain(t *testing.T) {
+	out, errOut, code := sidecarctl(t, "", "explain", "-f", "examples/namespace-selector")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, `Pod/charge (namespace payments):
+  tracing-agent: matches
+Pod/scratch (namespace sandbox):
+  tracing-agent: namespaceSelector: matchLabels tracing=enabled: namespace sandbox has no label tracing
+`, out)
+
+	out, errOut, code = sidecarctl(t, "", "explain", "-f", "examples/namespace-selector", "--pod", "scratch")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "charge")
+
+	_, errOut, code = sidecarctl(t, "", "explain", "-f", "examples/namespace-selector", "--pod", "nope")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, `--pod "nope": no workload of that name`)
+}
+
+func TestCompileSignedBundle(t *testing.T) {
+	dir := t.TempDir()
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	pubDER, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	require.NoError(t, err)
+	priv := filepath.Join(dir, "key.pem")
+	pub := filepath.Join(dir, "pub.pem")
+	require.NoError(t, os.WriteFile(priv, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}), 0o600))
+	require.NoError(t, os.WriteFile(pub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o600))
+	bundlePath := filepath.Join(dir, "bundle.tar.gz")
+
+	out, errOut, code := sidecarctl(t, "", "compile", "-f", "examples/logging", "-o", bundlePath, "--signing-key", priv)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "1 SidecarSet(s)")
+	v, err := bundles.LoadVerificationKeys([]string{pub}, "RS256", "")
+	require.NoError(t, err)
+	b, err := bundles.Read(bundlePath, v)
+	require.NoError(t, err)
+	assert.Contains(t, out, b.Manifest.Revision)
+
+	_, errOut, code = sidecarctl(t, "", "compile", "-f", "examples/logging")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "-o FILE is required")
+}
+
+func TestPolicyTest(t *testing.T) {
+	out, errOut, code := sidecarctl(t, "", "policy", "test", "--coverage", "--threshold", "90", "examples/policies")
+	require.Equal(t, 0, code, errOut+out)
+	assert.Regexp(t, `PASS: \d+/\d+`, out)
+	assert.Contains(t, out, "coverage: ")
+	assert.Contains(t, out, "gates.rego", "the administrator's policy is covered too")
+}
+
+func TestBadInput(t *testing.T) {
+	cases := []struct {
+		name  string
+		stdin string
+		args  []string
+		want  string
+	}{
+		{"no input", "", []string{"inject"}, "no input: give at least one -f PATH"},
+		{"missing file", "", []string{"inject", "-f", "does/not/exist.yaml"}, "does/not/exist.yaml"},
+		{"malformed yaml", "kind: [", []string{"inject", "-f", "-"}, "<stdin>"},
+		{"unknown field", strings.Replace(yamlf(sidecarSetYAML, "a", "b"), "image:", "imagee:", 1), []string{"check", "-f", "-"}, "spec.containers[0].imagee"},
+		{"unknown kind", "apiVersion: v1\nkind: Frobnicator\nmetadata: {name: x}", []string{"inject", "-f", "-"}, "Frobnicator"},
+		{"bad timestamp", "", []string{"inject", "-f", "-", "--timestamp", "yesterday"}, `--timestamp "yesterday": not RFC3339`},
+		{"bad output", "", []string{"inject", "-f", "-", "-o", "xml"}, `-o "xml": unsupported output format`},
+		{"duplicate SidecarSet", yamlf(sidecarSetYAML, "a", "b") + "\n---\n" + yamlf(sidecarSetYAML, "a", "c"), []string{"check", "-f", "-"}, `SidecarSet "a" is also defined at`},
+		{"unsigned bundle with keys", "", []string{"check", "-f", "examples/logging", "--bundle", "examples/whitelist-bundle", "--verification-key", "cmd/sidecarctl/testdata/keys/public.pem"}, "bundle missing .signatures.json"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errOut, code := sidecarctl(t, tc.stdin, tc.args...)
+			assert.Equal(t, 1, code)
+			assert.Contains(t, errOut, tc.want)
+			assert.NotContains(t, errOut, "panic")
+		})
+	}
+}
