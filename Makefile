@@ -64,8 +64,17 @@ test-rego: $(OPA)
 test-go: $(OPA)
 	SIDECAROPS_OPA=$(OPA) $(GO) test -count=1 ./...
 
+# Each fuzz target for FUZZTIME; new interesting inputs land in the package's testdata/fuzz corpus.
+FUZZTIME ?= 2m
+FUZZ_TARGETS := ./mutation:FuzzInject ./manifest:FuzzDecode ./resources:FuzzParse ./validation:FuzzSidecarSet ./defaults:FuzzIdempotent
+fuzz:
+	for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; fn=$${t##*:}; \
+	  $(GO) test $$pkg -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
+
 bench:
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) ./engine/ ./mutation/
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) ./test/bench/ ./mutation/ ./resources/
 
 clean:
 	rm -rf bin
