@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -171,18 +170,6 @@ func mergeData(dst, src map[string]any) error {
 		}
 	}
 	return nil
-}
-
-// input builds the pod decision input {"namespace": ns, "pod": pod} from the pod's JSON.
-func input(namespace string, podJSON []byte) (ast.Value, error) {
-	pod, err := ast.ValueFromReader(strings.NewReader(string(podJSON)))
-	if err != nil {
-		return nil, fmt.Errorf("engine: pod JSON: %w", err)
-	}
-	return ast.NewObject(
-		[2]*ast.Term{ast.InternedTerm("namespace"), ast.StringTerm(namespace)},
-		[2]*ast.Term{ast.InternedTerm("pod"), ast.NewTerm(pod)},
-	), nil
 }
 
 func evalOne(ctx context.Context, pq rego.PreparedEvalQuery, in ast.Value) (any, error) {

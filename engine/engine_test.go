@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -246,4 +248,23 @@ func TestConcurrentDecideAndSwap(t *testing.T) {
 		require.NoError(t, err)
 	}
 	wg.Wait()
+}
+
+// The fast JSON conversion must give exactly what OPA's own decoder gives.
+func TestInputMatchesOPADecoding(t *testing.T) {
+	docs := []string{
+		`{"metadata":{"name":"p","labels":{"a":"b","esc\"aped":"\u00e9\n"},"annotations":{}},"spec":{"hostNetwork":true,"n":[1,2.5,-3e2,12345678901234567890],"x":null,"y":false,"e":[],"o":{"k":[{"z":1}]}}}`,
+		`{}`,
+	}
+	for _, doc := range docs {
+		got, err := input("ns", []byte(doc))
+		require.NoError(t, err)
+		want, err := ast.ValueFromReader(strings.NewReader(doc))
+		require.NoError(t, err)
+		assert.Equal(t, 0, ast.Compare(want, got.(ast.Object).Get(ast.StringTerm("pod")).Value), doc)
+	}
+	for _, bad := range []string{``, `{`, `[1]`, `"pod"`, `{"a":}`} {
+		_, err := input("ns", []byte(bad))
+		assert.Error(t, err, bad)
+	}
 }
