@@ -8,13 +8,17 @@ import data.sidecarops.selector
 
 _mine := input.sidecarset
 
+# Every rule makes one pass over the other SidecarSets (up to 10,000), looking their names up in
+# maps built once from this SidecarSet, and skips the pass entirely when this SidecarSet has nothing
+# of that kind.
+
 # initContainers are compared with initContainers and containers with containers only: they land in
 # different pod lists, so equal names across them do not collide (as OpenKruise).
 violations contains violation if {
-	some list in ["initContainers", "containers"]
-	some i, name in object.get(_mine, list, [])
 	some other_name, other in data.sidecarops.state.sidecarsets
-	name in object.get(other, list, [])
+	some list in _container_lists
+	some name in other[list]
+	i := _positions[list][name]
 	_related(other_name, other)
 	violation := {
 		"field": sprintf("spec.%s[%d].name", [list, i]),
@@ -26,9 +30,10 @@ violations contains violation if {
 
 # Equal volumes are shared harmlessly; only a different definition under the same name collides.
 violations contains violation if {
-	some volume_name, volume in object.get(_mine, "volumes", {})
+	count(_volumes) > 0
 	some other_name, other in data.sidecarops.state.sidecarsets
-	other.volumes[volume_name] != volume
+	some volume_name, volume in other.volumes
+	_volumes[volume_name] != volume
 	_related(other_name, other)
 	violation := {
 		"field": _volume_field(volume_name),
@@ -41,14 +46,13 @@ violations contains violation if {
 # Retain never changes an existing annotation, and two JSON merge patches compose, so only a key
 # that one side Overwrites can be fought over.
 violations contains violation if {
-	some i, patch in object.get(_mine, "patchPodMetadata", [])
-	patch.patchPolicy != "Retain"
-	some key, _ in patch.annotations
+	count(_patched) > 0
 	some other_name, other in data.sidecarops.state.sidecarsets
-	some theirs in object.get(other, "patchPodMetadata", [])
+	some theirs in other.patchPodMetadata
 	theirs.patchPolicy != "Retain"
-	key in object.keys(theirs.annotations)
-	"Overwrite" in {patch.patchPolicy, theirs.patchPolicy}
+	some key, _ in theirs.annotations
+	some i, policy in _patched[key]
+	"Overwrite" in {policy, theirs.patchPolicy}
 	_related(other_name, other)
 	violation := {
 		"field": sprintf("spec.patchPodMetadata[%d].annotations[%s]", [i, key]),
@@ -56,6 +60,24 @@ violations contains violation if {
 		"message": sprintf("annotation %s is in conflict with sidecarset %s", [key, other_name]),
 		"other": other_name,
 	}
+}
+
+_container_lists := {list | some list in ["initContainers", "containers"]; count(object.get(_mine, list, [])) > 0}
+
+# _positions[list][name]: index of name in this SidecarSet's list, for the field path.
+_positions := {list: {name: i | some i, name in _mine[list]} | some list in _container_lists}
+
+_volumes := object.get(_mine, "volumes", {})
+
+# _patched[key][i]: policy of this SidecarSet's non-Retain patch i that sets key.
+_patched := {key: {i: patch.patchPolicy |
+	some i, patch in _mine.patchPodMetadata
+	patch.patchPolicy != "Retain"
+	key in object.keys(patch.annotations)
+} |
+	some patch in object.get(_mine, "patchPodMetadata", [])
+	patch.patchPolicy != "Retain"
+	some key, _ in patch.annotations
 }
 
 # _related: both could inject into one pod. On UPDATE data holds the old version under the same name.
