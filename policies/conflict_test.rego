@@ -208,3 +208,13 @@ test_overwrite_vs_overwrite_names_the_patch if {
 	other := _patching("other", [_patch("Overwrite", ["key1"])])
 	_violations(mine, [other]) == {_annotation_violation("spec.patchPodMetadata[1].annotations[key1]", "key1", "other")}
 }
+
+# Validation rejects a key set twice (ref §4.4 V13); the policy must still evaluate and say where.
+test_key_in_two_of_my_patches if {
+	mine := _patching("mine", [_patch("MergePatchJson", ["key1"]), _patch("Overwrite", ["key1"])])
+	_violations(mine, [_patching("other", [_patch("MergePatchJson", ["key1"])])]) == {_annotation_violation("spec.patchPodMetadata[1].annotations[key1]", "key1", "other")}
+	_violations(mine, [_patching("other", [_patch("Overwrite", ["key1"])])]) == {
+		_annotation_violation("spec.patchPodMetadata[0].annotations[key1]", "key1", "other"),
+		_annotation_violation("spec.patchPodMetadata[1].annotations[key1]", "key1", "other"),
+	}
+}

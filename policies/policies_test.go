@@ -31,7 +31,8 @@ func parse(t *testing.T, sources map[string]string) map[string]*ast.Module {
 	return modules
 }
 
-// TestRegoTests runs every Rego test as `opa test --coverage` would, under `opa check --strict` rules.
+// TestRegoTests runs every Rego test as `opa test --coverage` would, under `opa check --strict` rules
+// and with builtin errors raised.
 func TestRegoTests(t *testing.T) {
 	sources := policies.Modules()
 	maps.Copy(sources, policies.TestModules())
@@ -40,6 +41,7 @@ func TestRegoTests(t *testing.T) {
 	cov := cover.New()
 	results, err := tester.NewRunner().
 		SetCompiler(ast.NewCompiler().WithStrict(true)).
+		RaiseBuiltinErrors(true). // a policy that leans on a swallowed builtin error is a bug
 		SetCoverageQueryTracer(cov).
 		SetModules(modules).
 		SetTimeout(time.Minute).
