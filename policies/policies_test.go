@@ -6,11 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/cover"
-	"github.com/open-policy-agent/opa/v1/tester"
 
 	"github.com/sidecarops/sidecarops/policies"
 )
@@ -31,27 +28,14 @@ func parse(t *testing.T, sources map[string]string) map[string]*ast.Module {
 	return modules
 }
 
-// TestRegoTests runs every Rego test as `opa test --coverage` would, under `opa check --strict` rules
-// and with builtin errors raised.
+// TestRegoTests runs every Rego test through policies.Run, the runner `sidecarctl policy test` uses
+// (strict compiler, coverage as `opa test --coverage`), so both enforce the same thing.
 func TestRegoTests(t *testing.T) {
-	sources := policies.Modules()
-	maps.Copy(sources, policies.TestModules())
-	modules := parse(t, sources)
-
-	cov := cover.New()
-	results, err := tester.NewRunner().
-		SetCompiler(ast.NewCompiler().WithStrict(true)).
-		RaiseBuiltinErrors(true). // a policy that leans on a swallowed builtin error is a bug
-		SetCoverageQueryTracer(cov).
-		SetModules(modules).
-		SetTimeout(time.Minute).
-		RunTests(context.Background(), nil)
+	report, err := policies.Run(context.Background())
 	if err != nil {
-		t.Fatalf("compiling the policies and their tests: %v", err)
+		t.Fatalf("running the Rego tests: %v", err)
 	}
-	ran := 0
-	for r := range results {
-		ran++
+	for _, r := range report.Results {
 		if !r.Pass() {
 			t.Errorf("%s", strings.TrimSpace(r.String()))
 			if r.Error != nil {
@@ -59,28 +43,18 @@ func TestRegoTests(t *testing.T) {
 			}
 		}
 	}
-	if ran == 0 {
-		t.Fatal("no Rego tests found")
+	if !report.Passed() {
+		t.Errorf("Rego tests did not pass (%d results)", len(report.Results))
 	}
-
-	report := cov.Report(modules)
-	covered, notCovered := 0, 0
-	for _, path := range slices.Sorted(maps.Keys(policies.Modules())) {
-		fr := report.Files[path]
-		if fr == nil {
-			t.Errorf("%s: no coverage recorded", path)
-			continue
-		}
-		covered += fr.CoveredLines
-		notCovered += fr.NotCoveredLines
-		for _, r := range fr.NotCovered {
+	for _, path := range slices.Sorted(maps.Keys(report.Coverage)) {
+		for _, r := range report.Coverage[path].NotCovered {
 			t.Logf("%s:%d-%d not covered", path, r.Start.Row, r.End.Row)
 		}
 	}
-	if total := covered + notCovered; total == 0 || 100*float64(covered)/float64(total) < minCoverage {
-		t.Errorf("Rego coverage %d/%d lines, want ≥ %.0f%%", covered, total, minCoverage)
+	if got := report.CoveragePercent(); got < minCoverage {
+		t.Errorf("Rego coverage %.1f%%, want ≥ %.0f%%", got, minCoverage)
 	} else {
-		t.Logf("Rego coverage %.1f%% (%d/%d lines, tests excluded)", 100*float64(covered)/float64(total), covered, total)
+		t.Logf("Rego coverage %.1f%% of policy lines (tests excluded)", got)
 	}
 }
 
@@ -104,6 +78,25 @@ func TestModulesCompileAlone(t *testing.T) {
 	for path := range policies.TestModules() {
 		if !strings.HasSuffix(path, "_test.rego") {
 			t.Errorf("TestModules() returned %s", path)
+		}
+	}
+}
+
+// TestExampleBundles keeps the administrators' examples green against these policies, run the way
+// `sidecarctl policy test` runs an administrator's directories.
+func TestExampleBundles(t *testing.T) {
+	for _, dir := range []string{"../examples/whitelist-bundle", "../examples/policies"} {
+		report, err := policies.Run(context.Background(), dir)
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		for _, r := range report.Results {
+			if !r.Pass() {
+				t.Errorf("%s: %s", dir, strings.TrimSpace(r.String()))
+			}
+		}
+		if !report.Passed() {
+			t.Errorf("%s: tests did not pass", dir)
 		}
 	}
 }
