@@ -310,8 +310,11 @@ func TestReadDirectoryBundle(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, ".manifest"), []byte(`{"revision":"r1","roots":["whitelist"]}`), 0o600))
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "whitelist"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "whitelist", "data.json"), []byte(`{"rules":[{"allowedAnnotationKeyExprs":["x"]}]}`), 0o600))
+	// Tests sit beside the policies, outside the roots; they are not served.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "whitelist_test.rego"), []byte("package whitelist_test\n\ntest_x if true\n"), 0o600))
 	b, err := Read(dir, nil)
 	require.NoError(t, err)
+	assert.Empty(t, b.Modules)
 	assert.Equal(t, "r1", b.Manifest.Revision)
 	assert.Equal(t, map[string]any{"whitelist": map[string]any{"rules": []any{map[string]any{"allowedAnnotationKeyExprs": []any{"x"}}}}}, b.Data)
 

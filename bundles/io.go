@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,8 +102,16 @@ func ReadBytes(name string, raw []byte, v *Verification) (*bundle.Bundle, error)
 	return readWith(name, bundle.NewTarballLoaderWithBaseURL(bytes.NewReader(raw), name), v)
 }
 
+// skipTests leaves Rego test files out of a bundle being loaded to serve: tests live beside an
+// administrator's policies (so `opa test` and `sidecarctl policy test` find them) but are not policy,
+// and their packages usually sit outside the bundle's roots. `opa build --ignore '*_test.rego'` does
+// the same when building.
+func skipTests(abspath string, info fs.FileInfo, _ int) bool {
+	return !info.IsDir() && strings.HasSuffix(abspath, "_test.rego")
+}
+
 func readWith(name string, loader bundle.DirectoryLoader, v *Verification) (*bundle.Bundle, error) {
-	r := bundle.NewCustomReader(loader).WithBundleName(name)
+	r := bundle.NewCustomReader(loader.WithFilter(skipTests)).WithBundleName(name)
 	if v != nil {
 		r = r.WithBundleVerificationConfig(v.config)
 	} else {

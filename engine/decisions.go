@@ -48,13 +48,18 @@ func (s *Snapshot) DecideInput(ctx context.Context, in ast.Value) (Decision, err
 	if err != nil {
 		return Decision{}, fmt.Errorf("engine: %s: %w", matchQuery, err)
 	}
-	var out struct {
-		Matched []string `json:"matched"`
-		Denied  []string `json:"denied"`
-	}
+	// The decision is read by type assertion, not through a JSON round trip: this is the per-pod path.
+	var out struct{ Matched, Denied []string }
 	if v != nil {
-		if err := decode(v, &out); err != nil {
-			return Decision{}, fmt.Errorf("engine: %s result: %w", matchQuery, err)
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return Decision{}, fmt.Errorf("engine: %s: want an object, got %T", matchQuery, v)
+		}
+		if out.Matched, err = stringList(obj, "matched"); err != nil {
+			return Decision{}, err
+		}
+		if out.Denied, err = stringList(obj, "denied"); err != nil {
+			return Decision{}, err
 		}
 	}
 	d := Decision{Revision: s.revision, Denied: out.Denied}
@@ -66,6 +71,22 @@ func (s *Snapshot) DecideInput(ctx context.Context, in ast.Value) (Decision, err
 		d.Matched = append(d.Matched, ss)
 	}
 	return d, nil
+}
+
+func stringList(obj map[string]any, key string) ([]string, error) {
+	raw, _ := obj[key].([]any)
+	if obj[key] != nil && raw == nil {
+		return nil, fmt.Errorf("engine: %s.%s: want an array, got %T", matchQuery, key, obj[key])
+	}
+	out := make([]string, 0, len(raw))
+	for _, x := range raw {
+		s, ok := x.(string)
+		if !ok {
+			return nil, fmt.Errorf("engine: %s.%s: want strings, got %T", matchQuery, key, x)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // Input converts a pod's JSON into the decision input once.

@@ -47,7 +47,7 @@ func fleet(tb testing.TB, n, matching int) []*v1alpha1.SidecarSet {
 			},
 		}
 		switch {
-		case i%10 == 9:
+		case i%10 == 9 && i >= matching:
 			ss.Spec.Namespace = fmt.Sprintf("ns-%d", i%7)
 		case i%50 == 49 && i >= matching:
 			ss.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
