@@ -12,7 +12,9 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
+	mathrand "math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,9 +22,11 @@ import (
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/bundle"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
@@ -52,26 +56,35 @@ func labels(kv ...string) *metav1.LabelSelector {
 	return &metav1.LabelSelector{MatchLabels: m}
 }
 
-// candidates evaluates only the generated index module, so the test pins what the index promises:
-// a superset of the SidecarSets whose selector and namespace could match.
-func candidates(t *testing.T, sets []*v1alpha1.SidecarSet, ns string, podLabels map[string]string) []string {
+// indexAndReference evaluates, for one pod, the generated index's matches and the match policy's
+// reference judgement match.applies over every SidecarSet document, in the compiled bundle.
+func indexAndReference(t *testing.T, b *bundle.Bundle, ns string, podLabels map[string]string) (index, reference []string) {
 	t.Helper()
-	mod := IndexModule(sets)
 	pod := map[string]any{"metadata": map[string]any{"labels": podLabels}}
 	rs, err := rego.New(
-		rego.Query("x := sort(data.sidecarops.index.candidates)"),
-		rego.Module("index.rego", mod),
+		rego.Query(`index := sort(data.sidecarops.index.matches)
+			reference := sort([name | some name, ss in data.sidecarops.state.sidecarsets; data.sidecarops.match.applies(ss)])`),
+		rego.ParsedBundle("core", b),
 		rego.Input(map[string]any{"namespace": ns, "pod": pod}),
 	).Eval(context.Background())
-	require.NoError(t, err, mod)
-	var out []string
-	for _, v := range rs[0].Bindings["x"].([]any) {
-		out = append(out, v.(string))
+	require.NoError(t, err)
+	require.Len(t, rs, 1)
+	return strs(rs[0].Bindings["index"]), strs(rs[0].Bindings["reference"])
+}
+
+func strs(v any) []string {
+	out := []string{}
+	for _, x := range v.([]any) {
+		out = append(out, x.(string))
 	}
 	return out
 }
 
-func TestIndexModuleCandidates(t *testing.T) {
+func expr(key string, op metav1.LabelSelectorOperator, values ...string) metav1.LabelSelectorRequirement {
+	return metav1.LabelSelectorRequirement{Key: key, Operator: op, Values: values}
+}
+
+func TestIndexModuleMatches(t *testing.T) {
 	sets := []*v1alpha1.SidecarSet{
 		sidecarSet("by-app", labels("app", "web")),
 		sidecarSet("by-two", labels("app", "web", "tier", "front")),
@@ -80,31 +93,121 @@ func TestIndexModuleCandidates(t *testing.T) {
 		sidecarSet("scoped-by-selector", labels("app", "web"), func(ss *v1alpha1.SidecarSet) {
 			ss.Spec.NamespaceSelector = labels(v1alpha1.NamespaceNameLabel, "bank")
 		}),
-		sidecarSet("in-only", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"api", "web"}}}}),
-		sidecarSet("exists-only", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: "app", Operator: metav1.LabelSelectorOpExists}}}),
+		sidecarSet("prod-namespaces", labels("app", "web"), func(ss *v1alpha1.SidecarSet) {
+			ss.Spec.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{expr("env", metav1.LabelSelectorOpIn, "prod")}}
+		}),
+		sidecarSet("in-only", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{expr("app", metav1.LabelSelectorOpIn, "api", "web")}}),
+		sidecarSet("exists-not-canary", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			expr("app", metav1.LabelSelectorOpExists), expr("track", metav1.LabelSelectorOpNotIn, "canary"), expr("legacy", metav1.LabelSelectorOpDoesNotExist)}}),
+		sidecarSet("paused", labels("app", "web"), func(ss *v1alpha1.SidecarSet) { ss.Spec.InjectionStrategy.Paused = true }),
 		sidecarSet("nil-selector", nil),
 		sidecarSet("empty-selector", &metav1.LabelSelector{}),
 	}
+	b, err := Compile(State{SidecarSets: sets, Namespaces: []*corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: "bank", Labels: map[string]string{"env": "prod"}}},
+	}})
+	require.NoError(t, err)
 	cases := []struct {
 		name   string
 		ns     string
 		labels map[string]string
 		want   []string
 	}{
-		{"web in shop", "shop", map[string]string{"app": "web"}, []string{"by-app", "exists-only", "in-only", "scoped"}},
-		{"web front in bank", "bank", map[string]string{"app": "web", "tier": "front"}, []string{"by-app", "by-two", "exists-only", "in-only", "scoped-by-selector"}},
-		{"api elsewhere", "x", map[string]string{"app": "api"}, []string{"exists-only", "in-only"}},
-		{"escaped key and value", "x", map[string]string{"app.kubernetes.io/name": `we"b\`}, []string{"exists-only", "odd-key"}},
-		// Unconditional candidates stay candidates; the match policy rejects them.
-		{"no labels", "x", nil, []string{"exists-only"}},
+		{"web in shop", "shop", map[string]string{"app": "web"}, []string{"by-app", "exists-not-canary", "in-only", "scoped"}},
+		{"web front in bank (env=prod)", "bank", map[string]string{"app": "web", "tier": "front"},
+			[]string{"by-app", "by-two", "exists-not-canary", "in-only", "prod-namespaces", "scoped-by-selector"}},
+		{"canary api elsewhere", "x", map[string]string{"app": "api", "track": "canary"}, []string{"in-only"}},
+		{"legacy", "x", map[string]string{"app": "db", "legacy": ""}, []string{}},
+		{"escaped key and value", "x", map[string]string{"app.kubernetes.io/name": `we"b\`}, []string{"odd-key"}},
+		{"no labels", "x", nil, []string{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, candidates(t, sets, tc.ns, tc.labels))
+			index, reference := indexAndReference(t, b, tc.ns, tc.labels)
+			assert.Equal(t, tc.want, index)
+			assert.Equal(t, reference, index, "the generated index must judge as match.applies")
 		})
 	}
+}
+
+// TestIndexModuleAgreesWithPolicy is a property test: over random selectors (every operator), namespace
+// scopes, paused flags, pods and namespaces, the generated index and match.applies agree.
+func TestIndexModuleAgreesWithPolicy(t *testing.T) {
+	rnd := mathrand.New(mathrand.NewPCG(7, 11))
+	keys := []string{"app", "tier", "env"}
+	values := []string{"a", "b", "c"}
+	pick := func(xs []string) string { return xs[rnd.IntN(len(xs))] }
+	randSelector := func() *metav1.LabelSelector {
+		if rnd.IntN(10) == 0 {
+			return nil
+		}
+		sel := &metav1.LabelSelector{}
+		for i := rnd.IntN(3); i > 0; i-- {
+			if sel.MatchLabels == nil {
+				sel.MatchLabels = map[string]string{}
+			}
+			sel.MatchLabels[pick(keys)] = pick(values)
+		}
+		ops := []metav1.LabelSelectorOperator{metav1.LabelSelectorOpIn, metav1.LabelSelectorOpNotIn, metav1.LabelSelectorOpExists, metav1.LabelSelectorOpDoesNotExist}
+		for i := rnd.IntN(3); i > 0; i-- {
+			op := ops[rnd.IntN(len(ops))]
+			var vs []string
+			if op == metav1.LabelSelectorOpIn || op == metav1.LabelSelectorOpNotIn {
+				for j := 1 + rnd.IntN(2); j > 0; j-- {
+					vs = append(vs, pick(values))
+				}
+			}
+			sel.MatchExpressions = append(sel.MatchExpressions, expr(pick(keys), op, vs...))
+		}
+		return sel
+	}
+	randLabels := func() map[string]string {
+		m := map[string]string{}
+		for _, k := range keys {
+			if rnd.IntN(3) > 0 {
+				m[k] = pick(values)
+			}
+		}
+		return m
+	}
+	namespaces := []string{"n1", "n2", "n3"}
+	matched, judged := 0, 0
+	for round := 0; round < 15; round++ {
+		var sets []*v1alpha1.SidecarSet
+		for i := 0; i < 20; i++ {
+			ss := sidecarSet(fmt.Sprintf("ss-%d", i), randSelector())
+			switch rnd.IntN(4) {
+			case 0:
+				ss.Spec.Namespace = pick(namespaces)
+			case 1:
+				ss.Spec.NamespaceSelector = randSelector()
+				if rnd.IntN(2) == 0 && ss.Spec.NamespaceSelector != nil {
+					if ss.Spec.NamespaceSelector.MatchLabels == nil {
+						ss.Spec.NamespaceSelector.MatchLabels = map[string]string{}
+					}
+					ss.Spec.NamespaceSelector.MatchLabels[v1alpha1.NamespaceNameLabel] = pick(namespaces)
+				}
+			}
+			ss.Spec.InjectionStrategy.Paused = rnd.IntN(8) == 0
+			sets = append(sets, ss)
+		}
+		var nsObjs []*corev1.Namespace
+		for _, n := range namespaces[:2] { // n3 stays unknown: only its name label
+			nsObjs = append(nsObjs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: randLabels()}})
+		}
+		b, err := Compile(State{SidecarSets: sets, Namespaces: nsObjs})
+		require.NoError(t, err)
+		for p := 0; p < 20; p++ {
+			ns, podLabels := pick(namespaces), randLabels()
+			index, reference := indexAndReference(t, b, ns, podLabels)
+			require.Equal(t, reference, index, "round %d, pod %v in %s\n%s", round, podLabels, ns, IndexModule(sets))
+			matched += len(index)
+			judged += len(sets)
+		}
+	}
+	// The generator must exercise both outcomes for the agreement to mean anything.
+	assert.Greater(t, matched, judged/50, "too few matches: %d of %d", matched, judged)
+	assert.Less(t, matched, judged/2, "too many matches: %d of %d", matched, judged)
 }
 
 func TestCompileRejectsDuplicateNames(t *testing.T) {

@@ -19,15 +19,14 @@ _why_not(name, sidecarset) := sort(match.obstacles(sidecarset)) if {
 	not match.applies(sidecarset)
 } else := array.concat(_replaced(name), _gated)
 
-_applicable := applicable if {
-	everything := object.keys(data.sidecarops.state.sidecarsets)
-	applicable := match.applicable with data.sidecarops.index.candidates as everything
+_applicable := {name | some name, sidecarset in data.sidecarops.state.sidecarsets; match.applies(sidecarset)}
+
+_canaries := canaries if {
+	canaries := match.canaries with data.sidecarops.index.matches as _applicable
 }
 
-_canary_bases := match.canary_bases(_applicable)
-
 _replaced(name) := sort([sprintf("replaced by canary SidecarSet %s", [canary]) |
-	some canary, base in _canary_bases
+	some [canary, base] in _canaries
 	base == name
 ])
 

@@ -68,10 +68,12 @@ test_gates_explain_otherwise_matching_sidecarsets if {
 	reasons["wrong-app"] == ["selector: matchLabels app=api: pod has app=web"]
 }
 
-# explain must agree with the decision whenever the index names every SidecarSet.
+# explain must agree with the decision when the index holds what match.applies judges (bundles'
+# tests prove the generated index does).
 test_explain_agrees_with_match if {
+	applicable := {s.name | some s in _sidecarsets; match.applies(s) with input as _input}
 	decision := match.decision with input as _input
 		with data.sidecarops.state.sidecarsets as by_name(_sidecarsets)
-		with data.sidecarops.index.candidates as {s.name | some s in _sidecarsets}
+		with data.sidecarops.index.matches as applicable
 	{name | some name, why in _reasons; why == ["matches"]} == {name | some name in decision.matched}
 }

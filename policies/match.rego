@@ -1,8 +1,10 @@
 # Which SidecarSets inject into a pod being admitted (ref §1.12 steps 2-5, §1.21).
 #
 # Input: {"namespace": <pod namespace>, "pod": <pod JSON>}.
-# This runs on every pod admission with up to 10,000 SidecarSets in data, so it only ever looks at
-# the generated index's candidates and at the few SidecarSets they name.
+# This runs on every pod admission with up to 10,000 SidecarSets in data. Whether a SidecarSet
+# admits the pod on its own account (selector, namespace scope, paused) is compiled by bundles into
+# the generated module data.sidecarops.index, whose rules OPA's index looks up by the pod's labels;
+# this policy adds what involves several SidecarSets (canaries, gates, order).
 package sidecarops.match
 
 import data.sidecarops.selector
@@ -11,27 +13,42 @@ import data.sidecarops.selector
 # gate vetoes the whole pod, so matched is empty whenever denied is not.
 decision := {"matched": matched, "denied": denied}
 
-denied := sort([reason | some reason in data.gates.deny_injection])
+default denied := []
+
+denied := sort(data.gates.deny_injection)
 
 matched := [] if {
 	count(denied) > 0
-} else := sort(applicable - {base | some base in canary_bases(applicable)})
+} else := sort(applicable - displaced)
 
-# applicable: candidates that would inject on their own account, before canaries displace bases.
-# The index is only a superset, so each candidate is checked in full.
-applicable contains name if {
-	some name in data.sidecarops.index.candidates
-	applies(data.sidecarops.state.sidecarsets[name])
+# applicable: SidecarSets that would inject on their own account, before canaries displace bases.
+default applicable := set()
+
+applicable := data.sidecarops.index.matches
+
+# applies is the judgement the generated index compiles, stated over a SidecarSet document: the
+# reference the index is tested against (bundles' tests) and what explain uses. It holds exactly when
+# obstacles(sidecarset) is empty; both are built from the same selector terms.
+applies(sidecarset) if {
+	not sidecarset.injectionPaused
+	not selector.is_empty(sidecarset.selector)
+	selector.matches(sidecarset.selector, pod_labels)
+	_namespace_matches(object.get(sidecarset, "namespaceSelector", null))
 }
 
-applies(sidecarset) if count(obstacles(sidecarset)) == 0
+_namespace_matches(null)
 
-# canary_bases maps each canary among names to the base it takes the pod from (ref §1.21 step 4).
-canary_bases(names) := {name: sidecarset.base |
-	some name in names
+_namespace_matches(namespace_selector) if selector.matches(namespace_selector, namespace_labels)
+
+# canaries: [canary, base] for each applicable canary; the canary takes the pod from its base
+# (ref §1.21 step 4). Partial rules rather than comprehensions: this runs per admission.
+canaries contains [name, sidecarset.base] if {
+	some name in applicable
 	sidecarset := data.sidecarops.state.sidecarsets[name]
 	sidecarset.canary
 }
+
+displaced contains base if some [_, base] in canaries
 
 # obstacles: why sidecarset cannot inject into the pod by itself, as sentences (empty: it can).
 # The explain policy shows these very sentences, so an explanation cannot disagree with matching.

@@ -6,13 +6,18 @@ import data.sidecarops.fixtures_test.pod
 import data.sidecarops.fixtures_test.sidecarset
 import data.sidecarops.match
 
-# _decide evaluates the decision with every SidecarSet as an index candidate (the index is a
-# superset; test_only_candidates_are_considered covers the narrowing itself).
+# _decide evaluates the decision with the generated index replaced by what match.applies judges: the
+# Go tests of bundles prove the generated index equal to match.applies.
 _decide(sidecarsets, namespaces, namespace, labels) := decision if {
-	decision := match.decision with input as {"namespace": namespace, "pod": pod(labels)}
+	pod_input := {"namespace": namespace, "pod": pod(labels)}
+	applicable := {s.name |
+		some s in sidecarsets
+		match.applies(s) with input as pod_input with data.sidecarops.state.namespaces as namespaces
+	}
+	decision := match.decision with input as pod_input
 		with data.sidecarops.state.sidecarsets as by_name(sidecarsets)
 		with data.sidecarops.state.namespaces as namespaces
-		with data.sidecarops.index.candidates as {s.name | some s in sidecarsets}
+		with data.sidecarops.index.matches as applicable
 }
 
 _nginx(name, fields) := sidecarset(name, object.union({"selector": labels_selector({"app": "nginx"})}, fields))
@@ -67,20 +72,20 @@ test_pod_without_labels if {
 	ss := sidecarset("s1", {"selector": {"matchLabels": {}, "matchExpressions": [{"key": "opt-in", "operator": "DoesNotExist"}]}})
 	decision := match.decision with input as {"namespace": "default", "pod": {"metadata": {"name": "bare"}}}
 		with data.sidecarops.state.sidecarsets as by_name([ss])
-		with data.sidecarops.index.candidates as {"s1"}
+		with data.sidecarops.index.matches as {"s1"}
 	decision.matched == ["s1"]
 }
 
-# --- order and candidates ----------------------------------------------------------------------
+# --- order and the index -------------------------------------------------------------------------
 
 test_matched_sorted_by_name if {
 	_matched([_nginx("zeta", {}), _nginx("alpha", {}), _nginx("mid", {})], {"app": "nginx"}) == ["alpha", "mid", "zeta"]
 }
 
-test_only_candidates_are_considered if {
+test_only_index_matches_inject if {
 	decision := match.decision with input as {"namespace": "default", "pod": pod({"app": "nginx"})}
 		with data.sidecarops.state.sidecarsets as by_name([_nginx("s1", {}), _nginx("s2", {})])
-		with data.sidecarops.index.candidates as {"s2", "stale-name"}
+		with data.sidecarops.index.matches as {"s2"}
 	decision.matched == ["s2"]
 }
 
@@ -114,7 +119,7 @@ test_paused_canary_keeps_base if {
 test_gates_veto_the_pod if {
 	decision := match.decision with input as {"namespace": "default", "pod": pod({"app": "nginx"})}
 		with data.sidecarops.state.sidecarsets as by_name([_nginx("s1", {})])
-		with data.sidecarops.index.candidates as {"s1"}
+		with data.sidecarops.index.matches as {"s1"}
 		with data.gates.deny_injection as {"z: second", "a: first"}
 	decision == {"matched": [], "denied": ["a: first", "z: second"]}
 }

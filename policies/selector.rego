@@ -21,9 +21,16 @@ failures(selector, labels) := label_failures | expression_failures if {
 	}
 }
 
+# matches holds exactly when failures is empty; it is written with `every` over the same term checks
+# so that it stops at the first failing term (it runs on the admission path).
 matches(selector, labels) if {
 	is_object(selector)
-	count(failures(selector, labels)) == 0
+	every key, value in object.get(selector, "matchLabels", {}) {
+		labels[key] == value
+	}
+	every expression in object.get(selector, "matchExpressions", []) {
+		_holds(expression, labels)
+	}
 }
 
 is_empty(selector) if selector == null
