@@ -34,7 +34,7 @@ func (d Decision) MatchedNames() []string {
 
 // Decide evaluates the match decision for a pod given as JSON, in namespace ns.
 func (s *Snapshot) Decide(ctx context.Context, ns string, podJSON []byte) (Decision, error) {
-	in, err := input(ns, podJSON)
+	in, err := s.Input(ns, podJSON)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -89,12 +89,15 @@ func stringList(obj map[string]any, key string) ([]string, error) {
 	return out, nil
 }
 
-// Input converts a pod's JSON into the decision input once.
-func Input(ns string, podJSON []byte) (ast.Value, error) { return input(ns, podJSON) }
+// Input converts a pod's JSON into the decision input once, keeping only what the snapshot's
+// policies read.
+func (s *Snapshot) Input(ns string, podJSON []byte) (ast.Value, error) {
+	return input(s.podProjection, ns, podJSON)
+}
 
 // Explain returns, for every SidecarSet, ["matches"] or the reasons it does not match the pod.
 func (s *Snapshot) Explain(ctx context.Context, ns string, podJSON []byte) (map[string][]string, error) {
-	in, err := input(ns, podJSON)
+	in, err := s.Input(ns, podJSON)
 	if err != nil {
 		return nil, err
 	}

@@ -60,6 +60,7 @@ type Snapshot struct {
 	revision       string
 	adminRevisions []string
 	sidecarSets    map[string]*v1alpha1.SidecarSet
+	podProjection  *projection
 	match          rego.PreparedEvalQuery
 	explain        rego.PreparedEvalQuery
 	conflict       rego.PreparedEvalQuery
@@ -100,6 +101,7 @@ func Prepare(ctx context.Context, in Inputs) (*Snapshot, error) {
 		revision:       in.Core.Manifest.Revision,
 		adminRevisions: adminRevs,
 		sidecarSets:    make(map[string]*v1alpha1.SidecarSet, len(in.SidecarSets)),
+		podProjection:  podProjection(compiler.Modules),
 	}
 	for _, ss := range in.SidecarSets {
 		s.sidecarSets[ss.Name] = ss

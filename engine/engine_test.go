@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -257,14 +258,73 @@ func TestInputMatchesOPADecoding(t *testing.T) {
 		`{}`,
 	}
 	for _, doc := range docs {
-		got, err := input("ns", []byte(doc))
+		got, err := input(&projection{all: true}, "ns", []byte(doc))
 		require.NoError(t, err)
 		want, err := ast.ValueFromReader(strings.NewReader(doc))
 		require.NoError(t, err)
 		assert.Equal(t, 0, ast.Compare(want, got.(ast.Object).Get(ast.StringTerm("pod")).Value), doc)
 	}
 	for _, bad := range []string{``, `{`, `[1]`, `"pod"`, `{"a":}`} {
-		_, err := input("ns", []byte(bad))
+		_, err := input(&projection{all: true}, "ns", []byte(bad))
 		assert.Error(t, err, bad)
 	}
+}
+
+func TestPodProjection(t *testing.T) {
+	mods := func(srcs ...string) map[string]*ast.Module {
+		out := map[string]*ast.Module{}
+		for i, src := range srcs {
+			out[fmt.Sprint(i)] = ast.MustParseModuleWithOpts(src, ast.ParserOptions{RegoVersion: ast.RegoV1})
+		}
+		return out
+	}
+	pod := `{"metadata":{"name":"p","labels":{"app":"web","a.b":"c"},"annotations":{"x":"1"}},"spec":{"hostNetwork":true,"containers":[{"name":"app"}]},"status":{"phase":"Pending"}}`
+	cases := []struct {
+		name string
+		srcs []string
+		want string // the projected pod as JSON
+	}{
+		{"labels only", []string{`package p
+x if input.pod.metadata.labels["a.b"] == "c"
+y if input.namespace == "n"`}, `{"metadata":{"labels":{"a.b":"c"}}}`},
+		{"a key with dots is one key", []string{`package p
+x if input.pod.metadata.labels["a.b"] == "c"
+y if input.pod.metadata["labels"]["app"]`}, `{"metadata":{"labels":{"app":"web","a.b":"c"}}}`},
+		{"several policies", []string{`package p
+x if input.pod.metadata.labels.app`, `package gates
+deny contains "h" if input.pod.spec.hostNetwork`}, `{"metadata":{"labels":{"app":"web"}},"spec":{"hostNetwork":true}}`},
+		{"iteration takes the subtree", []string{`package p
+x if input.pod.spec.containers[_].name == "app"`}, `{"spec":{"containers":[{"name":"app"}]}}`},
+		{"absent paths are absent", []string{`package p
+x if input.pod.metadata.ownerReferences[0].kind`}, `{"metadata":{}}`},
+		{"whole pod", []string{`package p
+x if count(input.pod) > 0`}, pod},
+		{"whole input", []string{`package p
+x if input`}, pod},
+		{"computed key", []string{`package p
+x if input[input.namespace]`}, pod},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := input(podProjection(mods(tc.srcs...)), "n", []byte(pod))
+			require.NoError(t, err)
+			want, err := ast.ValueFromReader(strings.NewReader(tc.want))
+			require.NoError(t, err)
+			assert.Equal(t, want.String(), got.(ast.Object).Get(ast.StringTerm("pod")).Value.String())
+		})
+	}
+}
+
+// With the gates of an administrator's bundle loaded, what they read is in the input.
+func TestProjectionFollowsAdminPolicies(t *testing.T) {
+	st := bundles.State{SidecarSets: []*v1alpha1.SidecarSet{sidecarSet("a", map[string]string{"app": "web"})}}
+	plain := snapshot(t, st)
+	gated := snapshot(t, st, adminBundle(t, gates))
+	raw := podJSON(t, "dev", map[string]string{"app": "web"}, func(p *corev1.Pod) { p.Spec.HostNetwork = true })
+	in, err := plain.Input("dev", raw)
+	require.NoError(t, err)
+	assert.NotContains(t, in.String(), "hostNetwork", "our policies never read the pod spec")
+	in, err = gated.Input("dev", raw)
+	require.NoError(t, err)
+	assert.Contains(t, in.String(), `"hostNetwork": true`)
 }

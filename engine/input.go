@@ -3,17 +3,110 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/tidwall/gjson"
 )
 
-// input builds the pod decision input {"namespace": ns, "pod": pod} from the pod's JSON.
+// projection is the part of the pod the compiled policies can read: a tree of object keys under
+// input.pod, where a node marked all stands for its whole subtree.
 //
-// This runs once per admission and used to cost more than evaluating the policies: OPA's own
-// ast.ValueFromReader decodes into interface{} values first and converts them after. Walking the
-// JSON with gjson builds the AST terms directly, in one pass, with a fraction of the allocations.
-func input(namespace string, podJSON []byte) (ast.Value, error) {
+// Converting a pod into OPA's AST costs more than evaluating the match decision itself. The policies
+// (ours and administrators') are fixed for a snapshot, so the paths they read are known when it is
+// prepared; per admission only those subtrees are converted. Any reference the analysis cannot
+// bound (input or input.pod as a whole, a computed key) widens the projection to the whole pod.
+type projection struct {
+	all      bool
+	children map[string]*projection
+}
+
+// podProjection collects the paths under input.pod referenced by the compiled modules.
+func podProjection(modules map[string]*ast.Module) *projection {
+	root := &projection{}
+	for _, m := range modules {
+		ast.WalkRefs(m, func(r ast.Ref) bool {
+			if !r[0].Equal(ast.InputRootDocument) {
+				return false
+			}
+			if len(r) == 1 {
+				root.add(nil) // input itself
+				return false
+			}
+			key, ok := r[1].Value.(ast.String)
+			if !ok {
+				root.add(nil)
+				return false
+			}
+			if key != "pod" {
+				return false
+			}
+			var path []string
+			for _, t := range r[2:] {
+				s, ok := t.Value.(ast.String)
+				if !ok {
+					break // a variable or number: everything below this point
+				}
+				path = append(path, string(s))
+			}
+			root.add(path)
+			return false
+		})
+	}
+	return root
+}
+
+// add marks path as read; an empty path is the whole pod.
+func (p *projection) add(path []string) {
+	n := p
+	for _, k := range path {
+		if n.all {
+			return
+		}
+		if n.children == nil {
+			n.children = map[string]*projection{}
+		}
+		c, ok := n.children[k]
+		if !ok {
+			c = &projection{}
+			n.children[k] = c
+		}
+		n = c
+	}
+	n.all, n.children = true, nil
+}
+
+// value converts the projected part of r.
+func (p *projection) value(r gjson.Result) ast.Value {
+	if p.all || !r.IsObject() {
+		return jsonValue(r)
+	}
+	obj := ast.NewObject()
+	for k, c := range p.children {
+		if v := r.Get(gjsonPath(k)); v.Exists() {
+			obj.Insert(ast.StringTerm(k), ast.NewTerm(c.value(v)))
+		}
+	}
+	return obj
+}
+
+// gjsonPath escapes a key for gjson, whose path syntax gives meaning to '.', '*', '?', '|', '#',
+// '@' and more; a backslash makes any character literal.
+func gjsonPath(key string) string {
+	var b strings.Builder
+	for _, c := range []byte(key) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// input builds the pod decision input {"namespace": ns, "pod": pod} from the pod's JSON, converting
+// only what proj says the policies read. Walking the JSON with gjson builds AST terms directly, in
+// one pass, instead of decoding into interface{} values and converting those.
+func input(proj *projection, namespace string, podJSON []byte) (ast.Value, error) {
 	if !gjson.ValidBytes(podJSON) {
 		return nil, errors.New("engine: pod JSON: not valid JSON")
 	}
@@ -23,7 +116,7 @@ func input(namespace string, podJSON []byte) (ast.Value, error) {
 	}
 	return ast.NewObject(
 		[2]*ast.Term{ast.InternedTerm("namespace"), ast.StringTerm(namespace)},
-		[2]*ast.Term{ast.InternedTerm("pod"), ast.NewTerm(jsonValue(root))},
+		[2]*ast.Term{ast.InternedTerm("pod"), ast.NewTerm(proj.value(root))},
 	), nil
 }
 

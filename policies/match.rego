@@ -77,7 +77,11 @@ _namespace_obstacles(sidecarset) := set() if {
 	some failure in selector.failures(sidecarset.namespaceSelector, namespace_labels)
 }
 
-pod_labels := object.get(input.pod, ["metadata", "labels"], {})
+# Read through the full path (not object.get on input.pod): the engine converts only the parts of
+# the pod that some policy reads, and a reference to input.pod as a whole would mean all of it.
+default pod_labels := {}
+
+pod_labels := input.pod.metadata.labels
 
 # Offline input often has no Namespace objects; every real Namespace carries its name label.
 namespace_labels := labels if {
