@@ -46,6 +46,10 @@ func Compile(st State) (*bundle.Bundle, error) {
 		}
 		sets[ss.Name] = doc
 	}
+	ownerIndex, err := owners(st.SidecarSets)
+	if err != nil {
+		return nil, err
+	}
 	namespaces := make(map[string]any, len(st.Namespaces))
 	for _, ns := range st.Namespaces {
 		namespaces[ns.Name] = namespaceDoc(ns)
@@ -58,6 +62,7 @@ func Compile(st State) (*bundle.Bundle, error) {
 		"sidecarsets": sets,
 		"namespaces":  namespaces,
 		"revisions":   revs,
+		"owners":      ownerIndex,
 	}}}
 
 	sources := policies.Modules()
@@ -82,6 +87,67 @@ func Compile(st State) (*bundle.Bundle, error) {
 	}
 	b.Manifest.Revision = rev
 	return b, nil
+}
+
+// owners indexes SidecarSets by the names they could collide on: container and init container
+// names, volume names (grouped by definition digest), and annotation keys they patch with a policy
+// other than Retain. The conflict policy looks a SidecarSet's names up here instead of reading every
+// other SidecarSet, which keeps validating one SidecarSet against 10,000 others cheap.
+func owners(sets []*v1alpha1.SidecarSet) (map[string]any, error) {
+	names := map[string]map[string][]any{"containers": {}, "initContainers": {}, "annotations": {}}
+	volumes := map[string]map[string][]any{}
+	add := func(idx map[string][]any, key, owner string) {
+		list := idx[key]
+		if len(list) > 0 && list[len(list)-1] == owner {
+			return // a SidecarSet naming a key twice is one owner
+		}
+		idx[key] = append(list, owner)
+	}
+	for _, ss := range sets {
+		for _, c := range ss.Spec.Containers {
+			add(names["containers"], c.Name, ss.Name)
+		}
+		for _, c := range ss.Spec.InitContainers {
+			add(names["initContainers"], c.Name, ss.Name)
+		}
+		for i := range ss.Spec.Volumes {
+			digest, err := volumeDigest(&ss.Spec.Volumes[i])
+			if err != nil {
+				return nil, fmt.Errorf("SidecarSet/%s: spec.volumes[%d]: %w", ss.Name, i, err)
+			}
+			name := ss.Spec.Volumes[i].Name
+			if volumes[name] == nil {
+				volumes[name] = map[string][]any{}
+			}
+			add(volumes[name], digest, ss.Name)
+		}
+		for _, p := range ss.Spec.PatchPodMetadata {
+			if p.PatchPolicy == v1alpha1.SidecarSetRetainPatchPolicy {
+				continue
+			}
+			for _, k := range sortedKeys(p.Annotations) {
+				add(names["annotations"], k, ss.Name)
+			}
+		}
+	}
+	out := make(map[string]any, len(names)+1)
+	for kind, idx := range names {
+		out[kind] = generic(idx)
+	}
+	byName := make(map[string]any, len(volumes))
+	for name, byDigest := range volumes {
+		byName[name] = generic(byDigest)
+	}
+	out["volumes"] = byName
+	return out, nil
+}
+
+func generic(idx map[string][]any) map[string]any {
+	out := make(map[string]any, len(idx))
+	for k, v := range idx {
+		out[k] = v
+	}
+	return out
 }
 
 func regoV1() *int {

@@ -1,6 +1,8 @@
 package bundles
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -18,13 +20,18 @@ import (
 func Normalize(ss *v1alpha1.SidecarSet) (map[string]any, error) {
 	volumes := make(map[string]any, len(ss.Spec.Volumes))
 	volumeNames := make([]any, 0, len(ss.Spec.Volumes))
+	volumeHashes := make(map[string]any, len(ss.Spec.Volumes))
 	for i := range ss.Spec.Volumes {
-		volumeNames = append(volumeNames, ss.Spec.Volumes[i].Name)
+		name := ss.Spec.Volumes[i].Name
+		volumeNames = append(volumeNames, name)
 		v, err := toGeneric(&ss.Spec.Volumes[i])
 		if err != nil {
 			return nil, fmt.Errorf("SidecarSet/%s: spec.volumes[%d]: %w", ss.Name, i, err)
 		}
-		volumes[ss.Spec.Volumes[i].Name] = v
+		volumes[name] = v
+		if volumeHashes[name], err = volumeDigest(&ss.Spec.Volumes[i]); err != nil {
+			return nil, fmt.Errorf("SidecarSet/%s: spec.volumes[%d]: %w", ss.Name, i, err)
+		}
 	}
 	patches := make([]any, 0, len(ss.Spec.PatchPodMetadata))
 	for _, p := range ss.Spec.PatchPodMetadata {
@@ -53,6 +60,7 @@ func Normalize(ss *v1alpha1.SidecarSet) (map[string]any, error) {
 		"initContainers":    containerNames(ss.Spec.InitContainers),
 		"volumes":           volumes,
 		"volumeNames":       volumeNames,
+		"volumeHashes":      volumeHashes,
 		"patchPodMetadata":  patches,
 	}, nil
 }
@@ -65,6 +73,17 @@ func EffectiveNamespaceSelector(ss *v1alpha1.SidecarSet) *metav1.LabelSelector {
 		return &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.NamespaceNameLabel: ss.Spec.Namespace}}
 	}
 	return ss.Spec.NamespaceSelector
+}
+
+// volumeDigest identifies a volume definition: equal digests mean equal definitions (OpenKruise
+// compares volumes with DeepEqual), so the conflict policy can skip identical declarations unread.
+func volumeDigest(v *corev1.Volume) (string, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 func selectorDoc(s *metav1.LabelSelector) any {

@@ -328,3 +328,36 @@ func TestProjectionFollowsAdminPolicies(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, in.String(), `"hostNetwork": true`)
 }
+
+// Volumes and annotation keys reach the conflict policy through the owners index bundles builds.
+func TestConflictsThroughOwnersIndex(t *testing.T) {
+	hostPath := func(name, path string) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}}}
+	}
+	existing := sidecarSet("existing", map[string]string{"app": "web"}, func(ss *v1alpha1.SidecarSet) {
+		ss.Spec.Volumes = []corev1.Volume{hostPath("same", "/same"), hostPath("differs", "/a")}
+		ss.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{
+			Annotations: map[string]string{"fought": "1", "merged": "{}"}, PatchPolicy: v1alpha1.SidecarSetOverwritePatchPolicy}}
+	})
+	unrelated := sidecarSet("unrelated", map[string]string{"app": "db"}, func(ss *v1alpha1.SidecarSet) {
+		ss.Spec.Volumes = []corev1.Volume{hostPath("differs", "/z")}
+	})
+	s := snapshot(t, bundles.State{SidecarSets: []*v1alpha1.SidecarSet{existing, unrelated}})
+	candidate := sidecarSet("new", map[string]string{"app": "web"}, func(ss *v1alpha1.SidecarSet) {
+		ss.Spec.Volumes = []corev1.Volume{hostPath("same", "/same"), hostPath("differs", "/b")}
+		ss.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{
+			{Annotations: map[string]string{"untouched": "x"}, PatchPolicy: v1alpha1.SidecarSetOverwritePatchPolicy},
+			{Annotations: map[string]string{"fought": "{}"}, PatchPolicy: v1alpha1.SidecarSetMergePatchJsonPatchPolicy},
+		}
+	})
+	got, err := s.Conflicts(context.Background(), candidate)
+	require.NoError(t, err)
+	var lines []string
+	for _, v := range got {
+		lines = append(lines, v.FieldError().Error())
+	}
+	assert.ElementsMatch(t, []string{
+		`spec.volumes[1]: Invalid value: "differs": volume differs is in conflict with sidecarset existing`,
+		`spec.patchPodMetadata[1].annotations[fought]: Invalid value: "fought": annotation fought is in conflict with sidecarset existing`,
+	}, lines, "identical 'same' is shared; 'unrelated' selects other pods")
+}

@@ -8,18 +8,20 @@ import data.sidecarops.selector
 
 _mine := input.sidecarset
 
-# Every rule makes one pass over the other SidecarSets (up to 10,000), looking their names up in
-# maps built once from this SidecarSet, and skips the pass entirely when this SidecarSet has nothing
-# of that kind.
+# Other SidecarSets are found through data.sidecarops.state.owners (built by bundles: who has a
+# container, init container, volume or non-Retain annotation key of a given name), never by reading
+# all of them: validating one SidecarSet against 10,000 must stay cheap.
+_owners := data.sidecarops.state.owners
+
+_other(other_name) := data.sidecarops.state.sidecarsets[other_name]
 
 # initContainers are compared with initContainers and containers with containers only: they land in
 # different pod lists, so equal names across them do not collide (as OpenKruise).
 violations contains violation if {
-	some other_name, other in data.sidecarops.state.sidecarsets
 	some list in _container_lists
-	some name in other[list]
-	i := _positions[list][name]
-	_related(other_name, other)
+	some i, name in _mine[list]
+	some other_name in _owners[list][name]
+	_related(other_name, _other(other_name))
 	violation := {
 		"field": sprintf("spec.%s[%d].name", [list, i]),
 		"value": name,
@@ -29,12 +31,14 @@ violations contains violation if {
 }
 
 # Equal volumes are shared harmlessly; only a different definition under the same name collides.
+# owners groups a volume name's owners by the digest of their definition, so the many SidecarSets
+# that declare a common volume identically are skipped without being read.
 violations contains violation if {
-	count(_volumes) > 0
-	some other_name, other in data.sidecarops.state.sidecarsets
-	some volume_name, volume in other.volumes
-	_volumes[volume_name] != volume
-	_related(other_name, other)
+	some volume_name, digest in _mine.volumeHashes
+	some other_digest, names in _owners.volumes[volume_name]
+	other_digest != digest
+	some other_name in names
+	_related(other_name, _other(other_name))
 	violation := {
 		"field": _volume_field(volume_name),
 		"value": volume_name,
@@ -46,12 +50,13 @@ violations contains violation if {
 # Retain never changes an existing annotation, and two JSON merge patches compose, so only a key
 # that one side Overwrites can be fought over.
 violations contains violation if {
-	count(_patched) > 0
-	some other_name, other in data.sidecarops.state.sidecarsets
+	some key, mine in _patched
+	some other_name in _owners.annotations[key]
+	other := _other(other_name)
 	some theirs in other.patchPodMetadata
 	theirs.patchPolicy != "Retain"
-	some key, _ in theirs.annotations
-	some i, policy in _patched[key]
+	theirs.annotations[key]
+	some i, policy in mine
 	"Overwrite" in {policy, theirs.patchPolicy}
 	_related(other_name, other)
 	violation := {
@@ -63,11 +68,6 @@ violations contains violation if {
 }
 
 _container_lists := {list | some list in ["initContainers", "containers"]; count(object.get(_mine, list, [])) > 0}
-
-# _positions[list][name]: index of name in this SidecarSet's list, for the field path.
-_positions := {list: {name: i | some i, name in _mine[list]} | some list in _container_lists}
-
-_volumes := object.get(_mine, "volumes", {})
 
 # _patched[key][i]: policy of this SidecarSet's non-Retain patch i that sets key.
 _patched := {key: {i: patch.patchPolicy |

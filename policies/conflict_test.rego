@@ -3,6 +3,7 @@ package sidecarops.conflict_test
 import data.sidecarops.conflict
 import data.sidecarops.fixtures_test.by_name
 import data.sidecarops.fixtures_test.labels_selector
+import data.sidecarops.fixtures_test.owners
 import data.sidecarops.fixtures_test.sidecarset
 
 _ab := labels_selector({"a": "b"})
@@ -10,6 +11,7 @@ _ab := labels_selector({"a": "b"})
 _violations(mine, others) := violations if {
 	violations := conflict.violations with input as {"sidecarset": mine}
 		with data.sidecarops.state.sidecarsets as by_name(others)
+		with data.sidecarops.state.owners as owners(others)
 }
 
 _container_violation(field, name, other) := {

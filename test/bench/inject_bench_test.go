@@ -175,3 +175,33 @@ func BenchmarkCompile(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkConflicts validates one new SidecarSet against the fleet: the conflict policy looks up
+// only the SidecarSets sharing one of its names (bundles' owners index). "distinct" shares nothing;
+// "shared-volume" uses the volume name every SidecarSet of the fleet declares (identically), the
+// worst case, where each owner must be compared.
+func BenchmarkConflicts(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{100, 1000, 10000} {
+		s := snapshot(b, fleet(b, n, 1))
+		for _, tc := range []struct {
+			name   string
+			volume string
+		}{{"distinct", "own-config"}, {"shared-volume", "agent-config"}} {
+			candidate := fleet(b, 1, 1)[0]
+			candidate.Name = "candidate"
+			candidate.Spec.Containers[0].Name = "candidate-agent"
+			candidate.Spec.Containers[0].VolumeMounts[0].Name = tc.volume
+			candidate.Spec.Volumes[0].Name = tc.volume
+			b.Run(fmt.Sprintf("sidecarsets=%d/%s", n, tc.name), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					v, err := s.Conflicts(ctx, candidate)
+					if err != nil || len(v) != 0 {
+						b.Fatal(v, err)
+					}
+				}
+			})
+		}
+	}
+}
