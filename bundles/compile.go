@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -36,7 +38,11 @@ type State struct {
 // Modules are parsed here, once, so that loading the bundle into the engine only compiles.
 func Compile(st State) (*bundle.Bundle, error) {
 	sets := make(map[string]any, len(st.SidecarSets))
+	canaries := map[string]any{}
 	for _, ss := range st.SidecarSets {
+		if base, ok := canaryBase(ss); ok {
+			canaries[ss.Name] = base
+		}
 		if _, dup := sets[ss.Name]; dup {
 			return nil, fmt.Errorf("SidecarSet/%s: metadata.name: duplicate SidecarSet name", ss.Name)
 		}
@@ -63,6 +69,7 @@ func Compile(st State) (*bundle.Bundle, error) {
 		"namespaces":  namespaces,
 		"revisions":   revs,
 		"owners":      ownerIndex,
+		"canaries":    canaries,
 	}}}
 
 	sources := policies.Modules()
@@ -72,7 +79,7 @@ func Compile(st State) (*bundle.Bundle, error) {
 		Manifest: bundle.Manifest{Roots: &[]string{Root}, RegoVersion: regoV1()},
 		Data:     data,
 	}
-	for _, path := range sortedKeys(sources) {
+	for _, path := range slices.Sorted(maps.Keys(sources)) {
 		parsed, err := ast.ParseModuleWithOpts(path, sources[path], ast.ParserOptions{RegoVersion: ast.RegoV1})
 		if err != nil {
 			return nil, fmt.Errorf("bundle module %s: %w", path, err)
@@ -125,7 +132,7 @@ func owners(sets []*v1alpha1.SidecarSet) (map[string]any, error) {
 			if p.PatchPolicy == v1alpha1.SidecarSetRetainPatchPolicy {
 				continue
 			}
-			for _, k := range sortedKeys(p.Annotations) {
+			for _, k := range slices.Sorted(maps.Keys(p.Annotations)) {
 				add(names["annotations"], k, ss.Name)
 			}
 		}
@@ -164,7 +171,7 @@ func contentRevision(data map[string]any, sources map[string]string) (string, er
 		return "", fmt.Errorf("bundle data: %w", err)
 	}
 	h.Write(raw)
-	for _, path := range sortedKeys(sources) {
+	for _, path := range slices.Sorted(maps.Keys(sources)) {
 		fmt.Fprintf(h, "\x00%s\x00%s", path, sources[path])
 	}
 	return hex.EncodeToString(h.Sum(nil))[:20], nil
@@ -268,7 +275,7 @@ func namespaceTerms(ss *v1alpha1.SidecarSet) []string {
 // The tests follow k8s.io/apimachinery's labels.Requirement.Matches, as policies/selector.rego does.
 func selectorTerms(sel *metav1.LabelSelector, ref string, skip int) []string {
 	var terms []string
-	for _, k := range sortedKeys(sel.MatchLabels) {
+	for _, k := range slices.Sorted(maps.Keys(sel.MatchLabels)) {
 		terms = append(terms, labelTest(ref, k, sel.MatchLabels[k]))
 	}
 	for i, e := range sel.MatchExpressions {

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -41,11 +40,7 @@ func Normalize(ss *v1alpha1.SidecarSet) (map[string]any, error) {
 		}
 		patches = append(patches, map[string]any{"annotations": annotations, "patchPolicy": string(p.PatchPolicy)})
 	}
-	canary := ss.Annotations[v1alpha1.SidecarSetCanaryAnnotation] == "true" && ss.Annotations[v1alpha1.SidecarSetBaseAnnotation] != ""
-	base := ""
-	if canary {
-		base = ss.Annotations[v1alpha1.SidecarSetBaseAnnotation]
-	}
+	base, canary := canaryBase(ss)
 	return map[string]any{
 		"name":              ss.Name,
 		"labels":            stringMap(ss.Labels),
@@ -63,6 +58,16 @@ func Normalize(ss *v1alpha1.SidecarSet) (map[string]any, error) {
 		"volumeHashes":      volumeHashes,
 		"patchPodMetadata":  patches,
 	}, nil
+}
+
+// canaryBase returns the base of a canary SidecarSet (ref §1.21): annotated canary "true"
+// (case-sensitive) with a non-empty base.
+func canaryBase(ss *v1alpha1.SidecarSet) (string, bool) {
+	base := ss.Annotations[v1alpha1.SidecarSetBaseAnnotation]
+	if ss.Annotations[v1alpha1.SidecarSetCanaryAnnotation] != "true" || base == "" {
+		return "", false
+	}
+	return base, true
 }
 
 // EffectiveNamespaceSelector is the namespace scope of a SidecarSet as OpenKruise sees it after its
@@ -145,13 +150,4 @@ func toGeneric(v any) (any, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -3,7 +3,8 @@ package mutation
 import (
 	"encoding/json"
 	"errors"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,7 +81,7 @@ func injectedList(old string, names []string) string {
 	for _, n := range names {
 		set[n] = true
 	}
-	return strings.Join(sortedKeys(set), ",")
+	return strings.Join(slices.Sorted(maps.Keys(set)), ",")
 }
 
 // workingHotUpgrade reads kruise.io/sidecarset-working-hotupgrade-container. A value that does not
@@ -96,13 +97,4 @@ func workingHotUpgrade(ann map[string]string) map[string]string {
 		}
 	}
 	return m
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/fieldpath"
 )
 
 // subPathExprVar finds the $(VAR) references of a volumeMount.subPathExpr; it is OpenKruise's
@@ -96,7 +97,7 @@ func transferEnvNames(t v1alpha1.TransferEnvVar) []string {
 // metadata.annotations['k'] (S12); a missing key yields "". Everything else is refused, as the
 // downward API conversion OpenKruise validates with would refuse it.
 func containerNameFromFieldRef(fieldPath string, pod *corev1.Pod) (string, error) {
-	path, subscript, ok := splitSubscriptedPath(fieldPath)
+	path, subscript, ok := fieldpath.SplitMaybeSubscripted(fieldPath)
 	if !ok {
 		return "", fmt.Errorf("unsupported fieldPath %q", fieldPath)
 	}
@@ -113,20 +114,6 @@ func containerNameFromFieldRef(fieldPath string, pod *corev1.Pod) (string, error
 		return pod.Labels[subscript], nil
 	}
 	return "", errors.New("fieldPath " + fieldPath + " does not support subscript")
-}
-
-// splitSubscriptedPath is Kubernetes' fieldpath.SplitMaybeSubscriptedPath:
-// "metadata.labels['k']" → ("metadata.labels", "k", true).
-func splitSubscriptedPath(fieldPath string) (string, string, bool) {
-	s, ok := strings.CutSuffix(fieldPath, "']")
-	if !ok {
-		return fieldPath, "", false
-	}
-	path, subscript, ok := strings.Cut(s, "['")
-	if !ok || path == "" {
-		return fieldPath, "", false
-	}
-	return path, subscript, true
 }
 
 // sharedMountsAndEnvs collects, for a sidecar with shareVolumePolicy enabled, every volumeMount of

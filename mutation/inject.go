@@ -3,6 +3,8 @@ package mutation
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"gomodules.xyz/jsonpatch/v2"
@@ -208,7 +210,8 @@ func (b *builder) addSidecarSet(ss *v1alpha1.SidecarSet) error {
 		return nil
 	}
 	b.injected = append(b.injected, ss.Name)
-	list := sortedKeys(sidecarList)
+	// Never nil: OpenKruise writes "sidecarList":[] for a SidecarSet of plain init containers.
+	list := append([]string{}, slices.Sorted(maps.Keys(sidecarList))...)
 	recordUpgrade(b.hashes, upgradeSpec{
 		UpdateTimestamp:    b.now,
 		Hash:               ss.Annotations[v1alpha1.SidecarSetHashAnnotation],

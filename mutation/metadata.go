@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 
@@ -30,7 +32,7 @@ func patchPodMetadata(ann map[string]string, ss *v1alpha1.SidecarSet) error {
 			}
 		case v1alpha1.SidecarSetMergePatchJsonPatchPolicy:
 			// Sorted so that, of several bad keys, the same one is reported every time.
-			for _, k := range sortedKeys(p.Annotations) {
+			for _, k := range slices.Sorted(maps.Keys(p.Annotations)) {
 				v := p.Annotations[k]
 				old, ok := ann[k]
 				if !ok || old == "" {

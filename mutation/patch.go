@@ -1,6 +1,8 @@
 package mutation
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -85,7 +87,7 @@ func annotationOps(orig, final map[string]string) []jsonpatch.JsonPatchOperation
 		return []jsonpatch.JsonPatchOperation{opAdd(pathAnnotations, final)}
 	}
 	var out []jsonpatch.JsonPatchOperation
-	for _, k := range sortedKeys(final) {
+	for _, k := range slices.Sorted(maps.Keys(final)) {
 		v := final[k]
 		old, ok := orig[k]
 		switch {

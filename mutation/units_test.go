@@ -38,25 +38,6 @@ func TestContainerNameFromFieldRef(t *testing.T) {
 	}
 }
 
-func TestSplitSubscriptedPath(t *testing.T) {
-	cases := []struct {
-		in, path, sub string
-		ok            bool
-	}{
-		{"metadata.annotations['myKey']", "metadata.annotations", "myKey", true},
-		{"metadata.annotations['a[b]c']", "metadata.annotations", "a[b]c", true},
-		{"metadata.labels['']", "metadata.labels", "", true},
-		{"metadata.labels", "metadata.labels", "", false},
-		{"['x']", "['x']", "", false},
-	}
-	for _, tc := range cases {
-		p, s, ok := splitSubscriptedPath(tc.in)
-		if p != tc.path || s != tc.sub || ok != tc.ok {
-			t.Errorf("%s: got (%q, %q, %v)", tc.in, p, s, ok)
-		}
-	}
-}
-
 func TestPointerToken(t *testing.T) {
 	for in, want := range map[string]string{
 		"kruise.io/sidecarset-hash": "kruise.io~1sidecarset-hash",

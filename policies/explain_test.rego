@@ -2,6 +2,7 @@ package sidecarops.explain_test
 
 import data.sidecarops.explain
 import data.sidecarops.fixtures_test.by_name
+import data.sidecarops.fixtures_test.canaries
 import data.sidecarops.fixtures_test.labels_selector
 import data.sidecarops.fixtures_test.pod
 import data.sidecarops.fixtures_test.sidecarset
@@ -34,6 +35,7 @@ _input := {"namespace": "default", "pod": pod({"app": "web"})}
 _reasons := reasons if {
 	reasons := explain.reasons with input as _input
 		with data.sidecarops.state.sidecarsets as by_name(_sidecarsets)
+		with data.sidecarops.state.canaries as canaries(_sidecarsets)
 		with data.sidecarops.state.namespaces as {"default": {"labels": {"kubernetes.io/metadata.name": "default", "env": "dev"}}}
 }
 
@@ -62,6 +64,7 @@ test_every_sidecarset_explained if {
 test_gates_explain_otherwise_matching_sidecarsets if {
 	reasons := explain.reasons with input as _input
 		with data.sidecarops.state.sidecarsets as by_name(_sidecarsets)
+		with data.sidecarops.state.canaries as canaries(_sidecarsets)
 		with data.gates.deny_injection as {"pod uses hostNetwork"}
 	reasons.matches == ["denied by gate: pod uses hostNetwork"]
 	reasons.base == ["replaced by canary SidecarSet base-canary", "denied by gate: pod uses hostNetwork"]
@@ -74,6 +77,7 @@ test_explain_agrees_with_match if {
 	applicable := {s.name | some s in _sidecarsets; match.applies(s) with input as _input}
 	decision := match.decision with input as _input
 		with data.sidecarops.state.sidecarsets as by_name(_sidecarsets)
+		with data.sidecarops.state.canaries as canaries(_sidecarsets)
 		with data.sidecarops.index.matches as applicable
 	{name | some name, why in _reasons; why == ["matches"]} == {name | some name in decision.matched}
 }

@@ -50,3 +50,6 @@ _owners_of(sidecarsets, list) := {name: [s.name | some s in sidecarsets; name in
 _patched_keys(s) := {key | some p in s.patchPodMetadata; p.patchPolicy != "Retain"; some key, _ in p.annotations}
 
 _patches(s, key) if key in _patched_keys(s)
+
+# canaries builds data.sidecarops.state.canaries (canary name → base name), as bundles does.
+canaries(sidecarsets) := {s.name: s.base | some s in sidecarsets; s.canary}

@@ -11,15 +11,15 @@ import data.sidecarops.selector
 
 # decision: matched names in injection order (by name, sidecarops decision 1); an administrator's
 # gate vetoes the whole pod, so matched is empty whenever denied is not.
-decision := {"matched": matched, "denied": denied}
+# One rule with an else rather than a rule per field: every rule evaluated costs allocations, and
+# this is evaluated per admission.
+decision := {"matched": [], "denied": denied} if {
+	count(denied) > 0
+} else := {"matched": sort(applicable - displaced), "denied": []}
 
 default denied := []
 
 denied := sort(data.gates.deny_injection)
-
-matched := [] if {
-	count(denied) > 0
-} else := sort(applicable - displaced)
 
 # applicable: SidecarSets that would inject on their own account, before canaries displace bases.
 default applicable := set()
@@ -41,11 +41,11 @@ _namespace_matches(null)
 _namespace_matches(namespace_selector) if selector.matches(namespace_selector, namespace_labels)
 
 # canaries: [canary, base] for each applicable canary; the canary takes the pod from its base
-# (ref §1.21 step 4). Partial rules rather than comprehensions: this runs per admission.
-canaries contains [name, sidecarset.base] if {
-	some name in applicable
-	sidecarset := data.sidecarops.state.sidecarsets[name]
-	sidecarset.canary
+# (ref §1.21 step 4). bundles lists the canaries in data.sidecarops.state.canaries (canary → base),
+# so a fleet without canaries costs nothing here.
+canaries contains [name, base] if {
+	some name, base in data.sidecarops.state.canaries
+	name in applicable
 }
 
 displaced contains base if some [_, base] in canaries

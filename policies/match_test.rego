@@ -1,6 +1,7 @@
 package sidecarops.match_test
 
 import data.sidecarops.fixtures_test.by_name
+import data.sidecarops.fixtures_test.canaries
 import data.sidecarops.fixtures_test.labels_selector
 import data.sidecarops.fixtures_test.pod
 import data.sidecarops.fixtures_test.sidecarset
@@ -16,6 +17,7 @@ _decide(sidecarsets, namespaces, namespace, labels) := decision if {
 	}
 	decision := match.decision with input as pod_input
 		with data.sidecarops.state.sidecarsets as by_name(sidecarsets)
+		with data.sidecarops.state.canaries as canaries(sidecarsets)
 		with data.sidecarops.state.namespaces as namespaces
 		with data.sidecarops.index.matches as applicable
 }
@@ -72,6 +74,7 @@ test_pod_without_labels if {
 	ss := sidecarset("s1", {"selector": {"matchLabels": {}, "matchExpressions": [{"key": "opt-in", "operator": "DoesNotExist"}]}})
 	decision := match.decision with input as {"namespace": "default", "pod": {"metadata": {"name": "bare"}}}
 		with data.sidecarops.state.sidecarsets as by_name([ss])
+		with data.sidecarops.state.canaries as canaries([ss])
 		with data.sidecarops.index.matches as {"s1"}
 	decision.matched == ["s1"]
 }
@@ -85,6 +88,7 @@ test_matched_sorted_by_name if {
 test_only_index_matches_inject if {
 	decision := match.decision with input as {"namespace": "default", "pod": pod({"app": "nginx"})}
 		with data.sidecarops.state.sidecarsets as by_name([_nginx("s1", {}), _nginx("s2", {})])
+		with data.sidecarops.state.canaries as canaries([_nginx("s1", {}), _nginx("s2", {})])
 		with data.sidecarops.index.matches as {"s2"}
 	decision.matched == ["s2"]
 }
@@ -92,6 +96,7 @@ test_only_index_matches_inject if {
 test_no_index_no_match if {
 	decision := match.decision with input as {"namespace": "default", "pod": pod({"app": "nginx"})}
 		with data.sidecarops.state.sidecarsets as by_name([_nginx("s1", {})])
+		with data.sidecarops.state.canaries as canaries([_nginx("s1", {})])
 	decision == {"matched": [], "denied": []}
 }
 
@@ -119,6 +124,7 @@ test_paused_canary_keeps_base if {
 test_gates_veto_the_pod if {
 	decision := match.decision with input as {"namespace": "default", "pod": pod({"app": "nginx"})}
 		with data.sidecarops.state.sidecarsets as by_name([_nginx("s1", {})])
+		with data.sidecarops.state.canaries as canaries([_nginx("s1", {})])
 		with data.sidecarops.index.matches as {"s1"}
 		with data.gates.deny_injection as {"z: second", "a: first"}
 	decision == {"matched": [], "denied": ["a: first", "z: second"]}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/fieldpath"
 	"github.com/sidecarops/sidecarops/revisions"
 )
 
@@ -289,7 +290,7 @@ func validateSourceFieldRef(fs *corev1.ObjectFieldSelector, fldPath *field.Path)
 		return field.ErrorList{field.Invalid(pathPath, fs.FieldPath, fmt.Sprintf("error converting fieldPath: %v", err))}
 	}
 	// convertDownwardAPIFieldLabel only accepts these two subscripted paths.
-	path, subscript, _ := splitMaybeSubscriptedPath(fs.FieldPath)
+	path, subscript, _ := fieldpath.SplitMaybeSubscripted(fs.FieldPath)
 	key := subscript
 	if path == "metadata.annotations" {
 		// Annotation keys are case-insensitive for validation, as in Kubernetes.
@@ -307,7 +308,7 @@ func convertDownwardAPIFieldLabel(version, label string) error {
 	if version != "v1" {
 		return fmt.Errorf("unsupported pod version: %s", version)
 	}
-	if path, _, ok := splitMaybeSubscriptedPath(label); ok {
+	if path, _, ok := fieldpath.SplitMaybeSubscripted(label); ok {
 		switch path {
 		case "metadata.annotations", "metadata.labels":
 			return nil
@@ -316,20 +317,6 @@ func convertDownwardAPIFieldLabel(version, label string) error {
 		}
 	}
 	return fmt.Errorf("field label not supported: %s", label)
-}
-
-// splitMaybeSubscriptedPath is Kubernetes' fieldpath.SplitMaybeSubscriptedPath:
-// "metadata.labels['k']" → ("metadata.labels", "k", true).
-func splitMaybeSubscriptedPath(fieldPath string) (string, string, bool) {
-	s, ok := strings.CutSuffix(fieldPath, "']")
-	if !ok {
-		return fieldPath, "", false
-	}
-	path, subscript, ok := strings.Cut(s, "['")
-	if !ok || path == "" {
-		return fieldPath, "", false
-	}
-	return path, subscript, true
 }
 
 // validatePatchPodMetadata is the syntactic part of ref §2 step 12; the whitelist is a policy.
