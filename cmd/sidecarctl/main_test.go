@@ -20,9 +20,14 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/bundles"
+	"github.com/sidecarops/sidecarops/defaults"
+	"github.com/sidecarops/sidecarops/revisions"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -363,4 +368,60 @@ func TestBadInput(t *testing.T) {
 			assert.NotContains(t, errOut, "panic")
 		})
 	}
+}
+
+// injectionStrategy.revision end to end: the ControllerRevision in the input is restored and
+// injected instead of the latest spec (ref §1.5, W6), and the SidecarSet's status.latestRevision
+// in the input is what the pod records as controllerRevision (ref §1.11).
+func TestInjectHistoricalRevision(t *testing.T) {
+	old := &v1alpha1.SidecarSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps.kruise.io/v1alpha1", Kind: "SidecarSet"},
+		ObjectMeta: metav1.ObjectMeta{Name: "agent"},
+		Spec: v1alpha1.SidecarSetSpec{
+			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "agent", Image: "agent:1"}}},
+		},
+	}
+	require.NoError(t, defaults.SidecarSetAndHash(old))
+	raw, err := revisions.Raw(old)
+	require.NoError(t, err)
+	cr := &appsv1.ControllerRevision{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ControllerRevision"},
+		ObjectMeta: metav1.ObjectMeta{Name: revisions.Name(old, raw, 0), Namespace: "kruise-system", Labels: map[string]string{v1alpha1.SidecarSetNameLabel: "agent"}},
+		Data:       runtime.RawExtension{Raw: raw},
+		Revision:   1,
+	}
+	crYAML, err := yaml.Marshal(cr)
+	require.NoError(t, err)
+
+	current := yamlf(sidecarSetYAML, "agent", "agent")
+	current = strings.Replace(current, "image: agent:1", "image: agent:2", 1)
+	withRevision := current + "\n  injectionStrategy:\n    revision:\n      revisionName: " + cr.Name + "\nstatus:\n  latestRevision: agent-current"
+	pod := yamlf(podYAML, "one")
+
+	cases := []struct {
+		name, sidecarSet, wantImage, wantRevision string
+	}{
+		{"latest spec", current + "\nstatus:\n  latestRevision: agent-current", "agent:2", "agent-current"},
+		{"revisionName restores the old spec", withRevision, "agent:1", cr.Name},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.sidecarSet + "\n---\n" + string(crYAML) + "\n---\n" + pod
+			out, errOut, code := sidecarctl(t, in, "inject", "-f", "-", "-o", "json", "--timestamp", ts)
+			require.Equal(t, 0, code, errOut)
+			var p corev1.Pod
+			require.NoError(t, json.Unmarshal([]byte(out), &p))
+			require.Equal(t, []string{"agent", "app"}, names(p.Spec.Containers))
+			assert.Equal(t, tc.wantImage, p.Spec.Containers[0].Image)
+			var hashes map[string]map[string]any
+			require.NoError(t, json.Unmarshal([]byte(p.Annotations[v1alpha1.SidecarSetHashAnnotation]), &hashes))
+			assert.Equal(t, tc.wantRevision, hashes["agent"]["controllerRevision"])
+		})
+	}
+
+	missing := strings.Replace(withRevision, cr.Name, "agent-gone", 1) + "\n---\n" + pod
+	_, errOut, code := sidecarctl(t, missing, "inject", "-f", "-")
+	assert.Equal(t, 1, code, "a configured revision that does not exist denies injection (quirk 6)")
+	assert.Contains(t, errOut, "agent-gone")
 }
