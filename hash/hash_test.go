@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/internal/vectors"
 )
 
 func plain(name, image string) v1alpha1.SidecarContainer {
@@ -19,23 +20,6 @@ func native(name, image string) v1alpha1.SidecarContainer {
 	always := corev1.ContainerRestartPolicyAlways
 	c.RestartPolicy = &always
 	return c
-}
-
-// dnsF is the container of ref §4.3 M1 after OpenKruise's defaulting, spelled out by hand so that
-// this package's tests do not depend on package defaults.
-func dnsF() v1alpha1.SidecarContainer {
-	return v1alpha1.SidecarContainer{
-		Container: corev1.Container{
-			Name:                     "dns-f",
-			Image:                    "dns:1.0",
-			TerminationMessagePath:   "/dev/termination-log",
-			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-			ImagePullPolicy:          corev1.PullIfNotPresent,
-		},
-		PodInjectPolicy:   v1alpha1.BeforeAppContainerType,
-		UpgradeStrategy:   v1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: v1alpha1.SidecarContainerColdUpgrade},
-		ShareVolumePolicy: v1alpha1.ShareVolumePolicy{Type: v1alpha1.ShareVolumePolicyDisabled},
-	}
 }
 
 func ss(containers, inits []v1alpha1.SidecarContainer) *v1alpha1.SidecarSet {
@@ -74,7 +58,7 @@ func TestVectors(t *testing.T) {
 		},
 		{
 			name: "defaulted dns-f",
-			ss:   ss([]v1alpha1.SidecarContainer{dnsF()}, nil),
+			ss:   ss([]v1alpha1.SidecarContainer{vectors.DNSF()}, nil),
 			json: `{"containers":[{"name":"dns-f","image":"dns:1.0","resources":{},"terminationMessagePath":"/dev/termination-log",` +
 				`"terminationMessagePolicy":"File","imagePullPolicy":"IfNotPresent","podInjectPolicy":"BeforeAppContainer",` +
 				`"upgradeStrategy":{"upgradeType":"ColdUpgrade"},"shareVolumePolicy":{"type":"disabled"}}]}`,
@@ -137,7 +121,7 @@ func TestNonNativeInitContainersDoNotChangeHash(t *testing.T) {
 }
 
 func TestImageOnlyChangeKeepsHashWithoutImage(t *testing.T) {
-	v1 := ss([]v1alpha1.SidecarContainer{dnsF()}, nil)
+	v1 := ss([]v1alpha1.SidecarContainer{vectors.DNSF()}, nil)
 	v2 := v1.DeepCopy()
 	v2.Spec.Containers[0].Image = "dns:2.0"
 	h1, _ := SidecarSetHash(v1)

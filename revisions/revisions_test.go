@@ -18,25 +18,10 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/hash"
+	"github.com/sidecarops/sidecarops/internal/vectors"
 )
 
 // ---- fixtures ----
-
-// defaultedDNS is the §1.9/§1.10 vector container dns-f/dns:1.0 with every default set by hand.
-func defaultedDNS() v1alpha1.SidecarContainer {
-	return v1alpha1.SidecarContainer{
-		Container: corev1.Container{
-			Name:                     "dns-f",
-			Image:                    "dns:1.0",
-			TerminationMessagePath:   "/dev/termination-log",
-			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-			ImagePullPolicy:          corev1.PullIfNotPresent,
-		},
-		PodInjectPolicy:   v1alpha1.BeforeAppContainerType,
-		UpgradeStrategy:   v1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: v1alpha1.SidecarContainerColdUpgrade},
-		ShareVolumePolicy: v1alpha1.ShareVolumePolicy{Type: v1alpha1.ShareVolumePolicyDisabled},
-	}
-}
 
 // vectorSidecarSet is the defaulted SidecarSet of the §1.10 verified vector. Fields that are not
 // recorded in a revision are set too, to show that they do not reach data.raw.
@@ -49,7 +34,7 @@ func vectorSidecarSet() *v1alpha1.SidecarSet {
 		}},
 		Spec: v1alpha1.SidecarSetSpec{
 			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "nginx"}},
-			Containers: []v1alpha1.SidecarContainer{defaultedDNS()},
+			Containers: []v1alpha1.SidecarContainer{vectors.DNSF()},
 			UpdateStrategy: v1alpha1.SidecarSetUpdateStrategy{
 				Type: v1alpha1.RollingUpdateSidecarSetStrategyType, Partition: &zero, MaxUnavailable: &one,
 			},

@@ -461,6 +461,7 @@ func validateKeyRef(name, key string, fldPath *field.Path) field.ErrorList {
 func validateVolumeMounts(mounts []corev1.VolumeMount, devices []corev1.VolumeDevice, vols map[string]*corev1.VolumeSource, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	paths := map[string]bool{}
+	deviceNames, devicePaths := namesAndPaths(devices, func(d corev1.VolumeDevice) (string, string) { return d.Name, d.DevicePath })
 	for i := range mounts {
 		m := &mounts[i]
 		p := fldPath.Index(i)
@@ -477,17 +478,11 @@ func validateVolumeMounts(mounts []corev1.VolumeMount, devices []corev1.VolumeDe
 			allErrs = append(allErrs, field.Invalid(p.Child("mountPath"), m.MountPath, "must be unique"))
 		}
 		paths[m.MountPath] = true
-		for j := range devices {
-			if devices[j].Name == m.Name {
-				allErrs = append(allErrs, field.Invalid(p.Child("name"), m.Name, "must not already exist in volumeDevices"))
-				break
-			}
+		if deviceNames[m.Name] {
+			allErrs = append(allErrs, field.Invalid(p.Child("name"), m.Name, "must not already exist in volumeDevices"))
 		}
-		for j := range devices {
-			if devices[j].DevicePath == m.MountPath {
-				allErrs = append(allErrs, field.Invalid(p.Child("mountPath"), m.MountPath, "must not already exist as a path in volumeDevices"))
-				break
-			}
+		if devicePaths[m.MountPath] {
+			allErrs = append(allErrs, field.Invalid(p.Child("mountPath"), m.MountPath, "must not already exist as a path in volumeDevices"))
 		}
 		if m.SubPath != "" {
 			allErrs = append(allErrs, validateLocalDescendingPath(m.SubPath, p.Child("subPath"))...)
@@ -506,6 +501,7 @@ func validateVolumeMounts(mounts []corev1.VolumeMount, devices []corev1.VolumeDe
 func validateVolumeDevices(devices []corev1.VolumeDevice, mounts []corev1.VolumeMount, vols map[string]*corev1.VolumeSource, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	names, paths := map[string]bool{}, map[string]bool{}
+	mountNames, mountPaths := namesAndPaths(mounts, func(m corev1.VolumeMount) (string, string) { return m.Name, m.MountPath })
 	for i := range devices {
 		d := &devices[i]
 		p := fldPath.Index(i)
@@ -533,23 +529,28 @@ func validateVolumeDevices(devices []corev1.VolumeDevice, mounts []corev1.Volume
 		} else {
 			paths[d.DevicePath] = true
 		}
-		for j := range mounts {
-			if mounts[j].Name == d.Name {
-				allErrs = append(allErrs, field.Invalid(p.Child("name"), d.Name, "must not already exist in volumeMounts"))
-				break
-			}
+		if mountNames[d.Name] {
+			allErrs = append(allErrs, field.Invalid(p.Child("name"), d.Name, "must not already exist in volumeMounts"))
 		}
-		for j := range mounts {
-			if mounts[j].MountPath == d.DevicePath {
-				allErrs = append(allErrs, field.Invalid(p.Child("devicePath"), d.DevicePath, "must not already exist as a path in volumeMounts"))
-				break
-			}
+		if mountPaths[d.DevicePath] {
+			allErrs = append(allErrs, field.Invalid(p.Child("devicePath"), d.DevicePath, "must not already exist as a path in volumeMounts"))
 		}
 		if d.Name != "" {
 			names[d.Name] = true
 		}
 	}
 	return allErrs
+}
+
+// namesAndPaths indexes a container's mounts or devices by volume name and path, for the checks
+// that a mount and a device never share either.
+func namesAndPaths[T any](items []T, key func(T) (name, path string)) (names, paths map[string]bool) {
+	names, paths = make(map[string]bool, len(items)), make(map[string]bool, len(items))
+	for _, it := range items {
+		n, p := key(it)
+		names[n], paths[p] = true, true
+	}
+	return names, paths
 }
 
 var standardContainerResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage}

@@ -279,11 +279,8 @@ func validateTransferEnv(envs []v1alpha1.TransferEnvVar, fldPath *field.Path) fi
 }
 
 func validateSourceFieldRef(fs *corev1.ObjectFieldSelector, fldPath *field.Path) field.ErrorList {
-	if fs.APIVersion == "" {
-		return field.ErrorList{field.Required(fldPath.Child("apiVersion"), "")}
-	}
-	if fs.FieldPath == "" {
-		return field.ErrorList{field.Required(fldPath.Child("fieldPath"), "")}
+	if errs := validateFieldRefRequired(fs, fldPath); len(errs) > 0 {
+		return errs
 	}
 	pathPath := fldPath.Child("fieldPath")
 	if err := convertDownwardAPIFieldLabel(fs.APIVersion, fs.FieldPath); err != nil {

@@ -1,0 +1,27 @@
+// Package vectors holds the behaviour reference's test vectors as Go values, for the tests of the
+// packages that must reproduce them (hash, revisions). It is test support: no production code
+// imports it.
+package vectors
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+)
+
+// DNSF is the container dns-f/dns:1.0 of ref §1.9, §1.10 and §4.3 M1 after OpenKruise's defaulting,
+// spelled out by hand so that tests of hashes and revisions do not depend on package defaults.
+func DNSF() v1alpha1.SidecarContainer {
+	return v1alpha1.SidecarContainer{
+		Container: corev1.Container{
+			Name:                     "dns-f",
+			Image:                    "dns:1.0",
+			TerminationMessagePath:   "/dev/termination-log",
+			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+			ImagePullPolicy:          corev1.PullIfNotPresent,
+		},
+		PodInjectPolicy:   v1alpha1.BeforeAppContainerType,
+		UpgradeStrategy:   v1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: v1alpha1.SidecarContainerColdUpgrade},
+		ShareVolumePolicy: v1alpha1.ShareVolumePolicy{Type: v1alpha1.ShareVolumePolicyDisabled},
+	}
+}
