@@ -358,6 +358,8 @@ func TestBadInput(t *testing.T) {
 		{"bad timestamp", "", []string{"inject", "-f", "-", "--timestamp", "yesterday"}, `--timestamp "yesterday": not RFC3339`},
 		{"bad output", "", []string{"inject", "-f", "-", "-o", "xml"}, `-o "xml": unsupported output format`},
 		{"duplicate SidecarSet", yamlf(sidecarSetYAML, "a", "b") + "\n---\n" + yamlf(sidecarSetYAML, "a", "c"), []string{"check", "-f", "-"}, `SidecarSet "a" is also defined at`},
+		{"bad whitelist ConfigMap", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kruise-configuration, namespace: kruise-system}\ndata:\n  SidecarSet_PatchPodMetadata_WhiteList: '{\"rules\": ['",
+			[]string{"check", "-f", "-"}, "ConfigMap/kruise-configuration"},
 		{"unsigned bundle with keys", "", []string{"check", "-f", "examples/logging", "--bundle", "examples/whitelist-bundle", "--verification-key", "cmd/sidecarctl/testdata/keys/public.pem"}, "bundle missing .signatures.json"},
 	}
 	for _, tc := range cases {

@@ -109,12 +109,13 @@ func (f *sourceFlags) load(ctx context.Context, stdin io.Reader) (*workspace, er
 	}
 	if !hasRoot(admin, "whitelist") {
 		var cm *corev1.ConfigMap
+		source := "--patch-metadata-defaults-allowed"
 		if len(configMaps) == 1 {
-			cm = configMaps[0].Obj.(*corev1.ConfigMap)
+			cm, source = configMaps[0].Obj.(*corev1.ConfigMap), configMaps[0].String()
 		}
 		wl, err := manifest.Whitelist(cm, f.defaultsAllowed)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", configMaps[0], err)
+			return nil, fmt.Errorf("%s: %w", source, err)
 		}
 		admin = append(admin, dataBundle("whitelist", wl))
 	}
