@@ -33,6 +33,9 @@ func compileCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := w.check(cmd.Context()); err != nil {
+				return err
+			}
 			b := w.core
 			if signingKey != "" {
 				key, err := os.ReadFile(signingKey)

@@ -360,6 +360,12 @@ func TestBadInput(t *testing.T) {
 		{"duplicate SidecarSet", yamlf(sidecarSetYAML, "a", "b") + "\n---\n" + yamlf(sidecarSetYAML, "a", "c"), []string{"check", "-f", "-"}, `SidecarSet "a" is also defined at`},
 		{"bad whitelist ConfigMap", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kruise-configuration, namespace: kruise-system}\ndata:\n  SidecarSet_PatchPodMetadata_WhiteList: '{\"rules\": ['",
 			[]string{"check", "-f", "-"}, "ConfigMap/kruise-configuration"},
+		{"inject refuses an invalid selector", strings.Replace(yamlf(sidecarSetYAML, "a", "b"), "matchLabels: {app: web}", "matchExpressions: [{key: app, operator: Sometimes}]", 1),
+			[]string{"inject", "-f", "-"}, "<stdin>: SidecarSet/a: spec.selector.matchExpressions[0].operator"},
+		{"inject refuses an unknown volume", yamlf(sidecarSetYAML, "a", "b") + "\n    volumeMounts: [{name: nope, mountPath: /x}]",
+			[]string{"inject", "-f", "-"}, "<stdin>: SidecarSet/a: spec.containers[0].volumeMounts[0].name: Not found: \"nope\""},
+		{"explain refuses an invalid regex", yamlf(sidecarSetYAML, "a", "b") + "\n    resourcesPolicy: {targetContainersMode: sum, targetContainersNameRegex: '[', resourcesExpr: {limits: {cpu: cpu}}}",
+			[]string{"explain", "-f", "-"}, "targetContainersNameRegex"},
 		{"unsigned bundle with keys", "", []string{"check", "-f", "examples/logging", "--bundle", "examples/whitelist-bundle", "--verification-key", "cmd/sidecarctl/testdata/keys/public.pem"}, "bundle missing .signatures.json"},
 	}
 	for _, tc := range cases {
