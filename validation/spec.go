@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -72,10 +73,12 @@ func validateSelector(sel *metav1.LabelSelector, fldPath *field.Path) field.Erro
 	return allErrs
 }
 
-// selectorString shows a selector in label-query syntax, or field by field when it has none.
+// selectorString shows a selector in label-query syntax, or as the JSON the user wrote when it has
+// none (an invalid selector cannot be formatted as a query).
 func selectorString(sel *metav1.LabelSelector) string {
 	if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
-		return sel.String()
+		raw, _ := json.Marshal(sel)
+		return string(raw)
 	}
 	return metav1.FormatLabelSelector(sel)
 }
