@@ -11,9 +11,11 @@ import (
 	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/bundles"
+	"github.com/sidecarops/sidecarops/revisions"
 )
 
 // Decision queries, one per policy entry point (docs/design.md, "Decisions").
@@ -52,6 +54,9 @@ type Inputs struct {
 	// SidecarSets are the defaulted, hashed objects Core was compiled from; decisions name them and
 	// the snapshot hands the objects themselves to the caller.
 	SidecarSets []*v1alpha1.SidecarSet
+	// Revisions are the ControllerRevisions Core was compiled with; injection restores historical
+	// SidecarSets from them (injectionStrategy.revision), so they belong to the same snapshot.
+	Revisions []*appsv1.ControllerRevision
 	// Admin are administrators' bundles (whitelist, gates), already verified by bundles.Read.
 	Admin []*bundle.Bundle
 }
@@ -61,6 +66,7 @@ type Snapshot struct {
 	revision       string
 	adminRevisions []string
 	sidecarSets    map[string]*v1alpha1.SidecarSet
+	revisions      revisions.Source
 	podProjection  *projection
 	match          rego.PreparedEvalQuery
 	explain        rego.PreparedEvalQuery
@@ -103,6 +109,7 @@ func Prepare(ctx context.Context, in Inputs) (*Snapshot, error) {
 		adminRevisions: adminRevs,
 		sidecarSets:    make(map[string]*v1alpha1.SidecarSet, len(in.SidecarSets)),
 		podProjection:  podProjection(compiler.Modules),
+		revisions:      revisions.NewStaticSource(in.Revisions...),
 	}
 	for _, ss := range in.SidecarSets {
 		s.sidecarSets[ss.Name] = ss
@@ -126,7 +133,10 @@ func (s *Snapshot) Revision() string { return s.revision }
 // AdminRevisions are the revisions of the administrators' bundles, in load order.
 func (s *Snapshot) AdminRevisions() []string { return s.adminRevisions }
 
-// SidecarSet returns a SidecarSet of the snapshot by name.
+// Revisions are the snapshot's ControllerRevisions, for mutation.Input and validation.
+func (s *Snapshot) Revisions() revisions.Source { return s.revisions }
+
+// SidecarSet returns a SidecarSet of the snapshot by name. With it a Snapshot is a validation.Lookup.
 func (s *Snapshot) SidecarSet(name string) (*v1alpha1.SidecarSet, bool) {
 	ss, ok := s.sidecarSets[name]
 	return ss, ok

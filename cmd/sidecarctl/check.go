@@ -43,10 +43,9 @@ func checkCmd() *cobra.Command {
 // error names file, SidecarSet and field, one line each. inject, explain and compile run it too, so
 // they never act on a SidecarSet a cluster would have refused.
 func (w *workspace) check(ctx context.Context) error {
-	lookup := validation.NewStaticLookup(w.sidecarSets...)
 	var lines []string
 	for _, ss := range w.sidecarSets {
-		errs := validation.SidecarSet(ss, nil, w.revSource, lookup)
+		errs := validation.SidecarSet(ss, nil, w.snapshot.Revisions(), w.snapshot)
 		// As the webhook does, cross-object checks only run on an object that is valid by itself.
 		if len(errs) == 0 {
 			var err error

@@ -65,7 +65,7 @@ func injectCmd() *cobra.Command {
 				for _, reason := range d.Denied {
 					fmt.Fprintf(cmd.ErrOrStderr(), "%s: not injected: denied by gate: %s\n", o, reason)
 				}
-				res, err := injector.Inject(mutation.Input{Pod: pod, SidecarSets: d.Matched, Revisions: w.revSource})
+				res, err := injector.Inject(mutation.Input{Pod: pod, SidecarSets: d.Matched, Revisions: w.snapshot.Revisions()})
 				if err != nil {
 					return fmt.Errorf("%s: %w", o, err)
 				}

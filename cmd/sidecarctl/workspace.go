@@ -17,7 +17,6 @@ import (
 	"github.com/sidecarops/sidecarops/defaults"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/manifest"
-	"github.com/sidecarops/sidecarops/revisions"
 )
 
 // sourceFlags are the inputs every subcommand that reads manifests shares.
@@ -51,7 +50,6 @@ type workspace struct {
 	workloads   []*manifest.Object
 	core        *bundle.Bundle
 	snapshot    *engine.Snapshot
-	revSource   revisions.Source
 }
 
 // load reads the manifests and bundles, defaults and hashes SidecarSets as the API server and the
@@ -124,11 +122,10 @@ func (f *sourceFlags) load(ctx context.Context, stdin io.Reader) (*workspace, er
 	if err != nil {
 		return nil, err
 	}
-	w.snapshot, err = engine.Prepare(ctx, engine.Inputs{Core: w.core, SidecarSets: w.sidecarSets, Admin: admin})
+	w.snapshot, err = engine.Prepare(ctx, engine.Inputs{Core: w.core, SidecarSets: w.sidecarSets, Revisions: w.revisions, Admin: admin})
 	if err != nil {
 		return nil, err
 	}
-	w.revSource = revisions.NewStaticSource(w.revisions...)
 	return w, nil
 }
 
