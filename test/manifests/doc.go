@@ -1,0 +1,3 @@
+// Package manifests tests the installation manifests under config/: they must render with
+// `kubectl kustomize` and say what the manager and its webhooks expect.
+package manifests

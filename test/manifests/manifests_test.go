@@ -1,0 +1,127 @@
+package manifests
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+)
+
+// render runs `kubectl kustomize` on an overlay, as an administrator would before applying it.
+func render(t *testing.T, dir string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	cmd := exec.Command("kubectl", "kustomize", "../../"+dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "kubectl kustomize %s: %s", dir, stderr.String())
+	objs := map[string]*unstructured.Unstructured{}
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		var u unstructured.Unstructured
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &u.Object))
+		objs[u.GetKind()+"/"+u.GetName()] = &u
+	}
+	return objs
+}
+
+func as[T any](t *testing.T, u *unstructured.Unstructured) *T {
+	t.Helper()
+	require.NotNil(t, u)
+	var out T
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &out))
+	return &out
+}
+
+func TestDefaultInstallation(t *testing.T) {
+	objs := render(t, "config/default")
+	for _, k := range []string{
+		"Namespace/sidecarops-system", "CustomResourceDefinition/sidecarsets.apps.kruise.io",
+		"ServiceAccount/sidecarops-manager", "ClusterRole/sidecarops-manager", "ClusterRoleBinding/sidecarops-manager",
+		"Role/sidecarops-manager", "RoleBinding/sidecarops-manager", "Deployment/sidecarops-manager",
+		"Service/sidecarops-webhook", "PodDisruptionBudget/sidecarops-manager",
+		"MutatingWebhookConfiguration/sidecarops", "ValidatingWebhookConfiguration/sidecarops",
+	} {
+		assert.Contains(t, objs, k)
+	}
+	assert.Len(t, objs, 12)
+
+	d := as[appsv1.Deployment](t, objs["Deployment/sidecarops-manager"])
+	assert.Equal(t, int32(2), *d.Spec.Replicas)
+
+	m := as[admissionv1.MutatingWebhookConfiguration](t, objs["MutatingWebhookConfiguration/sidecarops"])
+	v := as[admissionv1.ValidatingWebhookConfiguration](t, objs["ValidatingWebhookConfiguration/sidecarops"])
+	paths := map[string]string{}
+	for _, w := range m.Webhooks {
+		paths[w.Name] = *w.ClientConfig.Service.Path
+		assert.Equal(t, admissionv1.SideEffectClassNone, *w.SideEffects, w.Name)
+		assert.Equal(t, int32(3), *w.TimeoutSeconds, w.Name)
+		assert.Equal(t, admissionv1.Fail, *w.FailurePolicy, w.Name)
+		assert.Equal(t, admissionv1.IfNeededReinvocationPolicy, *w.ReinvocationPolicy, w.Name)
+		assert.Equal(t, admissionv1.Equivalent, *w.MatchPolicy, w.Name)
+		assert.Equal(t, "sidecarops-system", w.ClientConfig.Service.Namespace)
+	}
+	for _, w := range v.Webhooks {
+		paths[w.Name] = *w.ClientConfig.Service.Path
+		assert.Equal(t, admissionv1.SideEffectClassNone, *w.SideEffects, w.Name)
+		assert.Equal(t, int32(3), *w.TimeoutSeconds, w.Name)
+		assert.Equal(t, admissionv1.Fail, *w.FailurePolicy, w.Name)
+	}
+	assert.Equal(t, map[string]string{
+		"mpod.sidecarops.io":        "/mutate-pod",
+		"msidecarset.sidecarops.io": "/mutate-apps-kruise-io-v1alpha1-sidecarset",
+		"vsidecarset.sidecarops.io": "/validate-apps-kruise-io-v1alpha1-sidecarset",
+	}, paths)
+
+	pod := m.Webhooks[0]
+	require.Equal(t, "mpod.sidecarops.io", pod.Name)
+	assert.Equal(t, []admissionv1.OperationType{admissionv1.Create}, pod.Rules[0].Operations, "injection is CREATE-only (ref §1.1)")
+	require.Len(t, pod.NamespaceSelector.MatchExpressions, 1)
+	assert.ElementsMatch(t, []string{"sidecarops-system", "kube-system"}, pod.NamespaceSelector.MatchExpressions[0].Values,
+		"the manager's own pods and kube-system are never sent to the webhook")
+}
+
+// Least privilege: no wildcards, writes only where the manager needs them.
+func TestRBACIsLeastPrivilege(t *testing.T) {
+	objs := render(t, "config/default")
+	var rules []rbacv1.PolicyRule
+	rules = append(rules, as[rbacv1.ClusterRole](t, objs["ClusterRole/sidecarops-manager"]).Rules...)
+	rules = append(rules, as[rbacv1.Role](t, objs["Role/sidecarops-manager"]).Rules...)
+	for _, r := range rules {
+		for _, s := range append(append(append([]string{}, r.Verbs...), r.Resources...), r.APIGroups...) {
+			assert.NotEqual(t, "*", s, "wildcard in %+v", r)
+		}
+		for _, verb := range r.Verbs {
+			if verb == "delete" || verb == "deletecollection" {
+				t.Errorf("the manager deletes nothing: %+v", r)
+			}
+		}
+		if contains(r.Resources, "pods") {
+			t.Errorf("injection needs no pod access (the API server sends the pod): %+v", r)
+		}
+	}
+}
+
+func TestFailOpenOverlay(t *testing.T) {
+	objs := render(t, "config/samples/fail-open")
+	m := as[admissionv1.MutatingWebhookConfiguration](t, objs["MutatingWebhookConfiguration/sidecarops"])
+	assert.Equal(t, admissionv1.Ignore, *m.Webhooks[0].FailurePolicy, "pod webhook fails open")
+	assert.Equal(t, admissionv1.Fail, *m.Webhooks[1].FailurePolicy, "SidecarSet defaulting stays Fail")
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
