@@ -1,0 +1,32 @@
+// Package webhook is the admission face of sidecarops: three controller-runtime admission.Handlers
+// that OpenKruise's webhooks would otherwise answer (ref §1.1), and the helper that mounts them.
+//
+//   - PodInjector (PodPath, pod CREATE): injects the SidecarSets the policies match (ref §1.12).
+//   - SidecarSetDefaulter (SidecarSetDefaultPath, CREATE/UPDATE): defaults and hashes (ref §1.8).
+//   - SidecarSetValidator (SidecarSetValidatePath, CREATE/UPDATE): single-object rules, then
+//     conflicts and the patchPodMetadata whitelist (ref §2).
+//
+// It owns the admission plumbing only: which requests a handler looks at (subresources, kinds,
+// versions, operations), decoding the objects, choosing the response (patch, allow, deny and its
+// HTTP code), the Prometheus metrics of admissions and the per-pod decision log line.
+//
+// It must not decide or mutate anything itself: which SidecarSets match a pod, gates, conflicts and
+// the whitelist are the policies' (package engine answers them), defaulting is package defaults',
+// single-object validation package validation's, and the pod and its RFC 6902 patch are package
+// mutation's. The handlers make no API calls and compile nothing per request: every request reads
+// one immutable engine.Snapshot, taken once at its start, so a snapshot swapped mid-request never
+// mixes two policy states into one answer.
+//
+// Response codes, and why:
+//   - A malformed request (no object, undecodable object, wrong kind or version): 400.
+//   - No snapshot yet ("policies not loaded yet"): 503. The manager reports ready only after the
+//     first compile, so this is a start-up race the API server's retry resolves.
+//   - The engine failing to evaluate: 500, a server fault.
+//   - A pod the matched SidecarSets cannot be injected into (invalid MergePatchJson, missing
+//     revision, resourcesPolicy that selects nothing, …): denied (403) with the SidecarSet and field
+//     at fault. OpenKruise denies too (with 500); the failure is deterministic, not a server fault.
+//   - A SidecarSet that fails validation: 422 Invalid with every field error as a cause (sidecarops
+//     decision 6; OpenKruise answers 500).
+//   - Gates' denials are not admission denials: the pod is admitted without sidecars, and the
+//     reasons are the response message and warnings.
+package webhook

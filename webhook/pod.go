@@ -1,0 +1,157 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/sidecarops/sidecarops/mutation"
+)
+
+// PodInjector is the pod mutating webhook (PodPath, ref §1.12): it asks the policies which
+// SidecarSets match a pod being created and answers the mutation core's patch. The zero value
+// denies every pod (no snapshots); set Snapshots.
+type PodInjector struct {
+	// Snapshots serves the policy state; *engine.Engine satisfies it.
+	Snapshots Snapshots
+	// Injector renders the injection. Nil uses the wall clock and math/rand/v2, which are safe for
+	// concurrent requests.
+	Injector *mutation.Injector
+	// Metrics, when not nil, records the admission latency and the decision result.
+	Metrics *Metrics
+	// DecisionLog receives one line per pod decision (namespace, pod name or generateName, matched
+	// and injected SidecarSets, gates' reasons, bundle revision, duration). The zero Logger, or any
+	// disabled one, turns it off at the cost of one check.
+	DecisionLog logr.Logger
+}
+
+var defaultInjector = &mutation.Injector{Now: time.Now, Rand: rand.Float64}
+
+var podResource = metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
+
+// podDecision is what one admission did, for the metrics and the decision log.
+type podDecision struct {
+	namespace, pod string
+	result         string
+	revision       string
+	matched        []string
+	injected       []string
+	denied         []string
+	err            error
+}
+
+// Handle implements admission.Handler.
+func (p *PodInjector) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := time.Now()
+	defer p.Metrics.observe(PodPath, start)
+
+	// Ref §1.12 step 1: only the creation of a pod itself is injected. OpenKruise's UPDATE branch
+	// re-injects nothing with the open-source control, so UPDATE is let through like anything else.
+	if req.SubResource != "" || req.Operation != admissionv1.Create ||
+		req.Resource.Group != podResource.Group || req.Resource.Resource != podResource.Resource {
+		return admission.Allowed("")
+	}
+	pod := &corev1.Pod{}
+	if err := decodeObject(req.Object, "pod", pod); err != nil {
+		d := podDecision{namespace: req.Namespace, pod: req.Name, result: ResultError, err: err}
+		return p.finish(req, d, start, admission.Errored(http.StatusBadRequest, err))
+	}
+	if pod.Namespace == "" {
+		pod.Namespace = req.Namespace
+	}
+	if pod.Namespace == "" {
+		// OpenKruise looks a namespace-less pod's SidecarSets up under "default" (ref §1.12 step 2).
+		pod.Namespace = metav1.NamespaceDefault
+	}
+	// A pod that will never run its containers gains nothing from sidecars (ref §1.12 step 1);
+	// deciding for it would only cost an evaluation and count a decision that injects nothing.
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || pod.DeletionTimestamp != nil {
+		return admission.Allowed("")
+	}
+	resp, d := p.admit(ctx, req, pod)
+	return p.finish(req, d, start, resp)
+}
+
+// admit decides and injects with one snapshot.
+func (p *PodInjector) admit(ctx context.Context, req admission.Request, pod *corev1.Pod) (admission.Response, podDecision) {
+	d := podDecision{namespace: pod.Namespace, pod: podName(pod), result: ResultError}
+	snap := current(p.Snapshots)
+	if snap == nil {
+		d.err = errNotLoaded
+		return admission.Errored(http.StatusServiceUnavailable, errNotLoaded), d
+	}
+	d.revision = snap.Revision()
+	// The decision reads the request's own bytes: re-marshalling the decoded pod would cost as much
+	// as the decision and could only lose what the policies might read.
+	dec, err := snap.Decide(ctx, pod.Namespace, req.Object.Raw)
+	if err != nil {
+		d.err = err
+		return admission.Errored(http.StatusInternalServerError, err), d
+	}
+	d.matched = dec.MatchedNames()
+	d.denied = dec.Denied
+	if len(dec.Denied) > 0 {
+		d.result = ResultGated
+		msg := "no sidecars injected: denied by policy: " + strings.Join(dec.Denied, "; ")
+		warnings := make([]string, len(dec.Denied))
+		for i, r := range dec.Denied {
+			warnings[i] = "sidecarops: no sidecars injected: " + r
+		}
+		return admission.Allowed(msg).WithWarnings(warnings...), d
+	}
+	if len(dec.Matched) == 0 {
+		d.result = ResultNotMatched
+		return admission.Allowed(""), d
+	}
+	inj := p.Injector
+	if inj == nil {
+		inj = defaultInjector
+	}
+	res, err := inj.Inject(mutation.Input{Pod: pod, SidecarSets: dec.Matched, Revisions: snap.Revisions()})
+	if err != nil {
+		d.err = err
+		return admission.Denied(fmt.Sprintf("sidecar injection failed: %v", err)), d
+	}
+	d.result = ResultInjected
+	d.injected = res.Injected
+	if len(res.Patch) == 0 {
+		return admission.Allowed(""), d
+	}
+	return admission.Patched("", res.Patch...), d
+}
+
+// finish records the decision and returns resp.
+func (p *PodInjector) finish(req admission.Request, d podDecision, start time.Time, resp admission.Response) admission.Response {
+	p.Metrics.decision(d.result)
+	if log := p.DecisionLog; log.Enabled() {
+		kv := []any{
+			"namespace", d.namespace, "pod", d.pod, "uid", req.UID, "result", d.result,
+			"matched", d.matched, "injected", d.injected, "denied", d.denied,
+			"revision", d.revision, "duration", time.Since(start),
+		}
+		if d.err != nil {
+			log.Error(d.err, "pod admission", kv...)
+		} else {
+			log.Info("pod admission", kv...)
+		}
+	}
+	return resp
+}
+
+// podName names the pod as far as it is named at creation: its generateName until the API server
+// has generated the name.
+func podName(pod *corev1.Pod) string {
+	if pod.Name != "" {
+		return pod.Name
+	}
+	return pod.GenerateName
+}

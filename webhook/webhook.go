@@ -1,0 +1,119 @@
+package webhook
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	kjson "sigs.k8s.io/json"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/engine"
+)
+
+// Paths the handlers are served at; the webhook configurations must name the same.
+const (
+	PodPath                = "/mutate-pod"
+	SidecarSetDefaultPath  = "/mutate-apps-kruise-io-v1alpha1-sidecarset"
+	SidecarSetValidatePath = "/validate-apps-kruise-io-v1alpha1-sidecarset"
+)
+
+// Snapshots serves the policy state in force; *engine.Engine satisfies it. Current returns nil until
+// the first snapshot is loaded.
+type Snapshots interface {
+	Current() *engine.Snapshot
+}
+
+// errNotLoaded is answered, with 503, while no snapshot has been loaded.
+var errNotLoaded = errors.New("policies not loaded yet")
+
+// current is the one snapshot a request works with; nil when there is none (or no source at all,
+// so that a handler built without Snapshots denies instead of panicking).
+func current(s Snapshots) *engine.Snapshot {
+	if s == nil {
+		return nil
+	}
+	return s.Current()
+}
+
+// Handlers are the three admission handlers. A nil one is not mounted by Register.
+type Handlers struct {
+	PodInjector *PodInjector
+	Defaulter   *SidecarSetDefaulter
+	Validator   *SidecarSetValidator
+}
+
+// NewHandlers wires the three handlers to one snapshot source and one set of metrics (nil: none).
+// decisionLog receives one line per pod decision; the zero Logger turns it off. Pod injection uses
+// the wall clock and math/rand/v2.
+func NewHandlers(snapshots Snapshots, m *Metrics, decisionLog logr.Logger) Handlers {
+	return Handlers{
+		PodInjector: &PodInjector{Snapshots: snapshots, Metrics: m, DecisionLog: decisionLog},
+		Defaulter:   &SidecarSetDefaulter{Metrics: m},
+		Validator:   &SidecarSetValidator{Snapshots: snapshots, Metrics: m},
+	}
+}
+
+// Register mounts the handlers at their paths, each wrapped in controller-runtime's
+// admission.Webhook (AdmissionReview decoding and encoding, v1 and v1beta1, panic recovery).
+func Register(server crwebhook.Server, h Handlers) {
+	if h.PodInjector != nil {
+		server.Register(PodPath, &admission.Webhook{Handler: h.PodInjector})
+	}
+	if h.Defaulter != nil {
+		server.Register(SidecarSetDefaultPath, &admission.Webhook{Handler: h.Defaulter})
+	}
+	if h.Validator != nil {
+		server.Register(SidecarSetValidatePath, &admission.Webhook{Handler: h.Validator})
+	}
+}
+
+// decodeObject decodes one object of the request. The API server sends JSON it serialised itself;
+// the case-sensitive decoder reads it as the API server's own decoder would, so a field spelled with
+// other capitals is not mistaken for a real one.
+func decodeObject(raw runtime.RawExtension, what string, into any) error {
+	if len(raw.Raw) == 0 {
+		return fmt.Errorf("the request has no %s", what)
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw.Raw, into); err != nil {
+		return fmt.Errorf("decoding the %s: %w", what, err)
+	}
+	return nil
+}
+
+// sidecarSetKind is the only kind and version the SidecarSet handlers serve: the CRD serves
+// v1alpha1 alone (config/crd).
+var sidecarSetKind = v1alpha1.GroupVersion.WithKind("SidecarSet")
+
+// checkSidecarSetKind refuses a request for anything but a v1alpha1 SidecarSet, which could not be
+// decoded faithfully: fields of another version would be dropped by the patch or go unvalidated.
+func checkSidecarSetKind(req admission.Request) *admission.Response {
+	k := req.Kind
+	if k.Group != sidecarSetKind.Group || k.Kind != sidecarSetKind.Kind {
+		return errored(http.StatusBadRequest, fmt.Errorf("unsupported kind %q in group %q: this webhook serves %s",
+			k.Kind, k.Group, sidecarSetKind))
+	}
+	if k.Version != sidecarSetKind.Version {
+		return errored(http.StatusBadRequest, fmt.Errorf("unsupported version %q of %s: this webhook serves %s",
+			k.Version, sidecarSetKind.GroupKind(), sidecarSetKind.Version))
+	}
+	return nil
+}
+
+// skipSidecarSet tells which requests the SidecarSet handlers let through untouched: subresources
+// (status updates by the controller must never be blocked by spec rules) and operations other than
+// CREATE and UPDATE (DELETE, ref §1.8).
+func skipSidecarSet(req admission.Request) bool {
+	return req.SubResource != "" ||
+		(req.Operation != admissionv1.Create && req.Operation != admissionv1.Update)
+}
+
+func errored(code int32, err error) *admission.Response {
+	r := admission.Errored(code, err)
+	return &r
+}
