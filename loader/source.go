@@ -1,0 +1,207 @@
+package loader
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/bundle"
+	"github.com/open-policy-agent/opa/v1/keys"
+
+	"github.com/sidecarops/sidecarops/bundles"
+)
+
+// Verification is the set of public keys every administrators' bundle must be signed with, in the
+// two forms the loader needs: bundles' (the authoritative check: unsigned, tampered or wrongly scoped
+// bundles are refused) and OPA's, which OPA's downloader needs merely to parse a signed bundle
+// (without it the downloader refuses every signed bundle with "verification key not provided").
+// bundles.Verification keeps its OPA form unexported, hence this pair.
+type Verification struct {
+	bundles *bundles.Verification
+	opa     *bundle.VerificationConfig
+}
+
+// NewVerification builds a Verification from PEM public keys by key id, like bundles.NewVerification
+// (alg defaults to RS256; scope, when set, must equal the signature's scope claim).
+func NewVerification(publicKeys map[string]string, alg, scope string) (*Verification, error) {
+	v, err := bundles.NewVerification(publicKeys, alg, scope)
+	if err != nil {
+		return nil, err
+	}
+	if alg == "" {
+		alg = "RS256"
+	}
+	cfgs := make(map[string]*keys.Config, len(publicKeys))
+	for id, pem := range publicKeys {
+		cfgs[id] = &keys.Config{Key: pem, Algorithm: alg, Scope: scope}
+	}
+	return &Verification{bundles: v, opa: bundle.NewVerificationConfig(cfgs, "", scope, nil)}, nil
+}
+
+// LoadVerificationKeys reads PEM public key files with the key ids of bundles.LoadVerificationKeys
+// (file name without extension; a single key also answers to bundles.DefaultKeyID), so the manager
+// takes the same --verification-key flags as sidecarctl.
+func LoadVerificationKeys(paths []string, alg, scope string) (*Verification, error) {
+	pems := make(map[string]string, len(paths))
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading verification key: %w", p, err)
+		}
+		pems[strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))] = string(raw)
+	}
+	if len(paths) == 1 {
+		for _, pem := range pems {
+			pems[bundles.DefaultKeyID] = pem
+		}
+	}
+	return NewVerification(pems, alg, scope)
+}
+
+// Bundles is the bundles form, for reading bundles elsewhere with the same keys.
+func (v *Verification) Bundles() *bundles.Verification {
+	if v == nil {
+		return nil
+	}
+	return v.bundles
+}
+
+func (v *Verification) opaConfig() *bundle.VerificationConfig {
+	if v == nil {
+		return nil
+	}
+	return v.opa
+}
+
+// persister keeps a source's last good bundle bytes under <dir>/<source>/bundle.tar.gz (and the
+// HTTP ETag beside it), like OPA's bundles[_].persist, so that a restart while the source is
+// unreachable still starts with the administrator's bundle. An empty dir disables it.
+type persister struct {
+	dir string
+}
+
+const (
+	persistedBundle = "bundle.tar.gz"
+	persistedETag   = "etag"
+)
+
+func (p persister) enabled() bool { return p.dir != "" }
+
+// save writes atomically (temporary file, then rename): a crash mid-write must not leave a torn
+// bundle that would then be refused at the next start.
+func (p persister) save(raw []byte, etag string) error {
+	if !p.enabled() {
+		return nil
+	}
+	if err := os.MkdirAll(p.dir, 0o700); err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(p.dir, persistedBundle), raw); err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(p.dir, persistedETag), []byte(etag))
+}
+
+func (p persister) load() (raw []byte, etag string, err error) {
+	raw, err = os.ReadFile(filepath.Join(p.dir, persistedBundle))
+	if err != nil {
+		return nil, "", err
+	}
+	e, err := os.ReadFile(filepath.Join(p.dir, persistedETag))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, "", err
+	}
+	return raw, string(e), nil
+}
+
+func (p persister) path() string { return filepath.Join(p.dir, persistedBundle) }
+
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // no-op after the rename
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// readPersisted restores a source's persisted bundle, verified again: keys may have changed since
+// it was saved, and the disk is not trusted more than the network.
+func readPersisted(p persister, name string, v *Verification) (*bundle.Bundle, []byte, string, error) {
+	if !p.enabled() {
+		return nil, nil, "", errors.New("no persistence directory configured")
+	}
+	raw, etag, err := p.load()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	b, err := bundles.ReadBytes(p.path(), raw, v.Bundles())
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return b, raw, etag, nil
+}
+
+// tarDirectory archives exactly the files OPA's directory loader reads from dir (the loader
+// bundles.Read uses), with their bundle paths, so that reading the archive is reading the directory:
+// the signature covers the same file names and the persisted copy is what was verified.
+func tarDirectory(dir string) ([]byte, error) {
+	loader := bundle.NewDirectoryLoader(dir)
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for {
+		d, err := loader.NextFile()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		var content bytes.Buffer
+		_, err = d.Read(&content, bundle.DefaultSizeLimitBytes+1)
+		d.Close()
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: %w", d.Path(), err)
+		}
+		hdr := &tar.Header{
+			Name:     strings.TrimPrefix(filepath.ToSlash(d.Path()), "/"),
+			Mode:     0o644,
+			Size:     int64(content.Len()),
+			Typeflag: tar.TypeReg,
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(content.Bytes()); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := gz.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func digest(raw []byte) [sha256.Size]byte { return sha256.Sum256(raw) }

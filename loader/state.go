@@ -1,0 +1,723 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/open-policy-agent/opa/v1/bundle"
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/bundles"
+	"github.com/sidecarops/sidecarops/defaults"
+	"github.com/sidecarops/sidecarops/engine"
+	"github.com/sidecarops/sidecarops/manifest"
+)
+
+// ConfigMapSource is the source name of the whitelist converted from OpenKruise's kruise-configuration
+// ConfigMap, in metrics, logs and Events.
+const ConfigMapSource = v1alpha1.KruiseConfigurationName
+
+// whitelistRoot is the data root of administrators' whitelists (docs/design.md, data.whitelist).
+const whitelistRoot = "whitelist"
+
+const (
+	defaultDebounce = 200 * time.Millisecond
+	defaultCompileMaxDelay = 2 * time.Second
+)
+
+// Options configure a State. The zero value is usable.
+type Options struct {
+	// Debounce is the quiet period after a change before recompiling (default 200ms): a rollout that
+	// touches many objects compiles once, not once per object.
+	Debounce time.Duration
+	// MaxDelay bounds how long a stream of changes may postpone a compile (default 2s).
+	MaxDelay time.Duration
+	// DefaultsAllowed is the feature gate SidecarSetPatchPodMetadataDefaultsAllowed, carried into the
+	// whitelist converted from the kruise-configuration ConfigMap.
+	DefaultsAllowed bool
+	// Logger; the zero value means controller-runtime's logger named "policy-loader".
+	Logger logr.Logger
+	// Registerer receives the metrics (default controller-runtime's metrics.Registry).
+	Registerer prometheus.Registerer
+	// Events, when set together with EventObject, records activation successes and failures as
+	// Kubernetes Events regarding EventObject. SetupWithManager fills both in when unset.
+	Events      events.EventRecorder
+	EventObject runtime.Object
+	// Clock drives debouncing; tests inject a fake one.
+	Clock clock.Clock
+}
+
+// State holds everything a policy snapshot is compiled from: SidecarSets, Namespaces and
+// ControllerRevisions by name, the kruise-configuration whitelist, and the administrators' bundles by
+// source. Every Set/Delete that changes what the bundle reads marks the state dirty; Start compiles
+// dirty state (debounced) and swaps the engine's snapshot. State is safe for concurrent use.
+type State struct {
+	eng     *engine.Engine
+	opts    Options
+	log     logr.Logger
+	clock   clock.Clock
+	metrics *metrics
+	// wake carries "something changed" to the compile loop; one pending signal is enough because
+	// the loop reads the whole state when it compiles.
+	wake chan struct{}
+
+	mu sync.Mutex
+	// gen counts changes; the loop compiles when it differs from the generation last attempted.
+	gen           uint64
+	attemptedGen  uint64
+	attempted     bool
+	clusterSynced bool
+	sidecarSets   map[string]*v1alpha1.SidecarSet
+	namespaces    map[string]*corev1.Namespace
+	revisions     map[string]*appsv1.ControllerRevision
+	whitelistCM   *string // the ConfigMap's whitelist value last converted; nil: key or ConfigMap absent
+	sources       map[string]*source
+	order         []string // registration order: admin bundles load in a stable order
+	ready         bool
+	lastErr       error
+	events        events.EventRecorder
+	eventObject   runtime.Object
+}
+
+// source is one supplier of an administrators' bundle.
+type source struct {
+	name string
+	// reported: the source has offered a bundle at least once. Until every registered source has,
+	// no snapshot is compiled, so a webhook never serves without an administrator's gates.
+	reported bool
+	offered  *bundle.Bundle // the latest verified bundle
+	active   *bundle.Bundle // the bundle in the snapshot in force
+	rejected *bundle.Bundle // an offered bundle that did not compile; not retried until a source offers anew
+}
+
+// NewState returns a State feeding eng. Nothing is compiled before Start runs and SetClusterSynced
+// has been called.
+func NewState(eng *engine.Engine, opts Options) (*State, error) {
+	if eng == nil {
+		return nil, errors.New("loader: nil engine")
+	}
+	if opts.Debounce <= 0 {
+		opts.Debounce = defaultDebounce
+	}
+	if opts.MaxDelay <= 0 {
+		opts.MaxDelay = defaultCompileMaxDelay
+	}
+	if opts.MaxDelay < opts.Debounce {
+		opts.MaxDelay = opts.Debounce
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Registerer == nil {
+		opts.Registerer = ctrlmetrics.Registry
+	}
+	log := opts.Logger
+	if log.GetSink() == nil {
+		log = ctrllog.Log.WithName("policy-loader")
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &State{
+		eng:         eng,
+		opts:        opts,
+		log:         log,
+		clock:       opts.Clock,
+		metrics:     m,
+		wake:        make(chan struct{}, 1),
+		sidecarSets: map[string]*v1alpha1.SidecarSet{},
+		namespaces:  map[string]*corev1.Namespace{},
+		revisions:   map[string]*appsv1.ControllerRevision{},
+		sources:     map[string]*source{},
+		events:      opts.Events,
+		eventObject: opts.EventObject,
+	}
+	// Without a ConfigMap the whitelist is "not found" (plus the feature gate), exactly as when the
+	// ConfigMap exists without the key; the informer replaces it if the ConfigMap exists.
+	doc, err := manifest.Whitelist(nil, opts.DefaultsAllowed)
+	if err != nil {
+		return nil, err
+	}
+	s.sources[ConfigMapSource] = &source{name: ConfigMapSource, reported: true, offered: dataBundle(whitelistRoot, configMapRevision(nil), doc)}
+	return s, nil
+}
+
+// NeedLeaderElection is false: every replica serves webhooks and needs its own snapshot.
+func (s *State) NeedLeaderElection() bool { return false }
+
+// changed bumps the generation and wakes the loop. Callers hold s.mu.
+func (s *State) changedLocked() {
+	s.gen++
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// SetSidecarSet stores a defaulted, hashed copy of ss. Objects read from the API server were
+// defaulted by the defaulting webhook, but not those created before it existed; defaulting a copy
+// keeps the hashes right either way. An update that changes nothing the policies or the injection
+// read (status counters, resourceVersion, managed fields) does not recompile.
+func (s *State) SetSidecarSet(ss *v1alpha1.SidecarSet) error {
+	if ss == nil {
+		return errors.New("loader: nil SidecarSet")
+	}
+	c := ss.DeepCopy()
+	c.ManagedFields = nil
+	if err := defaults.SidecarSetAndHash(c); err != nil {
+		return fmt.Errorf("SidecarSet/%s: %w", ss.Name, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.sidecarSets[c.Name]; ok && sameSidecarSet(old, c) {
+		return nil
+	}
+	s.sidecarSets[c.Name] = c
+	s.changedLocked()
+	return nil
+}
+
+// sameSidecarSet compares what bundles.Compile and the mutation read: labels, annotations (canary,
+// base, hashes), the spec, and status.latestRevision (written into injected pods).
+func sameSidecarSet(a, b *v1alpha1.SidecarSet) bool {
+	return apiequality.Semantic.DeepEqual(a.Labels, b.Labels) &&
+		apiequality.Semantic.DeepEqual(a.Annotations, b.Annotations) &&
+		apiequality.Semantic.DeepEqual(a.Spec, b.Spec) &&
+		a.Status.LatestRevision == b.Status.LatestRevision
+}
+
+// DeleteSidecarSet removes a SidecarSet by name.
+func (s *State) DeleteSidecarSet(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.sidecarSets[name]; ok {
+		delete(s.sidecarSets, name)
+		s.changedLocked()
+	}
+}
+
+// SetNamespace stores a Namespace's labels, the only part namespaceSelector reads.
+func (s *State) SetNamespace(ns *corev1.Namespace) {
+	if ns == nil {
+		return
+	}
+	slim := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name, Labels: maps.Clone(ns.Labels)}}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.namespaces[ns.Name]; ok && maps.Equal(old.Labels, slim.Labels) {
+		return
+	}
+	s.namespaces[ns.Name] = slim
+	s.changedLocked()
+}
+
+// DeleteNamespace removes a Namespace by name.
+func (s *State) DeleteNamespace(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.namespaces[name]; ok {
+		delete(s.namespaces, name)
+		s.changedLocked()
+	}
+}
+
+// SetRevision stores a copy of a SidecarSet's ControllerRevision.
+func (s *State) SetRevision(cr *appsv1.ControllerRevision) {
+	if cr == nil {
+		return
+	}
+	c := cr.DeepCopy()
+	c.ManagedFields = nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.revisions[c.Name]; ok && maps.Equal(old.Labels, c.Labels) && old.Revision == c.Revision &&
+		apiequality.Semantic.DeepEqual(old.Data, c.Data) {
+		return
+	}
+	s.revisions[c.Name] = c
+	s.changedLocked()
+}
+
+// DeleteRevision removes a ControllerRevision by name.
+func (s *State) DeleteRevision(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.revisions[name]; ok {
+		delete(s.revisions, name)
+		s.changedLocked()
+	}
+}
+
+// SetConfigMap converts OpenKruise's kruise-configuration ConfigMap (nil: absent) into the whitelist
+// data document with manifest.Whitelist. It is used only while no administrators' bundle provides the
+// whitelist root. A value that does not convert is refused and the previous whitelist keeps serving.
+func (s *State) SetConfigMap(cm *corev1.ConfigMap) {
+	var value *string
+	if cm != nil {
+		if v, ok := cm.Data[v1alpha1.PatchPodMetadataWhiteListKey]; ok {
+			value = &v
+		}
+	}
+	err := func() error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if (value == nil && s.whitelistCM == nil) || (value != nil && s.whitelistCM != nil && *value == *s.whitelistCM) {
+			return nil // another key changed: nothing the policies read
+		}
+		s.whitelistCM = value
+		doc, err := manifest.Whitelist(cm, s.opts.DefaultsAllowed)
+		if err != nil {
+			return err
+		}
+		s.sources[ConfigMapSource].offered = dataBundle(whitelistRoot, configMapRevision(cm), doc)
+		s.changedLocked()
+		return nil
+	}()
+	if err != nil {
+		s.refuse(ConfigMapSource, err)
+	}
+}
+
+// configMapRevision names the converted whitelist after the ConfigMap version it came from.
+func configMapRevision(cm *corev1.ConfigMap) string {
+	if cm == nil {
+		return "configmap-absent"
+	}
+	return "configmap-" + cm.ResourceVersion
+}
+
+var sourceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// RegisterSource declares an administrators' bundle source. No snapshot is compiled until every
+// registered source has offered a bundle (fetched, read from disk or restored from its persisted
+// copy): serving without an administrator's gates would inject pods the gates exclude. The name is
+// a metrics label and a directory name under the persistence directory.
+func (s *State) RegisterSource(name string) error {
+	if !sourceName.MatchString(name) || strings.Contains(name, "..") {
+		return fmt.Errorf("loader: invalid source name %q (letters, digits, '.', '_', '-'; at most 63)", name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.sources[name]; dup {
+		return fmt.Errorf("loader: source %q is registered twice", name)
+	}
+	s.sources[name] = &source{name: name}
+	s.order = append(s.order, name)
+	s.metrics.activations.WithLabelValues(name, resultSuccess)
+	s.metrics.activations.WithLabelValues(name, resultFailure)
+	return nil
+}
+
+// SetBundle offers b, already verified, as the bundle of a registered source. It replaces the
+// source's previous bundle once a snapshot including it compiles; if it does not compile, the
+// previous one keeps serving.
+func (s *State) SetBundle(sourceName string, b *bundle.Bundle) error {
+	if b == nil {
+		return fmt.Errorf("loader: source %q offered no bundle", sourceName)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	src, ok := s.sources[sourceName]
+	if !ok || sourceName == ConfigMapSource {
+		return fmt.Errorf("loader: unknown bundle source %q", sourceName)
+	}
+	src.offered = b
+	src.reported = true
+	// A bundle that failed may have failed because of another source's bundle (overlapping roots);
+	// any new offer gives every rejected bundle another chance.
+	for _, o := range s.sources {
+		o.rejected = nil
+	}
+	s.changedLocked()
+	return nil
+}
+
+// SetClusterSynced tells the State that the informers have delivered every existing object. Until
+// then a snapshot would miss SidecarSets and inject too little.
+func (s *State) SetClusterSynced() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.clusterSynced {
+		s.clusterSynced = true
+		s.changedLocked()
+	}
+}
+
+// Ready returns nil once a snapshot compiled by this State is serving, else why not.
+func (s *State) Ready() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ready {
+		return nil
+	}
+	var why []string
+	if !s.clusterSynced {
+		why = append(why, "waiting for informers to sync")
+	}
+	if p := s.pendingLocked(); len(p) > 0 {
+		why = append(why, "waiting for bundle sources "+strings.Join(p, ", "))
+	}
+	if s.lastErr != nil {
+		why = append(why, "last compile failed: "+s.lastErr.Error())
+	}
+	if len(why) == 0 {
+		why = append(why, "first compile pending")
+	}
+	return errors.New("policy snapshot not ready: " + strings.Join(why, "; "))
+}
+
+// Check is Ready as a healthz.Checker, for the manager's readyz endpoint.
+func (s *State) Check(*http.Request) error { return s.Ready() }
+
+func (s *State) pendingLocked() []string {
+	var p []string
+	for _, name := range s.order {
+		if !s.sources[name].reported {
+			p = append(p, name)
+		}
+	}
+	return p
+}
+
+// Start runs the compile loop until ctx ends: wait for a change, let changes settle for the
+// debounce period (at most MaxDelay), compile, swap. It never returns an error: a failed compile keeps
+// the previous snapshot and is retried on the next change.
+func (s *State) Start(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.wake:
+		}
+		s.mu.Lock()
+		due := s.gen != s.attemptedGen || !s.attempted
+		first := !s.attempted
+		s.mu.Unlock()
+		if !due {
+			continue // a signal for changes an earlier compile already read
+		}
+		// The first compile runs at once: it waits for the informers' initial lists, which arrive
+		// before SetClusterSynced, so there is nothing left to coalesce and readiness comes sooner.
+		if !first && !s.settle(ctx) {
+			return nil
+		}
+		s.compile(ctx)
+	}
+}
+
+// settle waits until no change arrived for Debounce, or MaxDelay passed; false when ctx ended.
+func (s *State) settle(ctx context.Context) bool {
+	deadline := s.clock.Now().Add(s.opts.MaxDelay)
+	for {
+		wait := min(s.opts.Debounce, deadline.Sub(s.clock.Now()))
+		if wait <= 0 {
+			return true
+		}
+		t := s.clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-s.wake:
+			t.Stop() // another change: the quiet period starts again
+		case <-t.C():
+			return true
+		}
+	}
+}
+
+// plan is one compile attempt's inputs, read under the lock.
+type plan struct {
+	state    bundles.State
+	admin    []*sourceBundle // candidates: each source's offered bundle unless it was rejected
+	fallback []*sourceBundle // the same with the active bundle for every source whose bundle is new; nil if impossible
+}
+
+type sourceBundle struct {
+	source string
+	bundle *bundle.Bundle
+}
+
+func (s *State) compile(ctx context.Context) {
+	s.mu.Lock()
+	s.attemptedGen = s.gen
+	if !s.clusterSynced || len(s.pendingLocked()) > 0 {
+		s.mu.Unlock()
+		return // SetClusterSynced and SetBundle wake the loop again
+	}
+	s.attempted = true
+	p := s.planLocked()
+	s.mu.Unlock()
+
+	start := s.clock.Now()
+	snap, err := s.build(ctx, p.state, p.admin)
+	var rejected []string
+	if err != nil && p.fallback != nil {
+		// Administrators' new bundles took part: keep the cluster's changes flowing with their
+		// previous bundles, and refuse the new ones.
+		firstErr := err
+		if snap, err = s.build(ctx, p.state, p.fallback); err == nil {
+			rejected = s.newSources(p.admin)
+			for _, name := range rejected {
+				s.refuse(name, fmt.Errorf("policy compile failed with this bundle (with the new bundles of %s): %w", strings.Join(rejected, ", "), firstErr))
+			}
+			p.admin = p.fallback
+		} else {
+			err = firstErr
+		}
+	}
+	elapsed := s.clock.Since(start)
+	if err != nil {
+		s.metrics.compileDuration.WithLabelValues(resultFailure).Observe(elapsed.Seconds())
+		s.metrics.compiles.WithLabelValues(resultFailure).Inc()
+		s.log.Error(err, "policy compile failed; the previous snapshot keeps serving", "duration", elapsed)
+		s.event(corev1.EventTypeWarning, "PolicyCompileFailed", "Compile", "policy compile failed, previous snapshot keeps serving: %v", err)
+		s.mu.Lock()
+		s.lastErr = err
+		s.mu.Unlock()
+		return
+	}
+	s.metrics.compileDuration.WithLabelValues(resultSuccess).Observe(elapsed.Seconds())
+	s.metrics.compiles.WithLabelValues(resultSuccess).Inc()
+	s.metrics.lastSuccess.Set(float64(s.clock.Now().Unix()))
+	if snap != nil {
+		s.eng.Swap(snap)
+		s.metrics.snapshotInfo.Reset()
+		s.metrics.snapshotInfo.WithLabelValues(snap.Revision()).Set(1)
+		s.log.Info("policy snapshot swapped", "revision", snap.Revision(), "adminRevisions", snap.AdminRevisions(),
+			"sidecarSets", len(p.state.SidecarSets), "duration", elapsed)
+	}
+	s.activate(p.admin, rejected)
+}
+
+// planLocked reads the state for one compile, SidecarSets in name order so that identical state gives
+// an identical bundle revision on every replica.
+func (s *State) planLocked() plan {
+	var p plan
+	for _, name := range slices.Sorted(maps.Keys(s.sidecarSets)) {
+		p.state.SidecarSets = append(p.state.SidecarSets, s.sidecarSets[name])
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.namespaces)) {
+		p.state.Namespaces = append(p.state.Namespaces, s.namespaces[name])
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.revisions)) {
+		p.state.Revisions = append(p.state.Revisions, s.revisions[name])
+	}
+	candidate := func(src *source) *bundle.Bundle {
+		if src.offered == src.rejected {
+			return src.active
+		}
+		return src.offered
+	}
+	p.admin = s.adminLocked(candidate)
+	fallbackPossible, anyNew := true, false
+	for _, name := range s.order {
+		src := s.sources[name]
+		if c := candidate(src); c != src.active {
+			anyNew = true
+			// A source whose first bundle fails has no previous one; serving without it would drop
+			// the administrator's gates, so the whole compile fails instead.
+			fallbackPossible = fallbackPossible && src.active != nil
+		}
+	}
+	if anyNew && fallbackPossible {
+		p.fallback = s.adminLocked(func(src *source) *bundle.Bundle {
+			if src.name == ConfigMapSource {
+				return src.offered // data converted from the ConfigMap cannot break a compile
+			}
+			return src.active
+		})
+	}
+	return p
+}
+
+// adminLocked lists each source's bundle chosen by pick, in registration order; the ConfigMap's
+// whitelist comes last and only when no bundle provides the whitelist root.
+func (s *State) adminLocked(pick func(*source) *bundle.Bundle) []*sourceBundle {
+	var out []*sourceBundle
+	for _, name := range s.order {
+		if b := pick(s.sources[name]); b != nil {
+			out = append(out, &sourceBundle{name, b})
+		}
+	}
+	if !hasRoot(out, whitelistRoot) {
+		if b := pick(s.sources[ConfigMapSource]); b != nil {
+			out = append(out, &sourceBundle{ConfigMapSource, b})
+		}
+	}
+	return out
+}
+
+// build compiles a snapshot. It returns a nil snapshot and no error when the result would equal the
+// snapshot in force (same compiled revision, same administrators' bundles): the engine's compile is
+// the expensive half and is skipped.
+func (s *State) build(ctx context.Context, st bundles.State, admin []*sourceBundle) (*engine.Snapshot, error) {
+	core, err := bundles.Compile(st)
+	if err != nil {
+		return nil, err
+	}
+	if cur := s.eng.Current(); cur != nil && cur.Revision() == core.Manifest.Revision && s.unchangedAdmin(admin) {
+		return nil, nil
+	}
+	bs := make([]*bundle.Bundle, len(admin))
+	for i, a := range admin {
+		bs[i] = a.bundle
+	}
+	return engine.Prepare(ctx, engine.Inputs{Core: core, SidecarSets: st.SidecarSets, Revisions: st.Revisions, Admin: bs})
+}
+
+func (s *State) unchangedAdmin(admin []*sourceBundle) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ready {
+		return false
+	}
+	n := 0
+	for _, src := range s.sources {
+		if src.active != nil {
+			n++
+		}
+	}
+	if n != len(admin) {
+		return false
+	}
+	for _, a := range admin {
+		if s.sources[a.source].active != a.bundle {
+			return false
+		}
+	}
+	return true
+}
+
+// newSources names the sources (not the ConfigMap) whose bundle in admin is not the active one.
+func (s *State) newSources(admin []*sourceBundle) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, a := range admin {
+		if a.source != ConfigMapSource && s.sources[a.source].active != a.bundle {
+			out = append(out, a.source)
+		}
+	}
+	return out
+}
+
+// activate records that the bundles in admin serve now, marks the rejected ones, and reports every
+// source whose bundle changed.
+func (s *State) activate(admin []*sourceBundle, rejected []string) {
+	type activation struct{ source, revision string }
+	var done []activation
+	s.mu.Lock()
+	in := map[string]*bundle.Bundle{}
+	for _, a := range admin {
+		in[a.source] = a.bundle
+	}
+	for _, name := range rejected {
+		s.sources[name].rejected = s.sources[name].offered
+	}
+	s.metrics.bundleInfo.Reset()
+	for name, src := range s.sources {
+		b := in[name]
+		if b != nil {
+			s.metrics.bundleInfo.WithLabelValues(name, b.Manifest.Revision).Set(1)
+		}
+		if src.active != b && b != nil {
+			done = append(done, activation{name, b.Manifest.Revision})
+		}
+		src.active = b
+	}
+	s.ready = true
+	s.lastErr = nil
+	s.mu.Unlock()
+	slices.SortFunc(done, func(a, b activation) int { return strings.Compare(a.source, b.source) })
+	for _, a := range done {
+		s.metrics.activations.WithLabelValues(a.source, resultSuccess).Inc()
+		s.log.Info("bundle activated", "source", a.source, "revision", a.revision)
+		s.event(corev1.EventTypeNormal, "BundleActivated", "Activate", "bundle from source %s (revision %q) activated", a.source, a.revision)
+	}
+}
+
+// refuse reports a bundle that cannot serve (unverifiable, unreadable, not compiling); the source's
+// previous bundle keeps serving.
+func (s *State) refuse(sourceName string, err error) {
+	s.metrics.activations.WithLabelValues(sourceName, resultFailure).Inc()
+	s.log.Error(err, "bundle refused; the source's last good bundle keeps serving", "source", sourceName)
+	s.event(corev1.EventTypeWarning, "BundleActivationFailed", "Activate", "bundle from source %s refused, last good bundle keeps serving: %v", sourceName, err)
+}
+
+// sourceError reports that a source could not be read or reached; nothing was refused.
+func (s *State) sourceError(sourceName string, err error) {
+	s.metrics.sourceErrors.WithLabelValues(sourceName).Inc()
+	s.log.Error(err, "bundle source unavailable; its last good bundle keeps serving", "source", sourceName)
+}
+
+func (s *State) event(eventType, reason, action, note string, args ...any) {
+	s.mu.Lock()
+	rec, obj := s.events, s.eventObject
+	s.mu.Unlock()
+	if rec == nil || obj == nil {
+		return
+	}
+	// Event notes are limited to 1 kB by the API server; compile errors can be long.
+	msg := fmt.Sprintf(note, args...)
+	if len(msg) > 1000 {
+		msg = msg[:997] + "..."
+	}
+	rec.Eventf(obj, nil, eventType, reason, action, "%s", msg)
+}
+
+// setEvents installs an Event recorder and object unless Options set them.
+func (s *State) setEvents(rec events.EventRecorder, obj runtime.Object) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.events == nil {
+		s.events = rec
+	}
+	if s.eventObject == nil {
+		s.eventObject = obj
+	}
+}
+
+func hasRoot(bs []*sourceBundle, root string) bool {
+	for _, b := range bs {
+		if b.bundle.Manifest.Roots == nil {
+			continue
+		}
+		for _, r := range *b.bundle.Manifest.Roots {
+			if bundle.RootPathsOverlap(r, root) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// dataBundle wraps a data document as a bundle owning root, so the whitelist from OpenKruise's
+// ConfigMap reaches the policies exactly as an administrator's whitelist bundle would (the CLI does
+// the same in cmd/sidecarctl/workspace.go, which as package main cannot be shared).
+func dataBundle(root, revision string, doc map[string]any) *bundle.Bundle {
+	return &bundle.Bundle{
+		Manifest: bundle.Manifest{Revision: revision, Roots: &[]string{root}},
+		Data:     map[string]any{root: doc},
+	}
+}
