@@ -1,0 +1,69 @@
+// Command sidecarops-manager runs the sidecarops admission webhooks (pod injection, SidecarSet
+// defaulting and validation) and keeps their policy snapshot current. See package manager.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/sidecarops/sidecarops/manager"
+)
+
+// repeated is a repeatable string flag.
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, ",") }
+func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
+
+func main() {
+	o := manager.Options{
+		Namespace: os.Getenv("POD_NAMESPACE"),
+		PodName:   os.Getenv("POD_NAME"),
+		PodUID:    types.UID(os.Getenv("POD_UID")),
+	}
+	var bundles, bundleURLs, keys repeated
+	fs := flag.CommandLine
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "the manager's namespace (default $POD_NAMESPACE, else sidecarops-system)")
+	fs.StringVar(&o.WebhookHost, "webhook-host", "", "address the webhook server listens on (default all)")
+	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "port of the webhook server")
+	fs.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory of tls.crt and tls.key")
+	fs.StringVar(&o.CertMode, "cert-mode", manager.CertSelf, "self: generate and rotate certificates (cert-controller) and inject the CA into the webhook configurations; external: use the files in --cert-dir (cert-manager)")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Prometheus metrics address (0 disables)")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address (0 disables)")
+	fs.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader for controllers (webhooks serve on every replica)")
+	fs.Var(&bundles, "bundle", "administrators' bundle file (.tar.gz) or directory, watched for changes; repeatable")
+	fs.Var(&bundleURLs, "bundle-url", "OPA bundle service URL of an administrators' bundle, polled with ETag; repeatable")
+	fs.DurationVar(&o.BundlePollInterval, "bundle-poll-interval", 5*time.Second, "how often bundle files are checked (HTTP: between this and twice this)")
+	fs.Var(&keys, "verification-key", "PEM public key every administrators' bundle must be signed with; repeatable (key id: file name)")
+	fs.StringVar(&o.VerificationAlg, "verification-alg", "RS256", "signature algorithm of the verification keys")
+	fs.StringVar(&o.VerificationScope, "verification-scope", "", "required scope claim of bundle signatures")
+	fs.StringVar(&o.BundlePersistDir, "bundle-persist-dir", "", "directory keeping each bundle source's last good bundle across restarts")
+	fs.BoolVar(&o.DefaultsAllowed, "patch-metadata-defaults-allowed", false, "feature gate SidecarSetPatchPodMetadataDefaultsAllowed")
+	fs.DurationVar(&o.Debounce, "compile-debounce", 0, "quiet period after a change before recompiling the policies (0: 200ms)")
+	fs.BoolVar(&o.DecisionLog, "decision-log", true, "log one line per pod admission")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	flag.Parse()
+	o.Bundles, o.BundleURLs, o.VerificationKeys = bundles, bundleURLs, keys
+	if o.Namespace == "" {
+		o.Namespace = "sidecarops-system"
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+
+	mgr, err := manager.New(ctrl.GetConfigOrDie(), o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sidecarops-manager:", err)
+		os.Exit(1)
+	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		fmt.Fprintln(os.Stderr, "sidecarops-manager:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,277 @@
+package manager
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/engine"
+	"github.com/sidecarops/sidecarops/loader"
+	"github.com/sidecarops/sidecarops/webhook"
+)
+
+// Certificate modes.
+const (
+	// CertSelf: certificates are generated and rotated by the manager (cert-controller), stored in a
+	// Secret, and their CA injected into the webhook configurations.
+	CertSelf = "self"
+	// CertExternal: certificates are provided in CertDir (cert-manager, or envtest in tests).
+	CertExternal = "external"
+)
+
+// Names the installation manifests in config/ use.
+const (
+	WebhookConfigurationName = "sidecarops"
+	CertSecretName           = "sidecarops-webhook-cert"
+	ServiceName              = "sidecarops-webhook"
+	LeaderElectionID         = "sidecarops-manager.sidecarops.io"
+)
+
+// Options configure the manager; cmd/sidecarops-manager fills them from flags.
+type Options struct {
+	// Namespace is the manager's own namespace (ControllerRevisions, the kruise-configuration
+	// ConfigMap, the certificate Secret, the leader election lease). Required.
+	Namespace string
+	// PodName and PodUID name this replica's Pod for Events (downward API); optional.
+	PodName string
+	PodUID  types.UID
+
+	WebhookHost string
+	WebhookPort int
+	CertDir     string
+	CertMode    string // CertSelf or CertExternal
+
+	MetricsAddr string // "0" disables
+	ProbeAddr   string // "0" disables
+	// LeaderElection is for the controllers of later milestones; webhooks and the policy loader
+	// run on every replica regardless.
+	LeaderElection bool
+
+	// Bundles are administrators' bundle files or directories; BundleURLs are OPA bundle services,
+	// each the full URL of a bundle (e.g. https://bundles.example.com/gates.tar.gz).
+	Bundles    []string
+	BundleURLs []string
+	// BundlePollInterval is how often files are checked; HTTP services are polled between
+	// BundlePollInterval and twice it (OPA's jitter).
+	BundlePollInterval time.Duration
+	// VerificationKeys (PEM public key files) make every administrators' bundle require a valid
+	// signature; VerificationAlg defaults to RS256.
+	VerificationKeys  []string
+	VerificationAlg   string
+	VerificationScope string
+	// BundlePersistDir keeps each source's last good bundle so a restart serves it even when the
+	// source is unreachable.
+	BundlePersistDir string
+
+	// DefaultsAllowed is the SidecarSetPatchPodMetadataDefaultsAllowed feature gate.
+	DefaultsAllowed bool
+	// Debounce is the quiet period before recompiling after a change (0: the loader's default).
+	Debounce time.Duration
+	// DecisionLog writes one log line per pod admission.
+	DecisionLog bool
+}
+
+// Scheme holds the types the manager reads and serves.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// New assembles the manager. Nothing runs until the returned manager is started.
+func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
+	if o.Namespace == "" {
+		return nil, errors.New("manager: Options.Namespace is required")
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	byObject := loader.CacheByObject(o.Namespace)
+	// The certificate rotator reads only its own Secret.
+	byObject[&corev1.Secret{}] = cache.ByObject{Namespaces: map[string]cache.Config{o.Namespace: {}}}
+
+	server := crwebhook.NewServer(crwebhook.Options{
+		Host:    o.WebhookHost,
+		Port:    o.WebhookPort,
+		CertDir: o.CertDir,
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 }},
+	})
+	mgr, err := ctrl.NewManager(cfg, ctrlmanager.Options{
+		Scheme:                  scheme,
+		Cache:                   cache.Options{ByObject: byObject},
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElection,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: o.Namespace,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	var eng engine.Engine
+	st, err := loader.NewState(&eng, loader.Options{Debounce: o.Debounce, DefaultsAllowed: o.DefaultsAllowed})
+	if err != nil {
+		return nil, err
+	}
+	if err := loader.SetupWithManager(mgr, st, loader.ManagerOptions{Namespace: o.Namespace, PodName: o.PodName, PodUID: o.PodUID}); err != nil {
+		return nil, err
+	}
+	if err := addBundleSources(mgr, st, o); err != nil {
+		return nil, err
+	}
+
+	m, err := webhook.NewMetrics(metrics.Registry)
+	if err != nil {
+		return nil, err
+	}
+	decisionLog := logr.Discard()
+	if o.DecisionLog {
+		decisionLog = ctrl.Log.WithName("decision")
+	}
+	webhook.Register(server, webhook.NewHandlers(&eng, m, decisionLog))
+
+	if err := addWebhookServer(mgr, server, o); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// addWebhookServer starts the webhook server on every replica once its certificate exists, and
+// makes readiness wait for it.
+func addWebhookServer(mgr ctrlmanager.Manager, server crwebhook.Server, o Options) error {
+	if err := mgr.AddReadyzCheck("webhook", server.StartedChecker()); err != nil {
+		return err
+	}
+	switch o.CertMode {
+	case CertExternal, "":
+		return mgr.Add(server)
+	case CertSelf:
+	default:
+		return fmt.Errorf("manager: unknown certificate mode %q (want %s or %s)", o.CertMode, CertSelf, CertExternal)
+	}
+	certsReady := make(chan struct{})
+	err := rotator.AddRotator(mgr, &rotator.CertRotator{
+		SecretKey:      types.NamespacedName{Namespace: o.Namespace, Name: CertSecretName},
+		CertDir:        o.CertDir,
+		CAName:         "sidecarops-ca",
+		CAOrganization: "sidecarops",
+		DNSName:        fmt.Sprintf("%s.%s.svc", ServiceName, o.Namespace),
+		ExtraDNSNames:  []string{fmt.Sprintf("%s.%s.svc.cluster.local", ServiceName, o.Namespace)},
+		IsReady:        certsReady,
+		Webhooks: []rotator.WebhookInfo{
+			{Name: WebhookConfigurationName, Type: rotator.Mutating},
+			{Name: WebhookConfigurationName, Type: rotator.Validating},
+		},
+		// Every replica serves the webhooks, so every replica needs the certificate on disk.
+		RequireLeaderElection: false,
+	})
+	if err != nil {
+		return err
+	}
+	return mgr.Add(afterCerts{server: server, ready: certsReady})
+}
+
+// afterCerts starts the webhook server once the rotator has written its certificate: the server
+// loads the files when it starts.
+type afterCerts struct {
+	server crwebhook.Server
+	ready  <-chan struct{}
+}
+
+func (a afterCerts) NeedLeaderElection() bool { return false }
+
+func (a afterCerts) Start(ctx context.Context) error {
+	select {
+	case <-a.ready:
+		return a.server.Start(ctx)
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// addBundleSources registers every administrators' bundle source with the loader.
+func addBundleSources(mgr ctrlmanager.Manager, st *loader.State, o Options) error {
+	var v *loader.Verification
+	if len(o.VerificationKeys) > 0 {
+		var err error
+		if v, err = loader.LoadVerificationKeys(o.VerificationKeys, o.VerificationAlg, o.VerificationScope); err != nil {
+			return err
+		}
+	}
+	for i, p := range o.Bundles {
+		src, err := loader.NewFileSource(st, loader.FileOptions{
+			Name: sourceName("file", i, filepath.Base(p)), Path: p, Interval: o.BundlePollInterval,
+			Verification: v, PersistDir: o.BundlePersistDir,
+		})
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(src); err != nil {
+			return err
+		}
+	}
+	for i, raw := range o.BundleURLs {
+		u, err := url.Parse(raw)
+		if err != nil || u.Scheme == "" || u.Host == "" || strings.Trim(u.Path, "/") == "" {
+			return fmt.Errorf("manager: bundle URL %q: want scheme://host/path/to/bundle.tar.gz", raw)
+		}
+		resource := strings.TrimPrefix(u.Path, "/")
+		if u.RawQuery != "" {
+			resource += "?" + u.RawQuery
+		}
+		src, err := loader.NewHTTPSource(st, loader.HTTPOptions{
+			Name: sourceName("http", i, u.Host), URL: u.Scheme + "://" + u.Host, Resource: resource,
+			MinDelay: o.BundlePollInterval, MaxDelay: 2 * o.BundlePollInterval,
+			Verification: v, PersistDir: o.BundlePersistDir,
+		})
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(src); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sourceName is stable across restarts (it names the persistence directory) and readable in metrics.
+func sourceName(kind string, i int, hint string) string {
+	clean := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		return '-'
+	}, hint)
+	return fmt.Sprintf("%s-%d-%s", kind, i, clean)
+}
