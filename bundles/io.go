@@ -123,3 +123,17 @@ func readWith(name string, loader bundle.DirectoryLoader, v *Verification) (*bun
 	}
 	return &b, nil
 }
+
+// DataBundle wraps a data document as a bundle that owns root: how a whitelist that arrives as
+// data (OpenKruise's kruise-configuration ConfigMap) reaches the policies exactly as an
+// administrator's whitelist bundle would. An empty revision is replaced by a digest of the data.
+func DataBundle(root, revision string, doc map[string]any) *bundle.Bundle {
+	data := map[string]any{root: doc}
+	if revision == "" {
+		revision, _ = contentRevision(data, nil)
+	}
+	return &bundle.Bundle{
+		Manifest: bundle.Manifest{Revision: revision, Roots: &[]string{root}},
+		Data:     data,
+	}
+}

@@ -115,7 +115,7 @@ func (f *sourceFlags) load(ctx context.Context, stdin io.Reader) (*workspace, er
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", source, err)
 		}
-		admin = append(admin, dataBundle("whitelist", wl))
+		admin = append(admin, bundles.DataBundle("whitelist", "configmap", wl))
 	}
 
 	w.core, err = bundles.Compile(bundles.State{SidecarSets: w.sidecarSets, Namespaces: w.namespaces, Revisions: w.revisions})
@@ -165,13 +165,4 @@ func hasRoot(bs []*bundle.Bundle, root string) bool {
 		}
 	}
 	return false
-}
-
-// dataBundle wraps a data document as a bundle owning root, so the whitelist from OpenKruise's
-// ConfigMap reaches the policies exactly as an administrator's whitelist bundle would.
-func dataBundle(root string, doc map[string]any) *bundle.Bundle {
-	return &bundle.Bundle{
-		Manifest: bundle.Manifest{Revision: "configmap", Roots: &[]string{root}},
-		Data:     map[string]any{root: doc},
-	}
 }

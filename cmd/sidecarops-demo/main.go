@@ -1,0 +1,227 @@
+// Command sidecarops-demo is `make demo`: a local control plane (real etcd and kube-apiserver), the
+// sidecarops manager serving its webhooks, the examples applied, pods created and shown injected.
+// It stays up until Ctrl-C so kubectl can explore it; --once runs through and exits.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/internal/devcluster"
+	"github.com/sidecarops/sidecarops/manager"
+	"github.com/sidecarops/sidecarops/manifest"
+)
+
+// exampleDirs are applied in this order; examples/policies and examples/whitelist-bundle are the
+// administrators' bundles the manager loads.
+var exampleDirs = []string{"examples/namespace-selector", "examples/logging", "examples/envoy-hotupgrade", "examples/patch-metadata"}
+
+func main() {
+	once := flag.Bool("once", false, "run through the demo and exit (CI)")
+	root := flag.String("root", ".", "repository root")
+	verbose := flag.Bool("v", false, "show the manager's logs")
+	flag.Parse()
+	logOut := io.Discard
+	if *verbose {
+		logOut = os.Stderr
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(logOut)))
+	if err := run(*root, *once, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(root string, once bool, out io.Writer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	step(out, "starting etcd, kube-apiserver and the sidecarops manager")
+	c, err := devcluster.Start(ctx, devcluster.Options{Root: root, Manager: manager.Options{
+		Bundles:            []string{filepath.Join(root, "examples", "policies"), filepath.Join(root, "examples", "whitelist-bundle")},
+		BundlePollInterval: time.Second,
+		DecisionLog:        true,
+	}})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		step(out, "stopping")
+		if err := c.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "demo: stopping:", err)
+		}
+	}()
+
+	var paths []string
+	for _, d := range exampleDirs {
+		paths = append(paths, filepath.Join(root, d))
+	}
+	objs, err := manifest.Read(nil, paths...)
+	if err != nil {
+		return err
+	}
+	step(out, "applying %s", strings.Join(exampleDirs, ", "))
+	pods, err := apply(ctx, c.Client, objs)
+	if err != nil {
+		return err
+	}
+	step(out, "creating one pod per example workload (the webhook injects it)")
+	created, err := createPods(ctx, c.Client, pods)
+	if err != nil {
+		return err
+	}
+	for _, p := range created {
+		if err := printPod(out, p); err != nil {
+			return err
+		}
+	}
+	step(out, "kubectl get sidecarsets")
+	if err := printSidecarSets(ctx, out, c.Client); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nThe cluster is yours while this runs:\n  export KUBECONFIG=%s\n  kubectl get pods -A\n  kubectl get sidecarsets\n", c.Kubeconfig)
+	if once {
+		return nil
+	}
+	fmt.Fprintln(out, "\nPress Ctrl-C to stop.")
+	<-ctx.Done()
+	return nil
+}
+
+func step(out io.Writer, format string, args ...any) {
+	fmt.Fprintf(out, "\n==> "+format+"\n", args...)
+}
+
+// apply creates Namespaces, then SidecarSets, and returns the pods the workloads would create:
+// the demo's API server runs no controllers, so nothing turns a Deployment into pods by itself.
+func apply(ctx context.Context, cl client.Client, objs []*manifest.Object) ([]*corev1.Pod, error) {
+	var pods []*corev1.Pod
+	namespaces := map[string]bool{}
+	for _, o := range objs {
+		if ns, ok := o.Obj.(*corev1.Namespace); ok {
+			if err := create(ctx, cl, ns); err != nil {
+				return nil, fmt.Errorf("%s: %w", o, err)
+			}
+			namespaces[ns.Name] = true
+		}
+	}
+	for _, o := range objs {
+		if ss, ok := o.Obj.(*v1alpha1.SidecarSet); ok {
+			if err := create(ctx, cl, ss); err != nil {
+				return nil, fmt.Errorf("%s: %w", o, err)
+			}
+		}
+	}
+	for _, o := range objs {
+		p, ok := manifest.PodTemplate(o.Obj, "default")
+		if !ok {
+			continue
+		}
+		if p.Name == "" {
+			p.Name = o.Obj.(client.Object).GetName() + "-demo"
+		}
+		if !namespaces[p.Namespace] && p.Namespace != "default" {
+			if err := create(ctx, cl, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespace}}); err != nil {
+				return nil, err
+			}
+			namespaces[p.Namespace] = true
+		}
+		pods = append(pods, p)
+	}
+	return pods, nil
+}
+
+func create(ctx context.Context, cl client.Client, obj client.Object) error {
+	err := cl.Create(ctx, obj)
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// createPods creates each pod, retrying briefly while the manager compiles the SidecarSets just
+// applied, and returns them as stored.
+func createPods(ctx context.Context, cl client.Client, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+	// The SidecarSets were applied a moment ago; give the debounced compile time to include them.
+	deadline := time.Now().Add(20 * time.Second)
+	for _, p := range pods {
+		for {
+			probe := p.DeepCopy()
+			if err := cl.Create(ctx, probe, client.DryRunAll); err != nil {
+				return nil, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+			}
+			if probe.Annotations[v1alpha1.SidecarSetListAnnotation] != "" || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if err := cl.Create(ctx, p); err != nil {
+			return nil, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		var stored corev1.Pod
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(p), &stored); err != nil {
+			return nil, err
+		}
+		out = append(out, &stored)
+	}
+	return out, nil
+}
+
+func printPod(out io.Writer, p *corev1.Pod) error {
+	fmt.Fprintf(out, "\npod %s/%s — injected: %q\n", p.Namespace, p.Name, p.Annotations[v1alpha1.SidecarSetListAnnotation])
+	show := func(kind string, cs []corev1.Container) {
+		for _, c := range cs {
+			fmt.Fprintf(out, "  %-15s %-28s %s\n", kind, c.Name, c.Image)
+		}
+	}
+	show("initContainer", p.Spec.InitContainers)
+	show("container", p.Spec.Containers)
+	keys := make([]string, 0, len(p.Annotations))
+	for k := range p.Annotations {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := p.Annotations[k]
+		if len(v) > 100 {
+			v = v[:97] + "..."
+		}
+		fmt.Fprintf(out, "  annotation      %s: %s\n", k, v)
+	}
+	return nil
+}
+
+func printSidecarSets(ctx context.Context, out io.Writer, cl client.Client) error {
+	var list v1alpha1.SidecarSetList
+	if err := cl.List(ctx, &list); err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(w, "NAME\tMATCHED\tUPDATED\tREADY\tAGE")
+	for _, ss := range list.Items {
+		age := duration.HumanDuration(time.Since(ss.CreationTimestamp.Time))
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\n", ss.Name, ss.Status.MatchedPods, ss.Status.UpdatedPods, ss.Status.ReadyPods, age)
+	}
+	return w.Flush()
+}

@@ -1,0 +1,181 @@
+// Package devcluster starts a local control plane — a real etcd and kube-apiserver through
+// controller-runtime's envtest — with the sidecarops CRD and webhook configurations installed and
+// the manager running in-process, serving the API server's admission calls over TLS. The e2e tests
+// and `make demo` use it; the binaries come from `make envtest-bins` via KUBEBUILDER_ASSETS.
+//
+// It owns starting and stopping that environment. It must not contain behaviour under test: the
+// manager it runs is package manager's, unchanged except for certificates and addresses.
+package devcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/sidecarops/sidecarops/manager"
+)
+
+// Namespace is where the manager "runs": ControllerRevisions, the whitelist ConfigMap, Events.
+const Namespace = "sidecarops-system"
+
+// Cluster is a running local control plane with the manager serving its webhooks.
+type Cluster struct {
+	Env    *envtest.Environment
+	Config *rest.Config
+	Client client.Client
+	// Kubeconfig is a kubeconfig file for kubectl.
+	Kubeconfig string
+	// Manager are the options the manager was started with.
+	Manager manager.Options
+
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// Options configure Start.
+type Options struct {
+	// Root is the repository root (config/crd and config/webhook are read from it).
+	Root string
+	// Manager options; addresses, certificates and namespace are filled in by Start.
+	Manager manager.Options
+	// SkipWebhookConfigurations installs no webhook configuration (the API server never calls the
+	// manager): for measuring the API server alone.
+	SkipWebhookConfigurations bool
+}
+
+// Start boots etcd and kube-apiserver, installs the CRD and the webhook configurations (rewritten
+// by envtest to call this process over TLS with its own CA), and starts the manager. It returns once
+// the manager reports ready: webhook server up and first policy snapshot compiled.
+func Start(ctx context.Context, o Options) (*Cluster, error) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		return nil, errors.New("devcluster: KUBEBUILDER_ASSETS is not set: run through `make test`/`make demo`, which build kube-apiserver and etcd with `make envtest-bins`")
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(o.Root, "config", "crd")},
+		ErrorIfCRDPathMissing: true,
+	}
+	if !o.SkipWebhookConfigurations {
+		env.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: []string{filepath.Join(o.Root, "config", "webhook")}}
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("devcluster: starting kube-apiserver and etcd: %w", err)
+	}
+	c := &Cluster{Env: env, Config: cfg, done: make(chan error, 1)}
+	fail := func(err error) (*Cluster, error) {
+		_ = c.Stop()
+		return nil, err
+	}
+	scheme, err := manager.Scheme()
+	if err != nil {
+		return fail(err)
+	}
+	if c.Client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		return fail(err)
+	}
+	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil {
+		return fail(fmt.Errorf("devcluster: creating namespace %s: %w", Namespace, err))
+	}
+	if c.Kubeconfig, err = writeKubeconfig(env.KubeConfig); err != nil {
+		return fail(err)
+	}
+
+	mo := o.Manager
+	mo.Namespace = Namespace
+	mo.CertMode = manager.CertExternal
+	wio := &env.WebhookInstallOptions
+	if o.SkipWebhookConfigurations {
+		// No API server calls the webhook; it still needs somewhere to listen and a certificate.
+		if err := wio.PrepWithoutInstalling(); err != nil {
+			return fail(err)
+		}
+	}
+	mo.WebhookHost, mo.WebhookPort, mo.CertDir = wio.LocalServingHost, wio.LocalServingPort, wio.LocalServingCertDir
+	if mo.MetricsAddr == "" {
+		mo.MetricsAddr = "0"
+	}
+	if mo.ProbeAddr == "" {
+		if mo.ProbeAddr, err = freeAddr(); err != nil {
+			return fail(err)
+		}
+	}
+	c.Manager = mo
+	mgr, err := manager.New(cfg, mo)
+	if err != nil {
+		return fail(err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	go func() { c.done <- mgr.Start(runCtx) }()
+	if err := c.WaitReady(ctx, 2*time.Minute); err != nil {
+		return fail(err)
+	}
+	return c, nil
+}
+
+// WaitReady polls the manager's /readyz until it answers 200 (or the manager exits).
+func (c *Cluster) WaitReady(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	url := "http://" + c.Manager.ProbeAddr + "/readyz"
+	for {
+		select {
+		case err := <-c.done:
+			c.done <- err
+			return fmt.Errorf("devcluster: manager stopped before it was ready: %v", err)
+		default:
+		}
+		if ok, _ := httpOK(ctx, url); ok {
+			return c.webhookServing()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("devcluster: manager not ready after %s (%s)", timeout, url)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// webhookServing checks the webhook server completes a TLS handshake with the certificate envtest
+// made, so the API server's first admission call does not race the listener.
+func (c *Cluster) webhookServing() error {
+	addr := net.JoinHostPort(c.Manager.WebhookHost, strconv.Itoa(c.Manager.WebhookPort))
+	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) // #nosec G402 -- a liveness probe, not trust
+	if err != nil {
+		return fmt.Errorf("devcluster: webhook server %s: %w", addr, err)
+	}
+	return conn.Close()
+}
+
+// Stop stops the manager, then the control plane.
+func (c *Cluster) Stop() error {
+	var errs []error
+	if c.cancel != nil {
+		c.cancel()
+		select {
+		case err := <-c.done:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				errs = append(errs, err)
+			}
+		case <-time.After(30 * time.Second):
+			errs = append(errs, errors.New("devcluster: manager did not stop within 30s"))
+		}
+	}
+	if c.Kubeconfig != "" {
+		_ = os.RemoveAll(filepath.Dir(c.Kubeconfig))
+	}
+	if err := c.Env.Stop(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
