@@ -157,18 +157,26 @@ func create(ctx context.Context, cl client.Client, obj client.Object) error {
 	return err
 }
 
-// createPods creates each pod, retrying briefly while the manager compiles the SidecarSets just
-// applied, and returns them as stored.
+// createPods creates each pod and returns them as stored. The SidecarSets were applied a moment
+// ago and the manager compiles them after a short debounce, so it first probes with dry-run creates
+// until a pod comes back injected; after that, a pod that still is not (sandbox/scratch matches
+// nothing) gets a few more seconds, the loader's longest compile delay.
 func createPods(ctx context.Context, cl client.Client, pods []*corev1.Pod) ([]*corev1.Pod, error) {
-	// The SidecarSets were applied a moment ago; give the debounced compile time to include them.
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
+	settled := false
 	for _, p := range pods {
 		for {
 			probe := p.DeepCopy()
 			if err := cl.Create(ctx, probe, client.DryRunAll); err != nil {
 				return nil, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
 			}
-			if probe.Annotations[v1alpha1.SidecarSetListAnnotation] != "" || time.Now().After(deadline) {
+			if probe.Annotations[v1alpha1.SidecarSetListAnnotation] != "" {
+				if !settled {
+					settled, deadline = true, time.Now().Add(3*time.Second)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
 				break
 			}
 			time.Sleep(200 * time.Millisecond)
