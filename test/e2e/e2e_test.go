@@ -194,15 +194,21 @@ func TestWhitelistBundleFromDisk(t *testing.T) {
 	assert.Contains(t, err.Error(), "spec.patchPodMetadata[0].annotations[e2e.example.com/other]")
 	require.NoError(t, cluster.Client.Create(ctx(t), patching("e2e-patch-a", "e2e.example.com/allowed"), client.DryRunAll))
 
-	// An unsigned bundle is refused (verification keys are configured): the old one keeps serving.
-	require.NoError(t, writeWhitelist(whitelistPath, false, "^e2e\\.example\\.com/"))
-	time.Sleep(time.Second) // several poll intervals: had it been activated, the next check would pass
-	err = cluster.Client.Create(ctx(t), patching("e2e-patch-b", "e2e.example.com/other"), client.DryRunAll)
-	require.Error(t, err, "the unsigned bundle must not be active")
-	require.NoError(t, cluster.Client.Create(ctx(t), patching("e2e-patch-a", "e2e.example.com/allowed"), client.DryRunAll), "the last good bundle still serves")
+	// An unsigned bundle, and one signed with a key the manager does not trust, are refused
+	// (verification keys are configured): the last good bundle keeps serving.
+	var otherKey string
+	_, err = keyPair(&otherKey)
+	require.NoError(t, err)
+	for _, key := range []string{"", otherKey} {
+		require.NoError(t, writeWhitelist(whitelistPath, key, "^e2e\\.example\\.com/"))
+		time.Sleep(time.Second) // several poll intervals: had it been activated, the next check would pass
+		err = cluster.Client.Create(ctx(t), patching("e2e-patch-b", "e2e.example.com/other"), client.DryRunAll)
+		require.Error(t, err, "a bundle without a trusted signature must not be active")
+		require.NoError(t, cluster.Client.Create(ctx(t), patching("e2e-patch-a", "e2e.example.com/allowed"), client.DryRunAll), "the last good bundle still serves")
+	}
 
 	// A signed change on disk takes effect without a restart.
-	require.NoError(t, writeWhitelist(whitelistPath, true, "^e2e\\.example\\.com/"))
+	require.NoError(t, writeWhitelist(whitelistPath, signingKey, "^e2e\\.example\\.com/"))
 	eventually(t, "the new whitelist allows e2e.example.com/other", func() error {
 		return cluster.Client.Create(ctx(t), patching("e2e-patch-b", "e2e.example.com/other"), client.DryRunAll)
 	})

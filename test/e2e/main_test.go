@@ -39,7 +39,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	pub, err := keyPair()
+	pub, err := keyPair(&signingKey)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -50,7 +50,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := writeWhitelist(whitelistPath, true, "^e2e\\.example\\.com/allowed$"); err != nil {
+	if err := writeWhitelist(whitelistPath, signingKey, "^e2e\\.example\\.com/allowed$"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -75,7 +75,8 @@ func run(m *testing.M) int {
 	return code
 }
 
-func keyPair() (pub string, err error) {
+// keyPair makes an RSA key pair: the private key PEM into *priv, the public key PEM returned.
+func keyPair(priv *string) (pub string, err error) {
 	k, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return "", err
@@ -84,17 +85,17 @@ func keyPair() (pub string, err error) {
 	if err != nil {
 		return "", err
 	}
-	signingKey = string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}))
+	*priv = string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}))
 	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})), nil
 }
 
-// writeWhitelist writes a whitelist bundle allowing exprs, signed with the test key when signed,
+// writeWhitelist writes a whitelist bundle allowing exprs, signed with key unless key is empty,
 // atomically (the manager polls the file).
-func writeWhitelist(path string, signed bool, exprs ...string) error {
+func writeWhitelist(path string, key string, exprs ...string) error {
 	rules := []any{map[string]any{"allowedAnnotationKeyExprs": toAny(exprs)}}
 	b := bundles.DataBundle("whitelist", "", map[string]any{"rules": rules})
-	if signed {
-		if err := bundles.Sign(b, signingKey, "RS256", ""); err != nil {
+	if key != "" {
+		if err := bundles.Sign(b, key, "RS256", ""); err != nil {
 			return err
 		}
 	}
