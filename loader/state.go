@@ -40,7 +40,7 @@ const ConfigMapSource = v1alpha1.KruiseConfigurationName
 const whitelistRoot = "whitelist"
 
 const (
-	defaultDebounce = 200 * time.Millisecond
+	defaultDebounce        = 200 * time.Millisecond
 	defaultCompileMaxDelay = 2 * time.Second
 )
 
@@ -461,7 +461,9 @@ type sourceBundle struct {
 func (s *State) compile(ctx context.Context) {
 	s.mu.Lock()
 	s.attemptedGen = s.gen
-	if !s.clusterSynced || len(s.pendingLocked()) > 0 {
+	// Before the first snapshot, wait for everything it must contain. Afterwards a source registered
+	// late is simply absent until it offers a bundle, as it was from the snapshot in force.
+	if !s.ready && (!s.clusterSynced || len(s.pendingLocked()) > 0) {
 		s.mu.Unlock()
 		return // SetClusterSynced and SetBundle wake the loop again
 	}
@@ -535,9 +537,10 @@ func (s *State) planLocked() plan {
 		src := s.sources[name]
 		if c := candidate(src); c != src.active {
 			anyNew = true
-			// A source whose first bundle fails has no previous one; serving without it would drop
-			// the administrator's gates, so the whole compile fails instead.
-			fallbackPossible = fallbackPossible && src.active != nil
+			// Before the first snapshot a source whose first bundle fails has no previous one, and
+			// becoming ready without it would drop the administrator's gates: the compile fails
+			// instead. Once ready, leaving out a bundle that never served changes nothing.
+			fallbackPossible = fallbackPossible && (src.active != nil || s.ready)
 		}
 	}
 	if anyNew && fallbackPossible {
