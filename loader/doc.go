@@ -41,8 +41,9 @@
 // on the next change. When it failed with new administrators' bundles, the loop compiles again
 // with those sources' previous bundles: cluster changes keep flowing, the new bundles are refused
 // (each source's activation failure is reported) and not retried until a source offers a new
-// bundle. A source whose very first bundle fails has no previous one: serving without it would drop
-// the administrator's gates, so the compile fails and the replica stays unready.
+// bundle. Before the first snapshot, a source whose first bundle fails has no previous one:
+// becoming ready without it would drop the administrator's gates, so the compile fails and the
+// replica stays unready until the source offers a bundle that compiles.
 //
 // # Readiness
 //
@@ -67,8 +68,10 @@
 // bundles' (authoritative) and OPA's, without which OPA's downloader refuses to parse any signed
 // bundle; bundles.Verification keeps its OPA form unexported.
 //
-// Without verification keys, an HTTP bundle that carries a signature is refused by OPA's downloader
-// ("verification key not provided"), as stock OPA does; a FileSource would accept it unverified.
+// OPA's downloader parses an HTTP bundle before bundles.ReadBytes does, so HTTP bundles must be
+// bundles stock OPA accepts: without verification keys a signed bundle is refused ("verification key
+// not provided"), and a Rego test module outside the bundle's roots is refused (build with
+// `opa build --ignore '*_test.rego'`); a FileSource accepts the first unverified and skips the second.
 //
 // # Observability
 //

@@ -83,7 +83,10 @@ func TestFileSourceVerification(t *testing.T) {
 		refusals++
 		eventually(t, func() bool { return h.activations("gates", resultFailure) == refusals }, "%s refused", what)
 		var evs []string
-		eventually(t, func() bool { evs = append(evs, h.drainEvents()...); return strings.Contains(strings.Join(evs, "\n"), wantErr) },
+		eventually(t, func() bool {
+			evs = append(evs, h.drainEvents()...)
+			return strings.Contains(strings.Join(evs, "\n"), wantErr)
+		},
 			"%s: Event naming %q", what, wantErr)
 		denied(t, h, "signed one")
 	}

@@ -252,14 +252,20 @@ func testVerification(t *testing.T, scope string) *Verification {
 	return v
 }
 
+// withoutTests leaves out Rego test files, as `opa build --ignore '*_test.rego'` does.
+func withoutTests(files map[string]string) map[string]string {
+	out := maps.Clone(files)
+	maps.DeleteFunc(out, func(name, _ string) bool { return strings.HasSuffix(name, "_test.rego") })
+	return out
+}
+
 // sign adds .signatures.json to files as `opa build --ignore '*_test.rego' --signing-key` does: test
 // files left out, every file hashed (JSON canonically), one JWT with key id "default", and the claims
 // given (e.g. a scope). Test files are left out because bundles.Read skips them, and a signature
 // naming a file it skips is refused ("specified in bundle signatures but not found").
 func sign(t *testing.T, files map[string]string, priv string, claims map[string]any) map[string]string {
 	t.Helper()
-	files = maps.Clone(files)
-	maps.DeleteFunc(files, func(name, _ string) bool { return strings.HasSuffix(name, "_test.rego") })
+	files = withoutTests(files)
 	hasher, err := bundle.NewSignatureHasher(bundle.SHA256)
 	require.NoError(t, err)
 	var infos []bundle.FileInfo
