@@ -159,6 +159,8 @@ func NewState(eng *engine.Engine, opts Options) (*State, error) {
 		return nil, err
 	}
 	s.sources[ConfigMapSource] = &source{name: ConfigMapSource, reported: true, offered: dataBundle(whitelistRoot, configMapRevision(nil), doc)}
+	m.activations.WithLabelValues(ConfigMapSource, resultSuccess)
+	m.activations.WithLabelValues(ConfigMapSource, resultFailure)
 	return s, nil
 }
 
@@ -489,19 +491,18 @@ func (s *State) compile(ctx context.Context) {
 		}
 	}
 	elapsed := s.clock.Since(start)
+	// Counters move after what they count is visible (snapshot, Events), readiness after them:
+	// whoever polls either then sees a consistent state.
 	if err != nil {
-		s.metrics.compileDuration.WithLabelValues(resultFailure).Observe(elapsed.Seconds())
-		s.metrics.compiles.WithLabelValues(resultFailure).Inc()
-		s.log.Error(err, "policy compile failed; the previous snapshot keeps serving", "duration", elapsed)
-		s.event(corev1.EventTypeWarning, "PolicyCompileFailed", "Compile", "policy compile failed, previous snapshot keeps serving: %v", err)
 		s.mu.Lock()
 		s.lastErr = err
 		s.mu.Unlock()
+		s.log.Error(err, "policy compile failed; the previous snapshot keeps serving", "duration", elapsed)
+		s.event(corev1.EventTypeWarning, "PolicyCompileFailed", "Compile", "policy compile failed, previous snapshot keeps serving: %v", err)
+		s.metrics.compileDuration.WithLabelValues(resultFailure).Observe(elapsed.Seconds())
+		s.metrics.compiles.WithLabelValues(resultFailure).Inc()
 		return
 	}
-	s.metrics.compileDuration.WithLabelValues(resultSuccess).Observe(elapsed.Seconds())
-	s.metrics.compiles.WithLabelValues(resultSuccess).Inc()
-	s.metrics.lastSuccess.Set(float64(s.clock.Now().Unix()))
 	if snap != nil {
 		s.eng.Swap(snap)
 		s.metrics.snapshotInfo.Reset()
@@ -510,6 +511,14 @@ func (s *State) compile(ctx context.Context) {
 			"sidecarSets", len(p.state.SidecarSets), "duration", elapsed)
 	}
 	s.activate(p.admin, rejected)
+	s.metrics.compileDuration.WithLabelValues(resultSuccess).Observe(elapsed.Seconds())
+	s.metrics.lastSuccess.Set(float64(s.clock.Now().Unix()))
+	s.metrics.compiles.WithLabelValues(resultSuccess).Inc()
+	// Ready comes last: a replica turning ready has already said what serves.
+	s.mu.Lock()
+	s.ready = true
+	s.lastErr = nil
+	s.mu.Unlock()
 }
 
 // planLocked reads the state for one compile, SidecarSets in name order so that identical state gives
@@ -649,29 +658,27 @@ func (s *State) activate(admin []*sourceBundle, rejected []string) {
 		}
 		src.active = b
 	}
-	s.ready = true
-	s.lastErr = nil
 	s.mu.Unlock()
 	slices.SortFunc(done, func(a, b activation) int { return strings.Compare(a.source, b.source) })
 	for _, a := range done {
-		s.metrics.activations.WithLabelValues(a.source, resultSuccess).Inc()
 		s.log.Info("bundle activated", "source", a.source, "revision", a.revision)
 		s.event(corev1.EventTypeNormal, "BundleActivated", "Activate", "bundle from source %s (revision %q) activated", a.source, a.revision)
+		s.metrics.activations.WithLabelValues(a.source, resultSuccess).Inc()
 	}
 }
 
 // refuse reports a bundle that cannot serve (unverifiable, unreadable, not compiling); the source's
 // previous bundle keeps serving.
 func (s *State) refuse(sourceName string, err error) {
-	s.metrics.activations.WithLabelValues(sourceName, resultFailure).Inc()
 	s.log.Error(err, "bundle refused; the source's last good bundle keeps serving", "source", sourceName)
 	s.event(corev1.EventTypeWarning, "BundleActivationFailed", "Activate", "bundle from source %s refused, last good bundle keeps serving: %v", sourceName, err)
+	s.metrics.activations.WithLabelValues(sourceName, resultFailure).Inc()
 }
 
 // sourceError reports that a source could not be read or reached; nothing was refused.
 func (s *State) sourceError(sourceName string, err error) {
-	s.metrics.sourceErrors.WithLabelValues(sourceName).Inc()
 	s.log.Error(err, "bundle source unavailable; its last good bundle keeps serving", "source", sourceName)
+	s.metrics.sourceErrors.WithLabelValues(sourceName).Inc()
 }
 
 func (s *State) event(eventType, reason, action, note string, args ...any) {
@@ -684,7 +691,7 @@ func (s *State) event(eventType, reason, action, note string, args ...any) {
 	// Event notes are limited to 1 kB by the API server; compile errors can be long.
 	msg := fmt.Sprintf(note, args...)
 	if len(msg) > 1000 {
-		msg = msg[:997] + "..."
+		msg = strings.ToValidUTF8(msg[:997], "") + "..."
 	}
 	rec.Eventf(obj, nil, eventType, reason, action, "%s", msg)
 }

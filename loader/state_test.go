@@ -277,7 +277,12 @@ func TestOverlappingRootsRefused(t *testing.T) {
 
 	require.NoError(t, h.st.SetBundle("b", readBundle(t, gateFiles("b1", "from b"))))
 	eventually(t, func() bool { return h.activations("b", resultFailure) == 1 }, "b refused")
-	assert.Contains(t, strings.Join(h.drainEvents(), "\n"), "overlaps")
+	var evs []string
+	eventually(t, func() bool {
+		evs = append(evs, h.drainEvents()...)
+		return strings.Contains(strings.Join(evs, "\n"), "overlaps")
+	},
+		"Event names the overlap")
 	assert.Equal(t, []string{"from a"}, decide(t, h.eng).Denied)
 	require.NoError(t, h.st.Ready())
 
@@ -323,7 +328,10 @@ func TestConfigMapWhitelistAndPrecedence(t *testing.T) {
 
 	h.st.SetConfigMap(kruiseConfig("1", `{"rules":[{"allowedAnnotationKeyExprs":["^logging\\.example\\.com/"]}]}`))
 	eventually(t, func() bool { return len(whitelistViolations(t, h)) == 0 }, "ConfigMap whitelist allows the key")
-	assert.Equal(t, 1.0, testutil.ToFloat64(h.st.metrics.bundleInfo.WithLabelValues(ConfigMapSource, "configmap-1")))
+	eventually(t, func() bool {
+		return testutil.ToFloat64(h.st.metrics.bundleInfo.WithLabelValues(ConfigMapSource, "configmap-1")) == 1
+	},
+		"bundle info names the ConfigMap's version")
 
 	// An invalid value is refused; the previous whitelist keeps serving.
 	h.st.SetConfigMap(kruiseConfig("2", `{"rules": 5}`))
@@ -378,9 +386,9 @@ func TestMetrics(t *testing.T) {
 		"sidecarops_policy_last_compile_success_timestamp_seconds", "sidecarops_policy_snapshot_info",
 		"sidecarops_bundle_activations_total", "sidecarops_bundle_info")
 	require.NoError(t, err)
-	// histogram, 2 compile results, timestamp, snapshot, 3 activation series (gates success and
-	// failure, the ConfigMap's success), 2 bundle infos.
-	assert.Equal(t, 1+2+1+1+3+2, n)
+	// histogram, 2 compile results, timestamp, snapshot, 4 activation series (success and failure of
+	// gates and of the ConfigMap), 2 bundle infos.
+	assert.Equal(t, 1+2+1+1+4+2, n)
 
 	// A second State on the same registry shares the collectors instead of failing.
 	_, err = NewState(h.eng, Options{Registerer: h.reg})
