@@ -17,6 +17,11 @@
 // one immutable engine.Snapshot, taken once at its start, so a snapshot swapped mid-request never
 // mixes two policy states into one answer.
 //
+// Metrics (NewMetrics, on controller-runtime's registry by default):
+// sidecarops_webhook_admission_duration_seconds{webhook=<path>} and
+// sidecarops_webhook_pod_decisions_total{result=injected|not-matched|gated|error}. The decision log
+// is PodInjector.DecisionLog, off when it is the zero logr.Logger.
+//
 // Response codes, and why:
 //   - A malformed request (no object, undecodable object, wrong kind or version): 400.
 //   - No snapshot yet ("policies not loaded yet"): 503. The manager reports ready only after the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/opa/v1/bundle"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -20,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
@@ -28,6 +30,13 @@ import (
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/mutation"
 )
+
+func TestMain(m *testing.M) {
+	// admission.Webhook logs through controller-runtime's global logger, which complains on stderr
+	// (in the middle of benchmark output) when none was ever set.
+	logf.SetLogger(logr.Discard())
+	os.Exit(m.Run())
+}
 
 // Fixtures restate ref §4 "P1" and "SS1"; every test builds its own copy.
 
