@@ -63,6 +63,9 @@ type HTTPSource struct {
 	p    persister
 	dl   *download.Downloader
 
+	// pollMu serializes downloads: OPA's Downloader is not safe for concurrent triggers.
+	pollMu sync.Mutex
+
 	mu      sync.Mutex
 	last    [sha256.Size]byte // digest of the last bundle handled, for servers that send no ETag
 	handled bool
@@ -147,8 +150,10 @@ func (h *HTTPSource) Start(ctx context.Context) error {
 
 // Poll makes one download attempt. It returns an error when the server could not be reached or
 // answered with an error status; a downloaded bundle that is refused is reported (metrics, log,
-// Event) but is not a transport error.
+// Event) but is not a transport error. Polls are serialized, also with those of Start.
 func (h *HTTPSource) Poll(ctx context.Context) error {
+	h.pollMu.Lock()
+	defer h.pollMu.Unlock()
 	err := h.dl.Trigger(ctx)
 	if err != nil && isTransportError(err) {
 		return err

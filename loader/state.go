@@ -167,7 +167,7 @@ func NewState(eng *engine.Engine, opts Options) (*State, error) {
 // NeedLeaderElection is false: every replica serves webhooks and needs its own snapshot.
 func (s *State) NeedLeaderElection() bool { return false }
 
-// changed bumps the generation and wakes the loop. Callers hold s.mu.
+// changedLocked bumps the generation and wakes the loop. Callers hold s.mu.
 func (s *State) changedLocked() {
 	s.gen++
 	select {
@@ -476,19 +476,25 @@ func (s *State) compile(ctx context.Context) {
 	start := s.clock.Now()
 	snap, err := s.build(ctx, p.state, p.admin)
 	var rejected []string
-	if err != nil && p.fallback != nil {
+	var rejectErr error
+	if err != nil && p.fallback != nil && ctx.Err() == nil {
 		// Administrators' new bundles took part: keep the cluster's changes flowing with their
 		// previous bundles, and refuse the new ones.
 		firstErr := err
 		if snap, err = s.build(ctx, p.state, p.fallback); err == nil {
 			rejected = s.newSources(p.admin)
-			for _, name := range rejected {
-				s.refuse(name, fmt.Errorf("policy compile failed with this bundle (with the new bundles of %s): %w", strings.Join(rejected, ", "), firstErr))
+			rejectErr = fmt.Errorf("policy compile failed with this bundle: %w", firstErr)
+			if len(rejected) > 1 {
+				// Several sources changed at once; which one broke the compile is not known.
+				rejectErr = fmt.Errorf("policy compile failed with the new bundles of %s together: %w", strings.Join(rejected, ", "), firstErr)
 			}
 			p.admin = p.fallback
 		} else {
 			err = firstErr
 		}
+	}
+	if err != nil && ctx.Err() != nil {
+		return // shutting down: the compile was cancelled, not wrong
 	}
 	elapsed := s.clock.Since(start)
 	// Counters move after what they count is visible (snapshot, Events), readiness after them:
@@ -511,6 +517,9 @@ func (s *State) compile(ctx context.Context) {
 			"sidecarSets", len(p.state.SidecarSets), "duration", elapsed)
 	}
 	s.activate(p.admin, rejected)
+	for _, name := range rejected {
+		s.refuse(name, rejectErr)
+	}
 	s.metrics.compileDuration.WithLabelValues(resultSuccess).Observe(elapsed.Seconds())
 	s.metrics.lastSuccess.Set(float64(s.clock.Now().Unix()))
 	s.metrics.compiles.WithLabelValues(resultSuccess).Inc()
