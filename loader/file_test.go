@@ -1,10 +1,12 @@
 package loader
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -177,4 +179,60 @@ func TestFileSourceMissingReportedOnce(t *testing.T) {
 	assert.Equal(t, 1.0, h.sourceErrors("gates"), "an unchanged problem is reported once, not every poll")
 	_, err = NewFileSource(h.st, FileOptions{Name: "x"})
 	require.ErrorContains(t, err, "no path")
+}
+
+// Start reads at once and then notices a change on disk by itself.
+func TestFileSourceStartWatches(t *testing.T) {
+	h := newHarness(t, Options{})
+	path := filepath.Join(t.TempDir(), "gates.tar.gz")
+	require.NoError(t, os.WriteFile(path, tarGz(t, gateFiles("w1", "watched one")), 0o600))
+	src, err := NewFileSource(h.st, FileOptions{Name: "gates", Path: path, Interval: 10 * time.Millisecond})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = src.Start(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	readyWith(t, h)
+	denied(t, h, "watched one")
+	require.NoError(t, os.WriteFile(path, tarGz(t, gateFiles("w2", "watched two")), 0o600))
+	denied(t, h, "watched two")
+}
+
+// Key files are named like sidecarctl's --verification-key: id = file name without extension, and a
+// single key also answers to "default".
+func TestLoadVerificationKeys(t *testing.T) {
+	priv, pub, _ := testKeys(t)
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "team-a.pem")
+	require.NoError(t, os.WriteFile(keyFile, []byte(pub), 0o600))
+
+	// The JWT header's kid names the key a bundle is verified with.
+	signedAs := func(kid string) []byte { return tarGz(t, signWithKeyID(t, gateFiles("k", "keyed"), priv, kid)) }
+	one, err := LoadVerificationKeys([]string{keyFile}, "", "")
+	require.NoError(t, err)
+	require.NotNil(t, one.Bundles())
+	for _, kid := range []string{"default", "team-a"} {
+		_, err := bundlesReadBytes(signedAs(kid), one)
+		require.NoError(t, err, kid)
+	}
+
+	other := filepath.Join(dir, "team-b.pem")
+	require.NoError(t, os.WriteFile(other, []byte(pub), 0o600))
+	two, err := LoadVerificationKeys([]string{keyFile, other}, "RS256", "")
+	require.NoError(t, err)
+	_, err = bundlesReadBytes(signedAs("team-b"), two)
+	require.NoError(t, err)
+	_, err = bundlesReadBytes(signedAs("default"), two)
+	require.ErrorContains(t, err, "default", "with several keys there is no default")
+
+	_, err = LoadVerificationKeys([]string{filepath.Join(dir, "missing.pem")}, "", "")
+	require.ErrorContains(t, err, "missing.pem")
+	_, err = LoadVerificationKeys(nil, "", "")
+	require.ErrorContains(t, err, "no public keys")
 }

@@ -265,6 +265,21 @@ func withoutTests(files map[string]string) map[string]string {
 // naming a file it skips is refused ("specified in bundle signatures but not found").
 func sign(t *testing.T, files map[string]string, priv string, claims map[string]any) map[string]string {
 	t.Helper()
+	return signAs(t, files, priv, "default", claims)
+}
+
+func signWithKeyID(t *testing.T, files map[string]string, priv, keyID string) map[string]string {
+	t.Helper()
+	return signAs(t, files, priv, keyID, nil)
+}
+
+// bundlesReadBytes reads a tarball with v's bundles form, as every source does.
+func bundlesReadBytes(raw []byte, v *Verification) (*bundle.Bundle, error) {
+	return bundles.ReadBytes("test.tar.gz", raw, v.Bundles())
+}
+
+func signAs(t *testing.T, files map[string]string, priv, keyID string, claims map[string]any) map[string]string {
+	t.Helper()
 	files = withoutTests(files)
 	hasher, err := bundle.NewSignatureHasher(bundle.SHA256)
 	require.NoError(t, err)
@@ -287,7 +302,7 @@ func sign(t *testing.T, files map[string]string, priv string, claims map[string]
 		claimsPath = filepath.Join(t.TempDir(), "claims.json")
 		require.NoError(t, os.WriteFile(claimsPath, raw, 0o600))
 	}
-	token, err := bundle.GenerateSignedToken(infos, bundle.NewSigningConfig(priv, "RS256", claimsPath), "default")
+	token, err := bundle.GenerateSignedToken(infos, bundle.NewSigningConfig(priv, "RS256", claimsPath), keyID)
 	require.NoError(t, err)
 	out := maps.Clone(files)
 	out[".signatures.json"] = `{"signatures":["` + token + `"]}`
