@@ -88,7 +88,9 @@
 // Events (events/v1, reporting controller EventSource) on activation success (BundleActivated),
 // refusal (BundleActivationFailed) and failed compiles (PolicyCompileFailed). They are recorded on
 // this replica's Pod when ManagerOptions names it, because every replica activates on its own and
-// `kubectl describe pod` then shows what that replica serves; otherwise on the manager's Namespace.
+// `kubectl describe pod` then shows what that replica serves (it matches Events by UID, so give
+// PodUID too); otherwise on the manager's Namespace (stored in namespace "default", as Events about
+// cluster-scoped objects are).
 // The kruise-configuration ConfigMap was not chosen: it may not exist, and it is unrelated to gate
 // bundles.
 package loader

@@ -31,8 +31,9 @@ type ManagerOptions struct {
 	// Namespace is the manager's namespace: SidecarSets' ControllerRevisions and the
 	// kruise-configuration ConfigMap live there (OpenKruise's convention). Required.
 	Namespace string
-	// PodName and PodUID (downward API) name this replica's Pod. Events are recorded on it because
-	// each replica activates bundles on its own; without PodName they go to the Namespace.
+	// PodName and PodUID (downward API: metadata.name, metadata.uid) name this replica's Pod. Events
+	// are recorded on it because each replica activates bundles on its own; `kubectl describe pod`
+	// matches them by UID. Without PodName they go to the Namespace.
 	PodName string
 	PodUID  types.UID
 }
