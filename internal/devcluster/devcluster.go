@@ -50,9 +50,15 @@ type Options struct {
 	Root string
 	// Manager options; addresses, certificates and namespace are filled in by Start.
 	Manager manager.Options
-	// SkipWebhookConfigurations installs no webhook configuration (the API server never calls the
-	// manager): for measuring the API server alone.
+	// SkipWebhookConfigurations installs no webhook configuration through envtest (the API server
+	// never calls the manager).
 	SkipWebhookConfigurations bool
+	// BeforeManager runs after the control plane is up, before the manager starts, with the options
+	// the manager will get.
+	BeforeManager func(client.Client, manager.Options) error
+	// SelfManagedCerts runs the manager with its own certificate rotation (cert-controller) in a
+	// fresh directory instead of envtest's certificate.
+	SelfManagedCerts bool
 }
 
 // Start boots etcd and kube-apiserver, installs the CRD and the webhook configurations (rewritten
@@ -103,6 +109,12 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		}
 	}
 	mo.WebhookHost, mo.WebhookPort, mo.CertDir = wio.LocalServingHost, wio.LocalServingPort, wio.LocalServingCertDir
+	if o.SelfManagedCerts {
+		mo.CertMode = manager.CertSelf
+		if mo.CertDir, err = os.MkdirTemp("", "sidecarops-certs-"); err != nil {
+			return fail(err)
+		}
+	}
 	if mo.MetricsAddr == "" {
 		mo.MetricsAddr = "0"
 	}
@@ -112,6 +124,11 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		}
 	}
 	c.Manager = mo
+	if o.BeforeManager != nil {
+		if err := o.BeforeManager(c.Client, mo); err != nil {
+			return fail(err)
+		}
+	}
 	mgr, err := manager.New(cfg, mo)
 	if err != nil {
 		return fail(err)
