@@ -58,6 +58,15 @@ func NewVerification(publicKeys map[string]string, alg, scope string) (*Verifica
 	return &Verification{config: bundle.NewVerificationConfig(cfgs, "", scope, nil)}, nil
 }
 
+// OPAConfig is the same keys in OPA's form, for OPA components that parse signed bundles themselves
+// (the bundle downloader refuses a signed bundle when it has no keys). Nil-safe.
+func (v *Verification) OPAConfig() *bundle.VerificationConfig {
+	if v == nil {
+		return nil
+	}
+	return v.config
+}
+
 // LoadVerificationKeys reads PEM public key files; each key's id is its file name without extension,
 // unless there is exactly one key, which also answers to DefaultKeyID.
 func LoadVerificationKeys(paths []string, alg, scope string) (*Verification, error) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -172,4 +174,31 @@ func (s *Snapshot) sidecarSetViolations(ctx context.Context, query string, pq in
 		}
 	}
 	return out, nil
+}
+
+// PolicyErrors is what the policies say against admitting ss beside the others: conflicts, then
+// the whitelist, as field errors in a stable order, each naming the other SidecarSet involved
+// (sidecarops decision 6). On UPDATE the snapshot still holds the old version under the same name;
+// the conflict policy never compares a SidecarSet with its namesake.
+func (s *Snapshot) PolicyErrors(ctx context.Context, ss *v1alpha1.SidecarSet) (field.ErrorList, error) {
+	conflicts, err := s.Conflicts(ctx, ss)
+	if err != nil {
+		return nil, err
+	}
+	denied, err := s.Whitelist(ctx, ss)
+	if err != nil {
+		return nil, err
+	}
+	errs := make(field.ErrorList, 0, len(conflicts)+len(denied))
+	for _, v := range append(conflicts, denied...) {
+		fe := v.FieldError()
+		// The policies' messages are OpenKruise's and name the other object already; this guards a
+		// policy (an administrator's, say) whose message would not.
+		if v.Other != "" && !strings.Contains(fe.Detail, v.Other) {
+			fe.Detail += fmt.Sprintf(" (SidecarSet %s)", v.Other)
+		}
+		errs = append(errs, fe)
+	}
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return errs, nil
 }

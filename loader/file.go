@@ -24,7 +24,7 @@ type FileOptions struct {
 	// Interval is how often Path is checked for changes (default 5s).
 	Interval time.Duration
 	// Verification, when set, requires every bundle to carry a valid signature.
-	Verification *Verification
+	Verification *bundles.Verification
 	// PersistDir, when set, keeps the last good bundle under PersistDir/Name/bundle.tar.gz and
 	// restores it at start when Path is missing or refused.
 	PersistDir string
@@ -105,7 +105,7 @@ func (f *FileSource) Poll() {
 		return
 	}
 	f.handled, f.last = true, sum
-	b, err := bundles.ReadBytes(f.opts.Path, raw, f.opts.Verification.Bundles())
+	b, err := bundles.ReadBytes(f.opts.Path, raw, f.opts.Verification)
 	if err != nil {
 		f.st.refuse(f.opts.Name, err)
 		return

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sidecarops/sidecarops/bundles"
 )
 
 // readyWith starts h and waits until a snapshot serves.
@@ -214,9 +216,9 @@ func TestLoadVerificationKeys(t *testing.T) {
 
 	// The JWT header's kid names the key a bundle is verified with.
 	signedAs := func(kid string) []byte { return tarGz(t, signWithKeyID(t, gateFiles("k", "keyed"), priv, kid)) }
-	one, err := LoadVerificationKeys([]string{keyFile}, "", "")
+	one, err := bundles.LoadVerificationKeys([]string{keyFile}, "", "")
 	require.NoError(t, err)
-	require.NotNil(t, one.Bundles())
+	require.NotNil(t, one.OPAConfig(), "the OPA form the downloader needs")
 	for _, kid := range []string{"default", "team-a"} {
 		_, err := bundlesReadBytes(signedAs(kid), one)
 		require.NoError(t, err, kid)
@@ -224,15 +226,15 @@ func TestLoadVerificationKeys(t *testing.T) {
 
 	other := filepath.Join(dir, "team-b.pem")
 	require.NoError(t, os.WriteFile(other, []byte(pub), 0o600))
-	two, err := LoadVerificationKeys([]string{keyFile, other}, "RS256", "")
+	two, err := bundles.LoadVerificationKeys([]string{keyFile, other}, "RS256", "")
 	require.NoError(t, err)
 	_, err = bundlesReadBytes(signedAs("team-b"), two)
 	require.NoError(t, err)
 	_, err = bundlesReadBytes(signedAs("default"), two)
 	require.ErrorContains(t, err, "default", "with several keys there is no default")
 
-	_, err = LoadVerificationKeys([]string{filepath.Join(dir, "missing.pem")}, "", "")
+	_, err = bundles.LoadVerificationKeys([]string{filepath.Join(dir, "missing.pem")}, "", "")
 	require.ErrorContains(t, err, "missing.pem")
-	_, err = LoadVerificationKeys(nil, "", "")
+	_, err = bundles.LoadVerificationKeys(nil, "", "")
 	require.ErrorContains(t, err, "no public keys")
 }

@@ -244,10 +244,10 @@ func testKeys(t *testing.T) (priv, pub, other string) {
 	return testPriv, testPub, otherPriv
 }
 
-func testVerification(t *testing.T, scope string) *Verification {
+func testVerification(t *testing.T, scope string) *bundles.Verification {
 	t.Helper()
 	_, pub, _ := testKeys(t)
-	v, err := NewVerification(map[string]string{"default": pub}, "RS256", scope)
+	v, err := bundles.NewVerification(map[string]string{"default": pub}, "RS256", scope)
 	require.NoError(t, err)
 	return v
 }
@@ -274,8 +274,8 @@ func signWithKeyID(t *testing.T, files map[string]string, priv, keyID string) ma
 }
 
 // bundlesReadBytes reads a tarball with v's bundles form, as every source does.
-func bundlesReadBytes(raw []byte, v *Verification) (*bundle.Bundle, error) {
-	return bundles.ReadBytes("test.tar.gz", raw, v.Bundles())
+func bundlesReadBytes(raw []byte, v *bundles.Verification) (*bundle.Bundle, error) {
+	return bundles.ReadBytes("test.tar.gz", raw, v)
 }
 
 func signAs(t *testing.T, files map[string]string, priv, keyID string, claims map[string]any) map[string]string {

@@ -44,7 +44,7 @@ type HTTPOptions struct {
 	// MinDelay and MaxDelay bound the jittered polling interval (defaults 60s and 120s, as OPA's).
 	MinDelay, MaxDelay time.Duration
 	// Verification, when set, requires every bundle to carry a valid signature.
-	Verification *Verification
+	Verification *bundles.Verification
 	// PersistDir, when set, keeps the last good bundle (and its ETag) under PersistDir/Name and
 	// restores it at start, so a restart while the server is down still serves the bundle.
 	PersistDir string
@@ -117,7 +117,7 @@ func NewHTTPSource(st *State, opts HTTPOptions) (*HTTPSource, error) {
 		// bundles.ReadBytes verifies and what is persisted.
 		WithBundlePersistence(true).
 		WithBundleName(opts.Name).
-		WithBundleVerificationConfig(opts.Verification.opaConfig())
+		WithBundleVerificationConfig(opts.Verification.OPAConfig())
 	return h, nil
 }
 
@@ -186,7 +186,7 @@ func (h *HTTPSource) update(_ context.Context, u download.Update) error {
 		h.handled, h.last = true, sum
 		// The downloader already verified with the same keys; bundles.ReadBytes is the check that
 		// also refuses unsigned bundles and is shared with every other source.
-		b, err := bundles.ReadBytes(h.opts.URL+"/"+h.opts.Resource, raw, h.opts.Verification.Bundles())
+		b, err := bundles.ReadBytes(h.opts.URL+"/"+h.opts.Resource, raw, h.opts.Verification)
 		if err != nil {
 			h.st.refuse(h.opts.Name, err)
 			return nil

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sidecarops/sidecarops/bundles"
 )
 
 // bundleServer is an OPA bundle service: it serves one bundle with an ETag and answers 304 to a
@@ -64,7 +66,7 @@ func (s *bundleServer) last() (ifNoneMatch string, status int) {
 	return s.ifNoneMatch[len(s.ifNoneMatch)-1], s.statuses[len(s.statuses)-1]
 }
 
-func newHTTPSource(t *testing.T, h *harness, url string, v *Verification, persist string) *HTTPSource {
+func newHTTPSource(t *testing.T, h *harness, url string, v *bundles.Verification, persist string) *HTTPSource {
 	t.Helper()
 	src, err := NewHTTPSource(h.st, HTTPOptions{Name: "gates", URL: url, Resource: "bundles/gates.tar.gz", Verification: v, PersistDir: persist})
 	require.NoError(t, err)

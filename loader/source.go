@@ -13,72 +13,9 @@ import (
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/bundle"
-	"github.com/open-policy-agent/opa/v1/keys"
 
 	"github.com/sidecarops/sidecarops/bundles"
 )
-
-// Verification is the set of public keys every administrators' bundle must be signed with, in the
-// two forms the loader needs: bundles' (the authoritative check: unsigned, tampered or wrongly scoped
-// bundles are refused) and OPA's, which OPA's downloader needs merely to parse a signed bundle
-// (without it the downloader refuses every signed bundle with "verification key not provided").
-// bundles.Verification keeps its OPA form unexported, hence this pair.
-type Verification struct {
-	bundles *bundles.Verification
-	opa     *bundle.VerificationConfig
-}
-
-// NewVerification builds a Verification from PEM public keys by key id, like bundles.NewVerification
-// (alg defaults to RS256; scope, when set, must equal the signature's scope claim).
-func NewVerification(publicKeys map[string]string, alg, scope string) (*Verification, error) {
-	v, err := bundles.NewVerification(publicKeys, alg, scope)
-	if err != nil {
-		return nil, err
-	}
-	if alg == "" {
-		alg = "RS256"
-	}
-	cfgs := make(map[string]*keys.Config, len(publicKeys))
-	for id, pem := range publicKeys {
-		cfgs[id] = &keys.Config{Key: pem, Algorithm: alg, Scope: scope}
-	}
-	return &Verification{bundles: v, opa: bundle.NewVerificationConfig(cfgs, "", scope, nil)}, nil
-}
-
-// LoadVerificationKeys reads PEM public key files with the key ids of bundles.LoadVerificationKeys
-// (file name without extension; a single key also answers to bundles.DefaultKeyID), so the manager
-// takes the same --verification-key flags as sidecarctl.
-func LoadVerificationKeys(paths []string, alg, scope string) (*Verification, error) {
-	pems := make(map[string]string, len(paths))
-	for _, p := range paths {
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			return nil, fmt.Errorf("%s: reading verification key: %w", p, err)
-		}
-		pems[strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))] = string(raw)
-	}
-	if len(paths) == 1 {
-		for _, pem := range pems {
-			pems[bundles.DefaultKeyID] = pem
-		}
-	}
-	return NewVerification(pems, alg, scope)
-}
-
-// Bundles is the bundles form, for reading bundles elsewhere with the same keys.
-func (v *Verification) Bundles() *bundles.Verification {
-	if v == nil {
-		return nil
-	}
-	return v.bundles
-}
-
-func (v *Verification) opaConfig() *bundle.VerificationConfig {
-	if v == nil {
-		return nil
-	}
-	return v.opa
-}
 
 // persister keeps a source's last good bundle bytes under <dir>/<source>/bundle.tar.gz (and the
 // HTTP ETag beside it), like OPA's bundles[_].persist, so that a restart while the source is
@@ -145,7 +82,7 @@ func writeAtomic(path string, data []byte) error {
 
 // readPersisted restores a source's persisted bundle, verified again: keys may have changed since
 // it was saved, and the disk is not trusted more than the network.
-func readPersisted(p persister, name string, v *Verification) (*bundle.Bundle, []byte, string, error) {
+func readPersisted(p persister, name string, v *bundles.Verification) (*bundle.Bundle, []byte, string, error) {
 	if !p.enabled() {
 		return nil, nil, "", errors.New("no persistence directory configured")
 	}
@@ -153,7 +90,7 @@ func readPersisted(p persister, name string, v *Verification) (*bundle.Bundle, [
 	if err != nil {
 		return nil, nil, "", err
 	}
-	b, err := bundles.ReadBytes(p.path(), raw, v.Bundles())
+	b, err := bundles.ReadBytes(p.path(), raw, v)
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -158,7 +158,7 @@ func NewState(eng *engine.Engine, opts Options) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.sources[ConfigMapSource] = &source{name: ConfigMapSource, reported: true, offered: dataBundle(whitelistRoot, configMapRevision(nil), doc)}
+	s.sources[ConfigMapSource] = &source{name: ConfigMapSource, reported: true, offered: bundles.DataBundle(whitelistRoot, configMapRevision(nil), doc)}
 	m.activations.WithLabelValues(ConfigMapSource, resultSuccess)
 	m.activations.WithLabelValues(ConfigMapSource, resultFailure)
 	return s, nil
@@ -291,7 +291,7 @@ func (s *State) SetConfigMap(cm *corev1.ConfigMap) {
 		if err != nil {
 			return err
 		}
-		s.sources[ConfigMapSource].offered = dataBundle(whitelistRoot, configMapRevision(cm), doc)
+		s.sources[ConfigMapSource].offered = bundles.DataBundle(whitelistRoot, configMapRevision(cm), doc)
 		s.changedLocked()
 		return nil
 	}()
@@ -729,14 +729,4 @@ func hasRoot(bs []*sourceBundle, root string) bool {
 		}
 	}
 	return false
-}
-
-// dataBundle wraps a data document as a bundle owning root, so the whitelist from OpenKruise's
-// ConfigMap reaches the policies exactly as an administrator's whitelist bundle would (the CLI does
-// the same in cmd/sidecarctl/workspace.go, which as package main cannot be shared).
-func dataBundle(root, revision string, doc map[string]any) *bundle.Bundle {
-	return &bundle.Bundle{
-		Manifest: bundle.Manifest{Revision: revision, Roots: &[]string{root}},
-		Data:     map[string]any{root: doc},
-	}
 }

@@ -26,6 +26,7 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/loader"
 	"github.com/sidecarops/sidecarops/webhook"
@@ -222,10 +223,10 @@ func (a afterCerts) Start(ctx context.Context) error {
 
 // addBundleSources registers every administrators' bundle source with the loader.
 func addBundleSources(mgr ctrlmanager.Manager, st *loader.State, o Options) error {
-	var v *loader.Verification
+	var v *bundles.Verification
 	if len(o.VerificationKeys) > 0 {
 		var err error
-		if v, err = loader.LoadVerificationKeys(o.VerificationKeys, o.VerificationAlg, o.VerificationScope); err != nil {
+		if v, err = bundles.LoadVerificationKeys(o.VerificationKeys, o.VerificationAlg, o.VerificationScope); err != nil {
 			return err
 		}
 	}

@@ -3,20 +3,15 @@ package webhook
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"sort"
-	"strings"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/defaults"
-	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/validation"
 )
 
@@ -98,7 +93,7 @@ func (h *SidecarSetValidator) Handle(ctx context.Context, req admission.Request)
 	errs := validation.SidecarSet(ss, old, snap.Revisions(), snap)
 	if len(errs) == 0 {
 		var err error
-		if errs, err = policyErrors(ctx, snap, ss); err != nil {
+		if errs, err = snap.PolicyErrors(ctx, ss); err != nil {
 			return admission.Errored(http.StatusInternalServerError, err)
 		}
 	}
@@ -107,30 +102,4 @@ func (h *SidecarSetValidator) Handle(ctx context.Context, req admission.Request)
 		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
 	}
 	return admission.Allowed("")
-}
-
-// policyErrors asks the snapshot's policies about conflicts and the whitelist, as field errors in a
-// stable order. On UPDATE the snapshot still holds the old version under the same name; the conflict
-// policy never compares a SidecarSet with its namesake.
-func policyErrors(ctx context.Context, snap *engine.Snapshot, ss *v1alpha1.SidecarSet) (field.ErrorList, error) {
-	conflicts, err := snap.Conflicts(ctx, ss)
-	if err != nil {
-		return nil, err
-	}
-	denied, err := snap.Whitelist(ctx, ss)
-	if err != nil {
-		return nil, err
-	}
-	var errs field.ErrorList
-	for _, v := range append(conflicts, denied...) {
-		fe := v.FieldError()
-		// Decision 6: a denial names the other object. The policies' messages already do (they are
-		// OpenKruise's); this only guards against a policy whose message would not.
-		if v.Other != "" && !strings.Contains(fe.Detail, v.Other) {
-			fe.Detail += fmt.Sprintf(" (SidecarSet %s)", v.Other)
-		}
-		errs = append(errs, fe)
-	}
-	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
-	return errs, nil
 }

@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/validation"
 )
 
@@ -49,7 +46,7 @@ func (w *workspace) check(ctx context.Context) error {
 		// As the webhook does, cross-object checks only run on an object that is valid by itself.
 		if len(errs) == 0 {
 			var err error
-			if errs, err = w.policyErrors(ctx, ss); err != nil {
+			if errs, err = w.snapshot.PolicyErrors(ctx, ss); err != nil {
 				return err
 			}
 		}
@@ -62,22 +59,4 @@ func (w *workspace) check(ctx context.Context) error {
 		return errors.New(strings.Join(lines, "\n"))
 	}
 	return nil
-}
-
-// policyErrors asks the policies about conflicts and the whitelist, as field errors in a stable order.
-func (w *workspace) policyErrors(ctx context.Context, ss *v1alpha1.SidecarSet) (field.ErrorList, error) {
-	conflicts, err := w.snapshot.Conflicts(ctx, ss)
-	if err != nil {
-		return nil, err
-	}
-	denied, err := w.snapshot.Whitelist(ctx, ss)
-	if err != nil {
-		return nil, err
-	}
-	var errs field.ErrorList
-	for _, v := range append(conflicts, denied...) {
-		errs = append(errs, v.FieldError())
-	}
-	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
-	return errs, nil
 }

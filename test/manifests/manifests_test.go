@@ -49,10 +49,11 @@ func TestDefaultInstallation(t *testing.T) {
 		"Role/sidecarops-manager", "RoleBinding/sidecarops-manager", "Deployment/sidecarops-manager",
 		"Service/sidecarops-webhook", "PodDisruptionBudget/sidecarops-manager",
 		"MutatingWebhookConfiguration/sidecarops", "ValidatingWebhookConfiguration/sidecarops",
+		"Secret/sidecarops-webhook-cert",
 	} {
 		assert.Contains(t, objs, k)
 	}
-	assert.Len(t, objs, 12)
+	assert.Len(t, objs, 13)
 
 	d := as[appsv1.Deployment](t, objs["Deployment/sidecarops-manager"])
 	assert.Equal(t, int32(2), *d.Spec.Replicas)
