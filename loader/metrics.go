@@ -1,10 +1,9 @@
 package loader
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sidecarops/sidecarops/internal/promreg"
 )
 
 const (
@@ -57,45 +56,29 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 		}, []string{"source"}),
 	}
 	var err error
-	if m.compileDuration, err = register(r, m.compileDuration); err != nil {
+	if m.compileDuration, err = promreg.Register(r, m.compileDuration); err != nil {
 		return nil, err
 	}
-	if m.compiles, err = register(r, m.compiles); err != nil {
+	if m.compiles, err = promreg.Register(r, m.compiles); err != nil {
 		return nil, err
 	}
-	if m.lastSuccess, err = register(r, m.lastSuccess); err != nil {
+	if m.lastSuccess, err = promreg.Register(r, m.lastSuccess); err != nil {
 		return nil, err
 	}
-	if m.snapshotInfo, err = register(r, m.snapshotInfo); err != nil {
+	if m.snapshotInfo, err = promreg.Register(r, m.snapshotInfo); err != nil {
 		return nil, err
 	}
-	if m.activations, err = register(r, m.activations); err != nil {
+	if m.activations, err = promreg.Register(r, m.activations); err != nil {
 		return nil, err
 	}
-	if m.bundleInfo, err = register(r, m.bundleInfo); err != nil {
+	if m.bundleInfo, err = promreg.Register(r, m.bundleInfo); err != nil {
 		return nil, err
 	}
-	if m.sourceErrors, err = register(r, m.sourceErrors); err != nil {
+	if m.sourceErrors, err = promreg.Register(r, m.sourceErrors); err != nil {
 		return nil, err
 	}
 	for _, res := range []string{resultSuccess, resultFailure} {
 		m.compiles.WithLabelValues(res)
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under its name, so that a
-// second State on the same registry (a restarted manager in one process, tests) shares the series.
-func register[T prometheus.Collector](r prometheus.Registerer, c T) (T, error) {
-	err := r.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(T); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("loader: registering metrics: %w", err)
 }

@@ -1,11 +1,12 @@
 package webhook
 
 import (
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/sidecarops/sidecarops/internal/promreg"
 )
 
 // Results of a pod decision, the values of the decisions counter's "result" label.
@@ -29,7 +30,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if reg == nil {
 		reg = metrics.Registry
 	}
-	latency, err := register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	latency, err := promreg.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "sidecarops_webhook_admission_duration_seconds",
 		Help: "Time the sidecarops admission handlers take to answer, by webhook path (decoding of the AdmissionReview excluded).",
 		// From 25µs: a pod decision and injection take tens of microseconds, controller-runtime's own
@@ -39,7 +40,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	decisions, err := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	decisions, err := promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sidecarops_webhook_pod_decisions_total",
 		Help: "Pod admissions by result: injected, not-matched, gated (an administrator's gate vetoed injection), error.",
 	}, []string{"result"}))
@@ -54,22 +55,6 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		decisions.WithLabelValues(r)
 	}
 	return &Metrics{latency: latency, decisions: decisions}, nil
-}
-
-// register registers c, or returns the identical collector registered before.
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(T); ok {
-			return existing, nil
-		}
-	}
-	var zero T
-	return zero, err
 }
 
 // observe records the latency of one admission that started at start.

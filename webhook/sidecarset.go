@@ -26,15 +26,9 @@ type SidecarSetDefaulter struct {
 // Handle implements admission.Handler.
 func (h *SidecarSetDefaulter) Handle(_ context.Context, req admission.Request) admission.Response {
 	defer h.Metrics.observe(SidecarSetDefaultPath, time.Now())
-	if skipSidecarSet(req) {
-		return admission.Allowed("")
-	}
-	if resp := checkSidecarSetKind(req); resp != nil {
+	ss, resp := decodeSidecarSetRequest(req)
+	if resp != nil {
 		return *resp
-	}
-	ss := &v1alpha1.SidecarSet{}
-	if err := decodeObject(req.Object, "SidecarSet", ss); err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
 	}
 	if err := defaults.SidecarSetAndHash(ss); err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
@@ -63,15 +57,9 @@ type SidecarSetValidator struct {
 // Handle implements admission.Handler.
 func (h *SidecarSetValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	defer h.Metrics.observe(SidecarSetValidatePath, time.Now())
-	if skipSidecarSet(req) {
-		return admission.Allowed("")
-	}
-	if resp := checkSidecarSetKind(req); resp != nil {
+	ss, resp := decodeSidecarSetRequest(req)
+	if resp != nil {
 		return *resp
-	}
-	ss := &v1alpha1.SidecarSet{}
-	if err := decodeObject(req.Object, "SidecarSet", ss); err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
 	}
 	var old *v1alpha1.SidecarSet
 	if req.Operation == admissionv1.Update {

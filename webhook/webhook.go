@@ -90,27 +90,30 @@ func decodeObject(raw runtime.RawExtension, what string, into any) error {
 // v1alpha1 alone (config/crd).
 var sidecarSetKind = v1alpha1.GroupVersion.WithKind("SidecarSet")
 
-// checkSidecarSetKind refuses a request for anything but a v1alpha1 SidecarSet, which could not be
-// decoded faithfully: fields of another version would be dropped by the patch or go unvalidated.
-func checkSidecarSetKind(req admission.Request) *admission.Response {
+// decodeSidecarSetRequest is the common start of both SidecarSet handlers: requests they let through
+// untouched (subresources — status updates by the controller must never be blocked by spec rules —
+// and operations other than CREATE and UPDATE, ref §1.8) get an Allowed response; anything but a
+// v1alpha1 SidecarSet, which could not be decoded faithfully (fields of another version would be
+// dropped by the patch or go unvalidated), a 400; otherwise the decoded object.
+func decodeSidecarSetRequest(req admission.Request) (*v1alpha1.SidecarSet, *admission.Response) {
+	if req.SubResource != "" || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
+		r := admission.Allowed("")
+		return nil, &r
+	}
 	k := req.Kind
 	if k.Group != sidecarSetKind.Group || k.Kind != sidecarSetKind.Kind {
-		return errored(http.StatusBadRequest, fmt.Errorf("unsupported kind %q in group %q: this webhook serves %s",
+		return nil, errored(http.StatusBadRequest, fmt.Errorf("unsupported kind %q in group %q: this webhook serves %s",
 			k.Kind, k.Group, sidecarSetKind))
 	}
 	if k.Version != sidecarSetKind.Version {
-		return errored(http.StatusBadRequest, fmt.Errorf("unsupported version %q of %s: this webhook serves %s",
+		return nil, errored(http.StatusBadRequest, fmt.Errorf("unsupported version %q of %s: this webhook serves %s",
 			k.Version, sidecarSetKind.GroupKind(), sidecarSetKind.Version))
 	}
-	return nil
-}
-
-// skipSidecarSet tells which requests the SidecarSet handlers let through untouched: subresources
-// (status updates by the controller must never be blocked by spec rules) and operations other than
-// CREATE and UPDATE (DELETE, ref §1.8).
-func skipSidecarSet(req admission.Request) bool {
-	return req.SubResource != "" ||
-		(req.Operation != admissionv1.Create && req.Operation != admissionv1.Update)
+	ss := &v1alpha1.SidecarSet{}
+	if err := decodeObject(req.Object, "SidecarSet", ss); err != nil {
+		return nil, errored(http.StatusBadRequest, err)
+	}
+	return ss, nil
 }
 
 func errored(code int32, err error) *admission.Response {
