@@ -1,0 +1,459 @@
+package rollout
+
+import (
+	"encoding/json"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+)
+
+// UpgradeSpec is one entry of a pod's kruise.io/sidecarset-hash(-without-image) annotation (ref
+// §1.11). Package mutation writes these entries but keeps its reader unexported, so this is the
+// controller side's reader; the field tags are OpenKruise's SidecarSetUpgradeSpec.
+type UpgradeSpec struct {
+	UpdateTimestamp    metav1.Time `json:"updateTimestamp"`
+	Hash               string      `json:"hash"`
+	SidecarSetName     string      `json:"sidecarSetName"`
+	SidecarList        []string    `json:"sidecarList"`
+	ControllerRevision string      `json:"controllerRevision,omitempty"`
+}
+
+// UpgradeSpecs reads the hash annotation key (v1alpha1.SidecarSetHashAnnotation or
+// SidecarSetHashWithoutImageAnnotation) of annotations. The legacy flat form {"<name>":"<hash>"}
+// written by old OpenKruise versions is accepted (S8). A value that is neither form yields an
+// empty map, as OpenKruise's reader does (S9): the pod then counts as "not updated" and, when it
+// is the without-image annotation, as not upgradable, which is the safe reading of garbage.
+func UpgradeSpecs(annotations map[string]string, key string) map[string]UpgradeSpec {
+	specs := map[string]UpgradeSpec{}
+	raw := annotations[key]
+	if raw == "" {
+		return specs
+	}
+	if err := json.Unmarshal([]byte(raw), &specs); err == nil {
+		if specs == nil { // JSON null
+			specs = map[string]UpgradeSpec{}
+		}
+		return specs
+	}
+	var flat map[string]string
+	if err := json.Unmarshal([]byte(raw), &flat); err != nil {
+		return map[string]UpgradeSpec{}
+	}
+	specs = make(map[string]UpgradeSpec, len(flat))
+	for name, h := range flat {
+		specs[name] = UpgradeSpec{Hash: h, SidecarSetName: name}
+	}
+	return specs
+}
+
+func podAnnotations(pod *corev1.Pod) map[string]string {
+	if pod == nil {
+		return nil
+	}
+	return pod.Annotations
+}
+
+func ssName(ss *v1alpha1.SidecarSet) string {
+	if ss == nil {
+		return ""
+	}
+	return ss.Name
+}
+
+func ssAnnotation(ss *v1alpha1.SidecarSet, key string) string {
+	if ss == nil {
+		return ""
+	}
+	return ss.Annotations[key]
+}
+
+// PodHash is the kruise.io/sidecarset-hash the pod records for SidecarSet name ("" if none).
+func PodHash(pod *corev1.Pod, name string) string {
+	return UpgradeSpecs(podAnnotations(pod), v1alpha1.SidecarSetHashAnnotation)[name].Hash
+}
+
+// PodHashWithoutImage is the kruise.io/sidecarset-hash-without-image the pod records for
+// SidecarSet name ("" if none).
+func PodHashWithoutImage(pod *corev1.Pod, name string) string {
+	return UpgradeSpecs(podAnnotations(pod), v1alpha1.SidecarSetHashWithoutImageAnnotation)[name].Hash
+}
+
+// PodControllerRevision is the ControllerRevision the pod's sidecars of SidecarSet name came
+// from ("" if not recorded); such revisions are "active" and survive history truncation.
+func PodControllerRevision(pod *corev1.Pod, name string) string {
+	return UpgradeSpecs(podAnnotations(pod), v1alpha1.SidecarSetHashAnnotation)[name].ControllerRevision
+}
+
+// IsUpdated reports whether the pod runs ss's current sidecars: its hash entry equals ss's
+// kruise.io/sidecarset-hash annotation. As in OpenKruise, two missing values compare equal.
+func IsUpdated(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
+	return PodHash(pod, ssName(ss)) == ssAnnotation(ss, v1alpha1.SidecarSetHashAnnotation)
+}
+
+// OnlyImageChanged reports whether the pod's hash-without-image equals ss's: the only difference
+// between the pod's sidecars and ss's is then images, which is all Kubernetes lets an in-place
+// update change. Two missing values compare equal (C3).
+func OnlyImageChanged(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
+	return PodHashWithoutImage(pod, ssName(ss)) == ssAnnotation(ss, v1alpha1.SidecarSetHashWithoutImageAnnotation)
+}
+
+// NotUpgradableReason explains why the pod cannot be upgraded in place by ss, or returns "" when
+// it can (only images differ). The hashes are opaque, so the reason names them rather than the
+// field that differs.
+func NotUpgradableReason(pod *corev1.Pod, ss *v1alpha1.SidecarSet) string {
+	if OnlyImageChanged(pod, ss) {
+		return ""
+	}
+	podHash := PodHashWithoutImage(pod, ssName(ss))
+	ssHash := ssAnnotation(ss, v1alpha1.SidecarSetHashWithoutImageAnnotation)
+	if podHash == "" {
+		return "hash-without-image differs: the pod records none for this SidecarSet (SidecarSet's is " + ssHash + ")"
+	}
+	return "hash-without-image differs: a field other than image changed (pod " + podHash + ", SidecarSet " + ssHash + ")"
+}
+
+// HotUpgradeNames returns the two pod container names of a HotUpgrade sidecar.
+func HotUpgradeNames(sidecar string) (string, string) {
+	return sidecar + "-1", sidecar + "-2"
+}
+
+func isHot(c *v1alpha1.SidecarContainer) bool {
+	return c.UpgradeStrategy.UpgradeType == v1alpha1.SidecarContainerHotUpgrade
+}
+
+// WorkingHotUpgradeContainers reads kruise.io/sidecarset-working-hotupgrade-container
+// (sidecar name → working pod container); a missing or unparsable value reads as empty.
+func WorkingHotUpgradeContainers(pod *corev1.Pod) map[string]string {
+	m := map[string]string{}
+	raw, ok := podAnnotations(pod)[v1alpha1.SidecarSetWorkingHotUpgradeContainer]
+	if !ok {
+		return m
+	}
+	if err := json.Unmarshal([]byte(raw), &m); err != nil || m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+// HotUpgradeContainers returns the working twin and the other one (idle, or the old version
+// during an upgrade) of HotUpgrade sidecar in pod. Without a record <sidecar>-2 is taken as
+// working, as OpenKruise does.
+func HotUpgradeContainers(sidecar string, pod *corev1.Pod) (working, other string) {
+	n1, n2 := HotUpgradeNames(sidecar)
+	if WorkingHotUpgradeContainers(pod)[sidecar] == n1 {
+		return n1, n2
+	}
+	return n2, n1
+}
+
+// SidecarContainerNames are the pod container names ss's spec.containers become (both twins of
+// a HotUpgrade sidecar), in spec order.
+func SidecarContainerNames(ss *v1alpha1.SidecarSet) []string {
+	if ss == nil {
+		return nil
+	}
+	var names []string
+	for i := range ss.Spec.Containers {
+		c := &ss.Spec.Containers[i]
+		if isHot(c) {
+			n1, n2 := HotUpgradeNames(c.Name)
+			names = append(names, n1, n2)
+		} else {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
+
+// HasSidecarContainers reports whether the pod has every container of ss (ref §3.3
+// IsPodConsistentWithSidecarSet): each ColdUpgrade name, and for each HotUpgrade sidecar a
+// working-container record and both twins. Pods without them are not managed by ss.
+func HasSidecarContainers(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
+	if pod == nil || ss == nil {
+		return false
+	}
+	have := map[string]bool{}
+	for i := range pod.Spec.Containers {
+		have[pod.Spec.Containers[i].Name] = true
+	}
+	working := WorkingHotUpgradeContainers(pod)
+	for i := range ss.Spec.Containers {
+		c := &ss.Spec.Containers[i]
+		if !isHot(c) {
+			if !have[c.Name] {
+				return false
+			}
+			continue
+		}
+		n1, n2 := HotUpgradeNames(c.Name)
+		if _, ok := working[c.Name]; !ok || !have[n1] || !have[n2] {
+			return false
+		}
+	}
+	return true
+}
+
+// IsActive reports whether a pod still counts: not finished and not being deleted.
+func IsActive(pod *corev1.Pod) bool {
+	return pod != nil && pod.DeletionTimestamp == nil &&
+		pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
+
+// IsInjected reports whether the pod's kruise.io/sidecarset-injected-list names ss.
+func IsInjected(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
+	list := podAnnotations(pod)[v1alpha1.SidecarSetListAnnotation]
+	if list == "" || ss == nil {
+		return false
+	}
+	for _, n := range strings.Split(list, ",") {
+		if n == ss.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// IsManaged is the filter ref §3.3 applies to pods already selected by ss's selector and
+// namespace scope: active, injected by ss, and carrying all of ss's containers. Status and Plan
+// expect pods that passed it.
+func IsManaged(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
+	return IsActive(pod) && IsInjected(pod, ss) && HasSidecarContainers(pod, ss)
+}
+
+// InPlaceUpdateContainerStatus and InPlaceUpdateState are OpenKruise's pub types stored in
+// kruise.io/sidecarset-inplace-update-state (sidecarset name → state).
+type InPlaceUpdateContainerStatus struct {
+	ImageID string `json:"imageID,omitempty"`
+}
+
+// InPlaceUpdateState is one SidecarSet's entry of kruise.io/sidecarset-inplace-update-state.
+// Revision is the hash of the first recorded upgrade and never refreshed (quirk 18).
+type InPlaceUpdateState struct {
+	Revision              string                                  `json:"revision"`
+	UpdateTimestamp       metav1.Time                             `json:"updateTimestamp"`
+	LastContainerStatuses map[string]InPlaceUpdateContainerStatus `json:"lastContainerStatuses,omitempty"`
+}
+
+// InPlaceUpdateStates reads kruise.io/sidecarset-inplace-update-state. ok is false when the
+// annotation is present but unparsable.
+func InPlaceUpdateStates(pod *corev1.Pod) (states map[string]InPlaceUpdateState, present, ok bool) {
+	raw, present := podAnnotations(pod)[v1alpha1.SidecarSetInplaceUpdateStateAnnotation]
+	states = map[string]InPlaceUpdateState{}
+	if !present {
+		return states, false, true
+	}
+	if err := json.Unmarshal([]byte(raw), &states); err != nil {
+		return map[string]InPlaceUpdateState{}, true, false
+	}
+	if states == nil {
+		states = map[string]InPlaceUpdateState{}
+	}
+	return states, true, true
+}
+
+// IsSidecarContainerUpdateCompleted reports whether the kubelet has applied the in-place
+// upgrades recorded for sidecarSets on the given pod containers (S1–S6): a recorded container is
+// still pending while its status imageID equals the one recorded before the upgrade and its
+// status image differs from its spec image. No state annotation → completed (never upgraded);
+// an unparsable one → not completed (someone edited it; do not pile another upgrade on top).
+func IsSidecarContainerUpdateCompleted(pod *corev1.Pod, sidecarSets, containers []string) bool {
+	if pod == nil {
+		return false
+	}
+	states, present, ok := InPlaceUpdateStates(pod)
+	if !present {
+		return true
+	}
+	if !ok {
+		return false
+	}
+	last := map[string]InPlaceUpdateContainerStatus{}
+	for _, name := range sidecarSets {
+		for c, st := range states[name].LastContainerStatuses {
+			last[c] = st
+		}
+	}
+	specImage := make(map[string]string, len(pod.Spec.Containers))
+	for i := range pod.Spec.Containers {
+		specImage[pod.Spec.Containers[i].Name] = pod.Spec.Containers[i].Image
+	}
+	check := toSet(containers)
+	for i := range pod.Status.ContainerStatuses {
+		cs := &pod.Status.ContainerStatuses[i]
+		if !check[cs.Name] {
+			continue
+		}
+		if old, ok := last[cs.Name]; ok && old.ImageID == cs.ImageID && specImage[cs.Name] != cs.Image {
+			return false
+		}
+	}
+	return true
+}
+
+func toSet(names []string) map[string]bool {
+	s := make(map[string]bool, len(names))
+	for _, n := range names {
+		s[n] = true
+	}
+	return s
+}
+
+// IsPodStateConsistent reports whether the kubelet runs what the pod spec says for ss's sidecar
+// containers (ref §3.5): names restricts the check (nil or empty = all of SidecarContainerNames).
+// When every checked image is a digest reference the status imageIDs decide; otherwise the
+// in-place-update state does.
+func IsPodStateConsistent(pod *corev1.Pod, ss *v1alpha1.SidecarSet, names []string) bool {
+	if pod == nil || ss == nil {
+		return false
+	}
+	if len(pod.Spec.Containers) != len(pod.Status.ContainerStatuses) {
+		return false
+	}
+	if len(names) == 0 {
+		names = SidecarContainerNames(ss)
+	}
+	check := toSet(names)
+	imageIDs := map[string]string{}
+	for i := range pod.Status.ContainerStatuses {
+		imageIDs[pod.Status.ContainerStatuses[i].Name] = pod.Status.ContainerStatuses[i].ImageID
+	}
+	allDigest := true
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if !check[c.Name] {
+			continue
+		}
+		// OpenKruise stops at the first non-digest image and falls back to the recorded state
+		// for all containers; digest containers seen before it are still checked here.
+		if !isImageDigest(c.Image) {
+			allDigest = false
+			break
+		}
+		id, ok := imageIDs[c.Name]
+		if !ok || !imageEqualsID(c.Image, id) {
+			return false
+		}
+	}
+	if allDigest {
+		return true
+	}
+	return IsSidecarContainerUpdateCompleted(pod, []string{ss.Name}, names)
+}
+
+// isImageDigest: repo@algorithm:hex.
+func isImageDigest(image string) bool {
+	_, d, ok := strings.Cut(image, "@")
+	if !ok {
+		return false
+	}
+	alg, hexPart, ok := strings.Cut(d, ":")
+	return ok && alg != "" && hexPart != ""
+}
+
+// imageEqualsID compares a digest image with a status imageID ("docker-pullable://repo@sha256:…"
+// or "repo@sha256:…") by normalised repository and digest, as OpenKruise's IsContainerImageEqual.
+func imageEqualsID(image, imageID string) bool {
+	if _, rest, ok := strings.Cut(imageID, "://"); ok {
+		imageID = rest
+	}
+	r1, d1, ok1 := strings.Cut(image, "@")
+	r2, d2, ok2 := strings.Cut(imageID, "@")
+	return ok1 && ok2 && d1 == d2 && normaliseRepo(r1) == normaliseRepo(r2)
+}
+
+// normaliseRepo applies Docker's reference normalisation ("busybox" → "docker.io/library/busybox")
+// and drops a tag, so that the short and long forms of one repository compare equal.
+func normaliseRepo(repo string) string {
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	first, rest, hasSlash := strings.Cut(repo, "/")
+	if !hasSlash || (!strings.ContainsAny(first, ".:") && first != "localhost") {
+		if !strings.Contains(repo, "/") {
+			repo = "library/" + repo
+		}
+		return "docker.io/" + repo
+	}
+	if first == "index.docker.io" {
+		return "docker.io/" + rest
+	}
+	return repo
+}
+
+// podConditionReady is Kubernetes' podutil.IsPodReady: the PodReady condition is True.
+func podConditionReady(pod *corev1.Pod) bool {
+	return readyCondition(pod) != nil
+}
+
+func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
+	if pod == nil {
+		return nil
+	}
+	for i := range pod.Status.Conditions {
+		if c := &pod.Status.Conditions[i]; c.Type == corev1.PodReady {
+			if c.Status == corev1.ConditionTrue {
+				return c
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// IsPodReady is OpenKruise's SidecarSet IsPodReady (ref §3.4): running, PodReady, not being
+// deleted, and every HotUpgrade sidecar's idle twin back on the empty image (a hot upgrade still
+// in progress makes the pod count as unavailable).
+func IsPodReady(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
+	if pod == nil {
+		return false
+	}
+	if ss != nil {
+		empty := map[string]string{}
+		for i := range ss.Spec.Containers {
+			c := &ss.Spec.Containers[i]
+			if isHot(c) {
+				_, other := HotUpgradeContainers(c.Name, pod)
+				empty[other] = c.UpgradeStrategy.HotUpgradeEmptyImage
+			}
+		}
+		for i := range pod.Spec.Containers {
+			c := &pod.Spec.Containers[i]
+			if img := empty[c.Name]; img != "" && c.Image != img {
+				return false
+			}
+		}
+	}
+	return pod.Status.Phase == corev1.PodRunning && podConditionReady(pod) && pod.DeletionTimestamp == nil
+}
+
+// Upgradability is OpenKruise's IsSidecarSetUpgradable (ref §3.5): canUpgrade is false when more
+// than images changed (OnlyImageChanged is false); consistent is false while a sidecar container
+// reports Ready but the kubelet has not yet applied the last upgrade to it (an upgrade in flight,
+// skipped this round).
+func Upgradability(pod *corev1.Pod, ss *v1alpha1.SidecarSet) (canUpgrade, consistent bool) {
+	if !OnlyImageChanged(pod, ss) {
+		return false, false
+	}
+	if pod == nil || ss == nil {
+		return true, false
+	}
+	ready := map[string]bool{}
+	for i := range pod.Status.ContainerStatuses {
+		ready[pod.Status.ContainerStatuses[i].Name] = pod.Status.ContainerStatuses[i].Ready
+	}
+	for _, name := range SidecarContainerNames(ss) {
+		if ready[name] && !IsPodStateConsistent(pod, ss, []string{name}) {
+			return true, false
+		}
+	}
+	return true, true
+}
+
+// IsUnavailableUpdated reports whether an updated pod takes a maxUnavailable slot: it is on ss's
+// hash but not yet consistent or not ready.
+func IsUnavailableUpdated(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
+	return IsUpdated(pod, ss) && (!IsPodStateConsistent(pod, ss, nil) || !IsPodReady(pod, ss))
+}

@@ -1,0 +1,105 @@
+package rollout
+
+import (
+	"encoding/json"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+)
+
+// Status computes ss's status over its managed pods (those passing IsManaged) as OpenKruise's
+// calculateStatus does (ref §3.4). latestRevision and collisionCount come from the revision
+// decision (Revisions). It depends on nothing but its arguments, so the controller can recompute
+// it on any pod event, deletions included (unlike OpenKruise, quirk 16).
+func Status(ss *v1alpha1.SidecarSet, pods []*corev1.Pod, latestRevision string, collisionCount int32) v1alpha1.SidecarSetStatus {
+	st := v1alpha1.SidecarSetStatus{LatestRevision: latestRevision, CollisionCount: &collisionCount}
+	if ss != nil {
+		st.ObservedGeneration = ss.Generation
+	}
+	for _, pod := range pods {
+		if pod == nil {
+			continue
+		}
+		st.MatchedPods++
+		updated := IsUpdated(pod, ss)
+		if updated {
+			st.UpdatedPods++
+		}
+		if IsPodStateConsistent(pod, ss, nil) && IsPodReady(pod, ss) {
+			st.ReadyPods++
+			if updated {
+				st.UpdatedReadyPods++
+			}
+		}
+	}
+	return st
+}
+
+// StatusEqual reports whether two statuses are the same, so that the controller writes the
+// status subresource only when something changed (collisionCount compared by value).
+func StatusEqual(a, b v1alpha1.SidecarSetStatus) bool {
+	if (a.CollisionCount == nil) != (b.CollisionCount == nil) {
+		return false
+	}
+	if a.CollisionCount != nil && *a.CollisionCount != *b.CollisionCount {
+		return false
+	}
+	a.CollisionCount, b.CollisionCount = nil, nil
+	return a == b
+}
+
+// UpgradableConditionType is the pod condition listing, per SidecarSet, whether the pod's
+// sidecars can be upgraded in place (ref §1.11, §3.8).
+const UpgradableConditionType corev1.PodConditionType = "SidecarSetUpgradable"
+
+// UpgradableCondition returns the pod's SidecarSetUpgradable condition with ss's entry set to
+// upgradable, and whether it differs from the pod's current one (only then is a status patch
+// needed). The message is the JSON map {sidecarSet: bool} of all SidecarSets; the status is True
+// (reason AllSidecarsetUpgradable) only when every entry is true, else False (reason
+// UpdateImmutableField). lastTransitionTime moves to now only when the status flips, as
+// Kubernetes' UpdatePodCondition does. An unparsable existing message is an error: OpenKruise
+// refuses to overwrite it too, because the other SidecarSets' entries would be lost.
+func UpgradableCondition(pod *corev1.Pod, ssName string, upgradable bool, now time.Time) (corev1.PodCondition, bool, error) {
+	var old *corev1.PodCondition
+	if pod != nil {
+		for i := range pod.Status.Conditions {
+			if pod.Status.Conditions[i].Type == UpgradableConditionType {
+				old = &pod.Status.Conditions[i]
+				break
+			}
+		}
+	}
+	cond := corev1.PodCondition{Type: UpgradableConditionType}
+	if old != nil {
+		cond = *old.DeepCopy()
+	}
+	kv := map[string]bool{}
+	if cond.Message != "" {
+		if err := json.Unmarshal([]byte(cond.Message), &kv); err != nil {
+			return cond, false, err
+		}
+		if kv == nil {
+			kv = map[string]bool{}
+		}
+	}
+	kv[ssName] = upgradable
+	all := true
+	for _, v := range kv {
+		all = all && v
+	}
+	if all {
+		cond.Status, cond.Reason = corev1.ConditionTrue, "AllSidecarsetUpgradable"
+	} else {
+		cond.Status, cond.Reason = corev1.ConditionFalse, "UpdateImmutableField"
+	}
+	msg, _ := json.Marshal(kv) // map[string]bool always encodes; keys sorted
+	cond.Message = string(msg)
+	if old == nil || old.Status != cond.Status {
+		cond.LastTransitionTime = metav1.NewTime(now)
+	}
+	changed := old == nil || old.Status != cond.Status || old.Reason != cond.Reason || old.Message != cond.Message
+	return cond, changed, nil
+}
