@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 )
@@ -104,3 +105,5 @@ func names(pods []*corev1.Pod) []string {
 	}
 	return out
 }
+
+func runtimeRaw(s string) runtime.RawExtension { return runtime.RawExtension{Raw: []byte(s)} }

@@ -1,0 +1,219 @@
+package rollout
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/revisions"
+)
+
+// RevisionAction is what must happen to make the SidecarSet's current spec the latest revision.
+type RevisionAction string
+
+const (
+	// RevisionReuse: the newest revision already records the spec.
+	RevisionReuse RevisionAction = "Reuse"
+	// RevisionRenumber: an older revision records it (rollback); set its .revision to Latest.Revision.
+	RevisionRenumber RevisionAction = "Renumber"
+	// RevisionCreate: create Latest. On AlreadyExists with different data, call Revisions again
+	// with collisionCount+1 (and store the new count in status).
+	RevisionCreate RevisionAction = "Create"
+)
+
+// RevisionPlan is the registration and truncation decision of one reconcile (ref §1.10, §3.10).
+type RevisionPlan struct {
+	Action RevisionAction
+	// Latest is the revision to create (Create), a renumbered copy of an existing one (Renumber)
+	// or the existing newest one (Reuse); its name becomes status.latestRevision.
+	Latest *appsv1.ControllerRevision
+	// SetCustomVersion, when not empty, is the apps.kruise.io/sidecarset-custom-version value to
+	// patch onto Latest (its label differs from the SidecarSet's).
+	SetCustomVersion string
+	// Delete are the revisions to delete, oldest first.
+	Delete []string
+	// TruncateErr says the history stays above the limit because the rest is active; OpenKruise
+	// only logs it and carries on.
+	TruncateErr error
+}
+
+// Revisions decides how ss's ControllerRevisions change this round. existing are the revisions
+// listed for ss (label kruise.io/sidecarset-name, controlled by ss or orphaned), pods its managed
+// pods (their recorded controllerRevision keeps a revision alive), namespace the kruise namespace
+// and collisionCount status.collisionCount. Nothing is modified; the caller applies the plan.
+func Revisions(ss *v1alpha1.SidecarSet, existing []*appsv1.ControllerRevision, pods []*corev1.Pod, namespace string, collisionCount int32) (RevisionPlan, error) {
+	if ss == nil {
+		return RevisionPlan{}, fmt.Errorf("rollout: nil SidecarSet")
+	}
+	revs := make([]*appsv1.ControllerRevision, 0, len(existing))
+	for _, cr := range existing {
+		if cr != nil {
+			revs = append(revs, cr)
+		}
+	}
+	sortRevisions(revs)
+
+	next, err := NewRevision(ss, namespace, nextRevision(revs), collisionCount)
+	if err != nil {
+		return RevisionPlan{}, err
+	}
+	var equal []*appsv1.ControllerRevision
+	for _, cr := range revs {
+		if bytes.Equal(cr.Data.Raw, next.Data.Raw) {
+			equal = append(equal, cr)
+		}
+	}
+
+	var plan RevisionPlan
+	switch {
+	case len(equal) > 0 && equal[len(equal)-1] == revs[len(revs)-1]:
+		plan.Action, plan.Latest = RevisionReuse, revs[len(revs)-1]
+	case len(equal) > 0:
+		old := equal[len(equal)-1]
+		renumbered := old.DeepCopy()
+		renumbered.Revision = next.Revision
+		plan.Action, plan.Latest = RevisionRenumber, renumbered
+		// Keep the list ordered with the renumbered revision last, so it is never truncated.
+		revs = append(removeRevision(revs, old), renumbered)
+	default:
+		plan.Action, plan.Latest = RevisionCreate, next
+		revs = append(revs, next)
+	}
+	if cv := ss.Labels[v1alpha1.SidecarSetCustomVersionLabel]; cv != "" && plan.Latest.Labels[v1alpha1.SidecarSetCustomVersionLabel] != cv {
+		plan.SetCustomVersion = cv
+	}
+	plan.Delete, plan.TruncateErr = truncate(ss, revs, pods)
+	return plan, nil
+}
+
+// NewRevision builds the ControllerRevision recording ss's current spec (ref §1.10): data.raw
+// from revisions.Raw, name from revisions.Name, labels = ss's labels + kruise.io/sidecarset-name +
+// controller.kubernetes.io/hash (the custom-version label comes with ss's labels), annotations =
+// all of ss's, and a controller owner reference to ss.
+func NewRevision(ss *v1alpha1.SidecarSet, namespace string, revision int64, collisionCount int32) (*appsv1.ControllerRevision, error) {
+	raw, err := revisions.Raw(ss)
+	if err != nil {
+		return nil, err
+	}
+	lbls := map[string]string{}
+	for k, v := range ss.Labels {
+		lbls[k] = v
+	}
+	lbls[v1alpha1.SidecarSetNameLabel] = ss.Name
+	lbls[v1alpha1.ControllerRevisionHashLabel] = revisions.Hash(raw, collisionCount)
+	ann := map[string]string{}
+	for k, v := range ss.Annotations {
+		ann[k] = v
+	}
+	isController, block := true, true
+	return &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        revisions.Name(ss, raw, collisionCount),
+			Namespace:   namespace,
+			Labels:      lbls,
+			Annotations: ann,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: v1alpha1.GroupVersion.String(), Kind: "SidecarSet", Name: ss.Name, UID: ss.UID,
+				Controller: &isController, BlockOwnerDeletion: &block,
+			}},
+		},
+		Data:     runtime.RawExtension{Raw: raw},
+		Revision: revision,
+	}, nil
+}
+
+// sortRevisions is Kubernetes' history.SortControllerRevisions: .revision, creation, name.
+func sortRevisions(crs []*appsv1.ControllerRevision) {
+	sort.SliceStable(crs, func(i, j int) bool {
+		a, b := crs[i], crs[j]
+		if a.Revision != b.Revision {
+			return a.Revision < b.Revision
+		}
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Name < b.Name
+	})
+}
+
+func nextRevision(sorted []*appsv1.ControllerRevision) int64 {
+	if len(sorted) == 0 {
+		return 1
+	}
+	return sorted[len(sorted)-1].Revision + 1
+}
+
+func removeRevision(revs []*appsv1.ControllerRevision, old *appsv1.ControllerRevision) []*appsv1.ControllerRevision {
+	out := make([]*appsv1.ControllerRevision, 0, len(revs))
+	for _, cr := range revs {
+		if cr != old {
+			out = append(out, cr)
+		}
+	}
+	return out
+}
+
+// ActiveRevisions are the revision names truncation must keep (ref §3.10): those recorded by a
+// pod's hash entry, injectionStrategy.revision.revisionName, and the newest revision labelled with
+// injectionStrategy.revision.customVersion.
+func ActiveRevisions(ss *v1alpha1.SidecarSet, revs []*appsv1.ControllerRevision, pods []*corev1.Pod) map[string]bool {
+	active := map[string]bool{}
+	if ss == nil {
+		return active
+	}
+	for _, pod := range pods {
+		if r := PodControllerRevision(pod, ss.Name); r != "" {
+			active[r] = true
+		}
+	}
+	if ref := ss.Spec.InjectionStrategy.Revision; ref != nil {
+		if ref.RevisionName != nil {
+			active[*ref.RevisionName] = true
+		}
+		if ref.CustomVersion != nil {
+			var match []*appsv1.ControllerRevision
+			for _, cr := range revs {
+				if cr != nil && cr.Labels[v1alpha1.SidecarSetCustomVersionLabel] == *ref.CustomVersion {
+					match = append(match, cr)
+				}
+			}
+			if len(match) > 0 {
+				sortRevisions(match)
+				active[match[len(match)-1].Name] = true
+			}
+		}
+	}
+	return active
+}
+
+// truncate is OpenKruise's truncateHistory over revs ordered oldest → latest: with more than
+// limit = max(1, revisionHistoryLimit or 10) revisions, delete the oldest inactive ones, never the
+// last; if active ones keep the count above the limit, report it.
+func truncate(ss *v1alpha1.SidecarSet, revs []*appsv1.ControllerRevision, pods []*corev1.Pod) ([]string, error) {
+	limit := 10
+	if l := ss.Spec.RevisionHistoryLimit; l != nil {
+		limit = max(1, int(*l))
+	}
+	if len(revs) <= limit {
+		return nil, nil
+	}
+	toDelete := len(revs) - limit
+	active := ActiveRevisions(ss, revs, pods)
+	var del []string
+	for i := 0; i < len(revs)-1 && toDelete > 0; i++ {
+		if !active[revs[i].Name] {
+			del = append(del, revs[i].Name)
+			toDelete--
+		}
+	}
+	if toDelete > 0 {
+		return del, fmt.Errorf("failed to limit the number of stored revisions, limited: %d, actual: %d, name: %s", limit, limit+toDelete, ss.Name)
+	}
+	return del, nil
+}
