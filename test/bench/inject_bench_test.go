@@ -12,51 +12,17 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/bundles"
-	"github.com/sidecarops/sidecarops/defaults"
 	"github.com/sidecarops/sidecarops/engine"
+	fleetpkg "github.com/sidecarops/sidecarops/internal/fleet"
 	"github.com/sidecarops/sidecarops/mutation"
 )
 
-// fleet builds n SidecarSets of which `matching` select the benchmark pod. Most are cluster-scoped
-// and select by an app label, as real SidecarSets do; every tenth is scoped to a namespace by
-// spec.namespace, and every fiftieth selects with an In expression, so the index meets all of its
-// shapes. Non-matching SidecarSets select other apps.
+// fleet is internal/fleet's, failing the benchmark on error.
 func fleet(tb testing.TB, n, matching int) []*v1alpha1.SidecarSet {
 	tb.Helper()
-	sets := make([]*v1alpha1.SidecarSet, 0, n)
-	for i := 0; i < n; i++ {
-		app := fmt.Sprintf("svc-%d", i)
-		if i < matching {
-			app = "web"
-		}
-		ss := &v1alpha1.SidecarSet{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ss-%05d", i), Labels: map[string]string{"team": "platform"}},
-			Spec: v1alpha1.SidecarSetSpec{
-				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
-				Containers: []v1alpha1.SidecarContainer{{
-					Container: corev1.Container{
-						Name:         fmt.Sprintf("agent-%d", i),
-						Image:        "example.com/agent:1.0",
-						Env:          []corev1.EnvVar{{Name: "MODE", Value: "sidecar"}},
-						VolumeMounts: []corev1.VolumeMount{{Name: "agent-config", MountPath: "/etc/agent"}},
-					},
-					ShareVolumePolicy: v1alpha1.ShareVolumePolicy{Type: v1alpha1.ShareVolumePolicyEnabled},
-				}},
-				Volumes: []corev1.Volume{{Name: "agent-config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-					LocalObjectReference: corev1.LocalObjectReference{Name: "agent-config"}}}}},
-			},
-		}
-		switch {
-		case i%10 == 9 && i >= matching:
-			ss.Spec.Namespace = fmt.Sprintf("ns-%d", i%7)
-		case i%50 == 49 && i >= matching:
-			ss.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{app, app + "-canary"}}}}
-		}
-		if err := defaults.SidecarSetAndHash(ss); err != nil {
-			tb.Fatal(err)
-		}
-		sets = append(sets, ss)
+	sets, err := fleetpkg.SidecarSets(n, matching)
+	if err != nil {
+		tb.Fatal(err)
 	}
 	return sets
 }

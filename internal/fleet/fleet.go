@@ -1,0 +1,61 @@
+// Package fleet builds the synthetic SidecarSet fleets the benchmarks and the load generator
+// measure against, so their figures describe the same workload. Test support: no production code
+// imports it.
+package fleet
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/defaults"
+)
+
+// MatchingApp is the app label value the first `matching` SidecarSets of a fleet select.
+const MatchingApp = "web"
+
+// SidecarSets builds n defaulted, hashed SidecarSets of which the first `matching` select
+// app=MatchingApp. Most are cluster-scoped and select another app, as real SidecarSets do; every
+// tenth non-matching one is scoped to a namespace by spec.namespace and every fiftieth selects with
+// an In expression, so the generated index meets all of its shapes. Each brings one container with a
+// shared volume mount and a ConfigMap volume.
+func SidecarSets(n, matching int) ([]*v1alpha1.SidecarSet, error) {
+	sets := make([]*v1alpha1.SidecarSet, 0, n)
+	for i := range n {
+		app := fmt.Sprintf("svc-%d", i)
+		if i < matching {
+			app = MatchingApp
+		}
+		ss := &v1alpha1.SidecarSet{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ss-%05d", i), Labels: map[string]string{"team": "platform"}},
+			Spec: v1alpha1.SidecarSetSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+				Containers: []v1alpha1.SidecarContainer{{
+					Container: corev1.Container{
+						Name:         fmt.Sprintf("agent-%d", i),
+						Image:        "example.com/agent:1.0",
+						Env:          []corev1.EnvVar{{Name: "MODE", Value: "sidecar"}},
+						VolumeMounts: []corev1.VolumeMount{{Name: "agent-config", MountPath: "/etc/agent"}},
+					},
+					ShareVolumePolicy: v1alpha1.ShareVolumePolicy{Type: v1alpha1.ShareVolumePolicyEnabled},
+				}},
+				Volumes: []corev1.Volume{{Name: "agent-config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "agent-config"}}}}},
+			},
+		}
+		switch {
+		case i%10 == 9 && i >= matching:
+			ss.Spec.Namespace = fmt.Sprintf("ns-%d", i%7)
+		case i%50 == 49 && i >= matching:
+			ss.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{app, app + "-canary"}}}}
+		}
+		if err := defaults.SidecarSetAndHash(ss); err != nil {
+			return nil, fmt.Errorf("SidecarSet %s: %w", ss.Name, err)
+		}
+		sets = append(sets, ss)
+	}
+	return sets, nil
+}
