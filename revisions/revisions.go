@@ -158,14 +158,13 @@ func Find(ss *v1alpha1.SidecarSet, src Source) (*appsv1.ControllerRevision, erro
 		return nil, fmt.Errorf("sidecarset %q: injectionStrategy.revision.customVersion: no ControllerRevision labelled %s=%s and %s=%s",
 			ss.Name, v1alpha1.SidecarSetCustomVersionLabel, *ref.CustomVersion, v1alpha1.SidecarSetNameLabel, ss.Name)
 	}
-	sortRevisions(found)
+	Sort(found)
 	return found[len(found)-1], nil
 }
 
-// sortRevisions orders as Kubernetes' history.SortControllerRevisions: by .revision, then
-// creation time, then name, so that the "newest" revision is deterministic whatever order the
-// Source returns.
-func sortRevisions(crs []*appsv1.ControllerRevision) {
+// Sort orders as Kubernetes' history.SortControllerRevisions: by .revision, then creation time,
+// then name, so that the "newest" revision is deterministic whatever order a Source returns.
+func Sort(crs []*appsv1.ControllerRevision) {
 	sort.SliceStable(crs, func(i, j int) bool {
 		a, b := crs[i], crs[j]
 		if a.Revision != b.Revision {

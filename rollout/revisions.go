@@ -3,7 +3,6 @@ package rollout
 import (
 	"bytes"
 	"fmt"
-	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -57,7 +56,7 @@ func Revisions(ss *v1alpha1.SidecarSet, existing []*appsv1.ControllerRevision, p
 			revs = append(revs, cr)
 		}
 	}
-	sortRevisions(revs)
+	revisions.Sort(revs)
 
 	next, err := NewRevision(ss, namespace, nextRevision(revs), collisionCount)
 	if err != nil {
@@ -128,20 +127,6 @@ func NewRevision(ss *v1alpha1.SidecarSet, namespace string, revision int64, coll
 	}, nil
 }
 
-// sortRevisions is Kubernetes' history.SortControllerRevisions: .revision, creation, name.
-func sortRevisions(crs []*appsv1.ControllerRevision) {
-	sort.SliceStable(crs, func(i, j int) bool {
-		a, b := crs[i], crs[j]
-		if a.Revision != b.Revision {
-			return a.Revision < b.Revision
-		}
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		return a.Name < b.Name
-	})
-}
-
 func nextRevision(sorted []*appsv1.ControllerRevision) int64 {
 	if len(sorted) == 0 {
 		return 1
@@ -184,7 +169,7 @@ func ActiveRevisions(ss *v1alpha1.SidecarSet, revs []*appsv1.ControllerRevision,
 				}
 			}
 			if len(match) > 0 {
-				sortRevisions(match)
+				revisions.Sort(match)
 				active[match[len(match)-1].Name] = true
 			}
 		}
