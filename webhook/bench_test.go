@@ -3,7 +3,6 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,35 +15,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
+
+	"github.com/sidecarops/sidecarops/internal/fleet"
 )
 
-// benchFleet is test/bench's fleet: n SidecarSets of which the first `matching` select the
-// benchmark pod (app=web); every tenth other one is scoped to a namespace by spec.namespace, every
-// fiftieth selects with an In expression. Each brings a container with a shared volume mount and a
-// ConfigMap volume.
-func benchFleet(n, matching int) []*v1alpha1.SidecarSet {
-	sets := make([]*v1alpha1.SidecarSet, 0, n)
-	for i := 0; i < n; i++ {
-		app := fmt.Sprintf("svc-%d", i)
-		if i < matching {
-			app = "web"
-		}
-		ss := minimalSidecarSet(fmt.Sprintf("ss-%05d", i), app, fmt.Sprintf("agent-%d", i))
-		ss.Labels = map[string]string{"team": "platform"}
-		c := &ss.Spec.Containers[0]
-		c.Env = []corev1.EnvVar{env("MODE", "sidecar")}
-		c.VolumeMounts = []corev1.VolumeMount{{Name: "agent-config", MountPath: "/etc/agent"}}
-		c.ShareVolumePolicy = v1alpha1.ShareVolumePolicy{Type: v1alpha1.ShareVolumePolicyEnabled}
-		ss.Spec.Volumes = []corev1.Volume{{Name: "agent-config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: "agent-config"}}}}}
-		switch {
-		case i%10 == 9 && i >= matching:
-			ss.Spec.Namespace = fmt.Sprintf("ns-%d", i%7)
-		case i%50 == 49 && i >= matching:
-			ss.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{app, app + "-canary"}}}}
-		}
-		sets = append(sets, ss)
+// benchFleet is internal/fleet's SidecarSets, the workload of every benchmark.
+func benchFleet(tb testing.TB, n, matching int) []*v1alpha1.SidecarSet {
+	tb.Helper()
+	sets, err := fleet.SidecarSets(n, matching)
+	if err != nil {
+		tb.Fatal(err)
 	}
 	return sets
 }
@@ -98,7 +78,7 @@ func serveLoop(b *testing.B, h http.Handler, body []byte) {
 // AdmissionReview decoding, pod decoding, the decision among 100 SidecarSets (1 matching), the
 // injection, the patch and the response encoding, with metrics on and the decision log off.
 func BenchmarkPodInjector(b *testing.B) {
-	eng := newEngine(b, policyState{sidecarSets: benchFleet(100, 1)})
+	eng := newEngine(b, policyState{sidecarSets: benchFleet(b, 100, 1)})
 	m, err := NewMetrics(prometheus.NewRegistry())
 	require.NoError(b, err)
 	h := &admission.Webhook{Handler: &PodInjector{Snapshots: eng, Injector: fixedInjector(), Metrics: m}}
