@@ -28,6 +28,7 @@ build:
 # DEMO_ARGS=--once runs through and exits (CI); -v shows the manager's logs.
 DEMO_ARGS ?=
 demo:
+	hack/kwok-bin.sh >/dev/null
 	assets=$$(hack/envtest-bins.sh | tail -n 1); \
 	KUBEBUILDER_ASSETS=$$assets $(GO) run ./cmd/sidecarops-demo $(DEMO_ARGS)
 

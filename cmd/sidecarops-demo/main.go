@@ -27,6 +27,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/internal/devcluster"
+	"github.com/sidecarops/sidecarops/internal/kwok"
 	"github.com/sidecarops/sidecarops/manager"
 	"github.com/sidecarops/sidecarops/manifest"
 )
@@ -70,6 +71,17 @@ func run(root string, once bool, out io.Writer) error {
 		}
 	}()
 
+	step(out, "starting kwok as the kubelet of a fake node, so the pods run")
+	kw, err := kwok.Start(ctx, kwok.Options{KubeconfigPath: c.Kubeconfig})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := kw.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "demo: stopping kwok:", err)
+		}
+	}()
+
 	var paths []string
 	for _, d := range exampleDirs {
 		paths = append(paths, filepath.Join(root, d))
@@ -83,10 +95,19 @@ func run(root string, once bool, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	for _, p := range pods {
+		p.Spec.NodeName = kw.Node // no scheduler runs: bind the pods to kwok's node directly
+	}
 	step(out, "creating one pod per example workload (the webhook injects it)")
 	created, err := createPods(ctx, c.Client, pods)
 	if err != nil {
 		return err
+	}
+	step(out, "waiting for the pods to run")
+	for i, p := range created {
+		if created[i], err = waitRunning(ctx, c.Client, p); err != nil {
+			return err
+		}
 	}
 	for _, p := range created {
 		if err := printPod(out, p); err != nil {
@@ -196,8 +217,23 @@ func createPods(ctx context.Context, cl client.Client, pods []*corev1.Pod) ([]*c
 	return out, nil
 }
 
+// waitRunning polls until kwok has started the pod (bounded), and returns it as stored.
+func waitRunning(ctx context.Context, cl client.Client, p *corev1.Pod) (*corev1.Pod, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var cur corev1.Pod
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(p), &cur); err != nil {
+			return nil, err
+		}
+		if cur.Status.Phase == corev1.PodRunning || time.Now().After(deadline) {
+			return &cur, nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 func printPod(out io.Writer, p *corev1.Pod) error {
-	fmt.Fprintf(out, "\npod %s/%s — injected: %q\n", p.Namespace, p.Name, p.Annotations[v1alpha1.SidecarSetListAnnotation])
+	fmt.Fprintf(out, "\npod %s/%s — %s, injected: %q\n", p.Namespace, p.Name, p.Status.Phase, p.Annotations[v1alpha1.SidecarSetListAnnotation])
 	show := func(kind string, cs []corev1.Container) {
 		for _, c := range cs {
 			fmt.Fprintf(out, "  %-15s %-28s %s\n", kind, c.Name, c.Image)
