@@ -10,8 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
@@ -27,27 +25,6 @@ func benchFleet(tb testing.TB, n, matching int) []*v1alpha1.SidecarSet {
 		tb.Fatal(err)
 	}
 	return sets
-}
-
-// benchPod is test/bench's pod: a Deployment's pod, named by generateName, as the API server sends it.
-func benchPod() *corev1.Pod {
-	return &corev1.Pod{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: "web-7d9c8-", Namespace: "shop",
-			Labels:      map[string]string{"app": "web", "pod-template-hash": "7d9c8", "version": "v3"},
-			Annotations: map[string]string{"prometheus.io/scrape": "true"},
-		},
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{
-				Name: "web", Image: "nginx:1.27",
-				Ports:        []corev1.ContainerPort{{ContainerPort: 8080}},
-				Env:          []corev1.EnvVar{env("LOG_LEVEL", "info")},
-				VolumeMounts: []corev1.VolumeMount{{Name: "logs", MountPath: "/var/log/nginx"}},
-			}},
-			Volumes: []corev1.Volume{{Name: "logs", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
-		},
-	}
 }
 
 // discardWriter is the cheapest http.ResponseWriter, so the benchmarks measure the webhook, not a
@@ -82,7 +59,7 @@ func BenchmarkPodInjector(b *testing.B) {
 	m, err := NewMetrics(prometheus.NewRegistry())
 	require.NoError(b, err)
 	h := &admission.Webhook{Handler: &PodInjector{Snapshots: eng, Injector: fixedInjector(), Metrics: m}}
-	body := review(b, podRequest(b, "shop", benchPod()))
+	body := review(b, podRequest(b, "shop", fleet.Pod()))
 
 	resp := post(b, h, body)
 	require.True(b, resp.Allowed)
@@ -97,7 +74,7 @@ func BenchmarkAdmissionReviewCodec(b *testing.B) {
 	h := &admission.Webhook{Handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
 		return admission.Allowed("")
 	})}
-	body := review(b, podRequest(b, "shop", benchPod()))
+	body := review(b, podRequest(b, "shop", fleet.Pod()))
 	require.True(b, post(b, h, body).Allowed)
 	serveLoop(b, h, body)
 }

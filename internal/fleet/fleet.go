@@ -59,3 +59,26 @@ func SidecarSets(n, matching int) ([]*v1alpha1.SidecarSet, error) {
 	}
 	return sets, nil
 }
+
+// Pod is the pod the benchmarks admit: a Deployment's pod named by generateName, labelled
+// app=MatchingApp, in namespace "shop", with one app container, an env var and a log volume the
+// fleet's sidecars share.
+func Pod() *corev1.Pod {
+	return &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: "web-7d9c8-", Namespace: "shop",
+			Labels:      map[string]string{"app": MatchingApp, "pod-template-hash": "7d9c8", "version": "v3"},
+			Annotations: map[string]string{"prometheus.io/scrape": "true"},
+		},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{
+				Name: "web", Image: "nginx:1.27",
+				Ports:        []corev1.ContainerPort{{ContainerPort: 8080}},
+				Env:          []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "logs", MountPath: "/var/log/nginx"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "logs", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		},
+	}
+}

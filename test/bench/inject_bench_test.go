@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/bundles"
@@ -27,26 +26,10 @@ func fleet(tb testing.TB, n, matching int) []*v1alpha1.SidecarSet {
 	return sets
 }
 
+// pod is internal/fleet's pod as JSON, the form a webhook receives.
 func pod(tb testing.TB) []byte {
 	tb.Helper()
-	p := &corev1.Pod{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: "web-7d9c8-", Namespace: "shop",
-			Labels:      map[string]string{"app": "web", "pod-template-hash": "7d9c8", "version": "v3"},
-			Annotations: map[string]string{"prometheus.io/scrape": "true"},
-		},
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{
-				Name: "web", Image: "nginx:1.27",
-				Ports:        []corev1.ContainerPort{{ContainerPort: 8080}},
-				Env:          []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}},
-				VolumeMounts: []corev1.VolumeMount{{Name: "logs", MountPath: "/var/log/nginx"}},
-			}},
-			Volumes: []corev1.Volume{{Name: "logs", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
-		},
-	}
-	raw, err := json.Marshal(p)
+	raw, err := json.Marshal(fleetpkg.Pod())
 	if err != nil {
 		tb.Fatal(err)
 	}
