@@ -132,7 +132,7 @@ func newBuilder(pod *corev1.Pod, sets []*v1alpha1.SidecarSet, now metav1.Time) (
 		ann[k] = v
 	}
 	for _, ss := range sets {
-		if err := patchPodMetadata(ann, ss); err != nil {
+		if err := PatchPodMetadata(ann, ss); err != nil {
 			return nil, err
 		}
 	}

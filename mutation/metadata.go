@@ -13,11 +13,12 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 )
 
-// patchPodMetadata applies one SidecarSet's spec.patchPodMetadata to the pod annotations, entries in
-// list order (ref §1.18, S14–S17). Policies it does not know are ignored, as OpenKruise ignores
+// PatchPodMetadata applies one SidecarSet's spec.patchPodMetadata to the pod annotations, entries in
+// list order (ref §1.18, S14–S17). Injection and the controller's in-place upgrade (ref §3.6 step 5)
+// both apply it. Policies it does not know are ignored, as OpenKruise ignores
 // them: validation owns rejecting them, and injection must not fail on a value it was never asked to
 // judge.
-func patchPodMetadata(ann map[string]string, ss *v1alpha1.SidecarSet) error {
+func PatchPodMetadata(ann map[string]string, ss *v1alpha1.SidecarSet) error {
 	for i, p := range ss.Spec.PatchPodMetadata {
 		switch p.PatchPolicy {
 		case v1alpha1.SidecarSetRetainPatchPolicy, "":

@@ -21,6 +21,8 @@ type Stopped string
 const (
 	StoppedNotUpdate Stopped = "updateStrategy.type is NotUpdate"
 	StoppedPaused    Stopped = "updateStrategy.paused"
+	// StoppedResetting: this round resets finished hot upgrades (NextRound) and upgrades nothing.
+	StoppedResetting Stopped = "hot upgrades are being reset to the empty image first"
 )
 
 // NotUpgradable is a pod whose sidecars differ from the SidecarSet's in more than images.
