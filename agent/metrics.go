@@ -1,0 +1,38 @@
+package agent
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the agent's Prometheus collectors, served on /metrics.
+type Metrics struct {
+	Registry *prometheus.Registry
+	up       *prometheus.GaugeVec
+	failures *prometheus.CounterVec
+	restarts *prometheus.CounterVec
+	stores   *prometheus.CounterVec
+	reloads  *prometheus.CounterVec
+}
+
+// NewMetrics registers the agent's collectors on reg, or on a new registry when reg is nil (each
+// agent in a test process gets its own).
+func NewMetrics(reg *prometheus.Registry) *Metrics {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m := &Metrics{
+		Registry: reg,
+		up: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sidecar_agent_plugin_up",
+			Help: "1 while the plugin runs, 0 while it is failed, restarting or stopped."}, []string{"plugin"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_agent_plugin_failures_total",
+			Help: "Plugin start failures and failures reported while running."}, []string{"plugin"}),
+		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_agent_plugin_restarts_total",
+			Help: "Restarts of failed plugins under restartPolicy Always."}, []string{"plugin"}),
+		stores: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_agent_store_total",
+			Help: "Results stored by plugins: written, unchanged (no API write) or error."}, []string{"plugin", "result"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_agent_config_reloads_total",
+			Help: "config.yaml changes seen: applied or rejected (the previous configuration keeps running)."}, []string{"result"}),
+	}
+	reg.MustRegister(m.up, m.failures, m.restarts, m.stores, m.reloads)
+	return m
+}
