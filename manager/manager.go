@@ -27,6 +27,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/bundles"
+	"github.com/sidecarops/sidecarops/controller"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/loader"
 	"github.com/sidecarops/sidecarops/webhook"
@@ -65,9 +66,12 @@ type Options struct {
 
 	MetricsAddr string // "0" disables
 	ProbeAddr   string // "0" disables
-	// LeaderElection is for the controllers of later milestones; webhooks and the policy loader
-	// run on every replica regardless.
+	// LeaderElection makes only the elected replica run the SidecarSet controller; webhooks and
+	// the policy loader run on every replica regardless.
 	LeaderElection bool
+	// SidecarSetWorkers is the number of SidecarSets reconciled at once (default 3, OpenKruise's
+	// --sidecarset-workers); a negative value disables the controller (a webhook-only replica).
+	SidecarSetWorkers int
 
 	// Bundles are administrators' bundle files or directories; BundleURLs are OPA bundle services,
 	// each the full URL of a bundle (e.g. https://bundles.example.com/gates.tar.gz).
@@ -125,8 +129,10 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 }},
 	})
 	mgr, err := ctrl.NewManager(cfg, ctrlmanager.Options{
-		Scheme:                  scheme,
-		Cache:                   cache.Options{ByObject: byObject},
+		Scheme: scheme,
+		// The controller caches every pod; nothing reads their managedFields, which are often
+		// the larger part of a pod object.
+		Cache:                   cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()},
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
 		LeaderElection:          o.LeaderElection,
@@ -161,6 +167,17 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 
 	if err := addWebhookServer(mgr, server, o); err != nil {
 		return nil, err
+	}
+	if o.SidecarSetWorkers >= 0 {
+		r := &controller.Reconciler{
+			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Namespace: o.Namespace,
+			Recorder:  mgr.GetEventRecorder(controller.Name + "-controller"),
+		}
+		if err := r.SetupWithManager(mgr, o.SidecarSetWorkers); err != nil {
+			return nil, err
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err

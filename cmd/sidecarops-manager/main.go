@@ -38,6 +38,7 @@ func main() {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Prometheus metrics address (0 disables)")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address (0 disables)")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader for controllers (webhooks serve on every replica)")
+	fs.IntVar(&o.SidecarSetWorkers, "sidecarset-workers", 3, "SidecarSets reconciled at once; -1 disables the SidecarSet controller")
 	fs.Var(&bundles, "bundle", "administrators' bundle file (.tar.gz) or directory, watched for changes; repeatable")
 	fs.Var(&bundleURLs, "bundle-url", "OPA bundle service URL of an administrators' bundle, polled with ETag; repeatable")
 	fs.DurationVar(&o.BundlePollInterval, "bundle-poll-interval", 5*time.Second, "how often bundle files are checked (HTTP: between this and twice this)")

@@ -90,23 +90,31 @@ func TestDefaultInstallation(t *testing.T) {
 		"the manager's own pods and kube-system are never sent to the webhook")
 }
 
-// Least privilege: no wildcards, writes only where the manager needs them.
+// Least privilege: no wildcards; deletes only of the SidecarSets' ControllerRevisions in the
+// manager's own namespace (history truncation); pod access only what an in-place upgrade needs.
 func TestRBACIsLeastPrivilege(t *testing.T) {
 	objs := render(t, "config/default")
-	var rules []rbacv1.PolicyRule
-	rules = append(rules, as[rbacv1.ClusterRole](t, objs["ClusterRole/sidecarops-manager"]).Rules...)
-	rules = append(rules, as[rbacv1.Role](t, objs["Role/sidecarops-manager"]).Rules...)
-	for _, r := range rules {
+	cluster := as[rbacv1.ClusterRole](t, objs["ClusterRole/sidecarops-manager"]).Rules
+	namespaced := as[rbacv1.Role](t, objs["Role/sidecarops-manager"]).Rules
+	for _, r := range append(append([]rbacv1.PolicyRule{}, cluster...), namespaced...) {
 		for _, s := range append(append(append([]string{}, r.Verbs...), r.Resources...), r.APIGroups...) {
 			assert.NotEqual(t, "*", s, "wildcard in %+v", r)
 		}
-		for _, verb := range r.Verbs {
-			if verb == "delete" || verb == "deletecollection" {
-				t.Errorf("the manager deletes nothing: %+v", r)
-			}
-		}
+	}
+	for _, r := range cluster {
+		assert.NotContains(t, r.Verbs, "delete", "nothing is deleted cluster-wide: %+v", r)
+		assert.NotContains(t, r.Verbs, "deletecollection", "%+v", r)
+		assert.NotContains(t, r.Resources, "controllerrevisions", "revisions live in the manager's namespace only: %+v", r)
 		if contains(r.Resources, "pods") {
-			t.Errorf("injection needs no pod access (the API server sends the pod): %+v", r)
+			assert.Equal(t, []string{"get", "list", "watch", "update"}, r.Verbs, "pods: read, and update for in-place upgrades (never create/delete/patch)")
+		}
+		if contains(r.Resources, "pods/status") {
+			assert.Equal(t, []string{"patch"}, r.Verbs, "pods/status: the SidecarSetUpgradable condition only")
+		}
+	}
+	for _, r := range namespaced {
+		if contains(r.Verbs, "delete") {
+			assert.Equal(t, []string{"controllerrevisions"}, r.Resources, "only revisions are deleted: %+v", r)
 		}
 	}
 }

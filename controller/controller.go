@@ -1,0 +1,280 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/rollout"
+)
+
+// Name is the controller's name in logs, metrics and as the Events' reporting controller.
+const Name = "sidecarset"
+
+// requeueExpectations is how soon a round waiting for the cache to catch up is retried (ref §3.11).
+const requeueExpectations = time.Second
+
+// Reconciler reconciles one SidecarSet per request.
+type Reconciler struct {
+	// Client reads from the manager's informer cache and writes to the API server.
+	Client client.Client
+	// APIReader reads from the API server, for the fresh copy a conflicting write retries with.
+	APIReader client.Reader
+	// Namespace holds the SidecarSets' ControllerRevisions (the manager's own, ref §1.10).
+	Namespace string
+	Recorder  events.EventRecorder
+	// Now is the clock written into pod annotations and conditions; time.Now when nil.
+	Now func() time.Time
+	// PodWriters bounds the pods of one round written concurrently (default 16).
+	PodWriters int
+
+	exp *expectations
+}
+
+// SetupWithManager registers the controller: SidecarSets (creation, deletion, spec changes —
+// status and metadata updates do not change the generation), and pods through podEvents. It runs
+// only on the elected leader, like every controller-runtime controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	if r.Namespace == "" {
+		return errors.New("controller: Reconciler.Namespace is required")
+	}
+	if r.exp == nil {
+		r.exp = newExpectations()
+	}
+	if workers <= 0 {
+		workers = 3
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&v1alpha1.SidecarSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Pod{}, podEvents{reader: mgr.GetCache(), exp: r.exp}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Reconcile runs ref §3.2 for one SidecarSet.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if r.exp == nil {
+		r.exp = newExpectations()
+	}
+	logger := log.FromContext(ctx)
+	ss := &v1alpha1.SidecarSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ss); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.exp.forget(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	pods, err := r.matchingPods(ctx, ss)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	latest, collisionCount, err := r.registerRevision(ctx, ss, pods)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("registering the latest ControllerRevision: %w", err)
+	}
+	status := rollout.Status(ss, pods, latest, collisionCount)
+	if err := r.writeStatus(ctx, ss, status); err != nil {
+		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
+	}
+	ss.Status = status
+
+	if waiting := r.exp.observe(ss.Name, pods); len(waiting) > 0 {
+		logger.V(1).Info("waiting for the cache to show pods written in an earlier round", "pods", waiting)
+		return ctrl.Result{RequeueAfter: requeueExpectations}, nil
+	}
+
+	round := rollout.NextRound(ss, pods)
+	switch {
+	case round.Plan.Stopped == rollout.StoppedNotUpdate || round.Plan.Stopped == rollout.StoppedPaused:
+		return ctrl.Result{}, nil
+	case len(round.Reset) > 0:
+		return ctrl.Result{}, r.forEachPod(ctx, round.Reset, func(ctx context.Context, pod *corev1.Pod) error {
+			return r.reset(ctx, ss, pod)
+		})
+	case status.UpdatedPods >= status.MatchedPods:
+		return ctrl.Result{}, nil
+	}
+
+	if err := r.markNotUpgradable(ctx, ss, round.Plan.NotUpgradable); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.explainWaiting(ss, round.Plan)
+	if err := r.forEachPod(ctx, round.Plan.Upgrade, func(ctx context.Context, pod *corev1.Pod) error {
+		return r.upgrade(ctx, ss, pod)
+	}); err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(round.Plan.Upgrade) > 0 {
+		logger.V(1).Info("upgraded pods in place", "pods", podNames(round.Plan.Upgrade))
+	}
+	return ctrl.Result{}, nil
+}
+
+// matchingPods lists the pods ss manages (ref §3.3) from the cache: selected by spec.selector in
+// the namespaces it covers, active, injected by ss and carrying all of its containers.
+func (r *Reconciler) matchingPods(ctx context.Context, ss *v1alpha1.SidecarSet) ([]*corev1.Pod, error) {
+	sel, err := metav1.LabelSelectorAsSelector(ss.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("spec.selector: %w", err)
+	}
+	namespaces, err := r.namespaces(ctx, ss)
+	if err != nil {
+		return nil, err
+	}
+	var pods []*corev1.Pod
+	for _, ns := range namespaces {
+		var list corev1.PodList
+		if err := r.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			return nil, fmt.Errorf("listing pods in %q: %w", ns, err)
+		}
+		for i := range list.Items {
+			if p := &list.Items[i]; rollout.IsManaged(p, ss) {
+				pods = append(pods, p)
+			}
+		}
+	}
+	return pods, nil
+}
+
+// namespaces are spec.namespace, else those namespaceSelector selects, else all ("").
+func (r *Reconciler) namespaces(ctx context.Context, ss *v1alpha1.SidecarSet) ([]string, error) {
+	if ss.Spec.Namespace != "" {
+		return []string{ss.Spec.Namespace}, nil
+	}
+	if ss.Spec.NamespaceSelector == nil {
+		return []string{""}, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ss.Spec.NamespaceSelector)
+	if err != nil {
+		return nil, fmt.Errorf("spec.namespaceSelector: %w", err)
+	}
+	var list corev1.NamespaceList
+	if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	out := make([]string, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, list.Items[i].Name)
+	}
+	return out, nil
+}
+
+// writeStatus writes status through the status subresource when it differs from the stored one.
+// A conflict is returned (and the request retried) rather than overwritten: the next round
+// recomputes the status from scratch anyway.
+func (r *Reconciler) writeStatus(ctx context.Context, ss *v1alpha1.SidecarSet, status v1alpha1.SidecarSetStatus) error {
+	if rollout.StatusEqual(ss.Status, status) {
+		return nil
+	}
+	clone := ss.DeepCopy()
+	clone.Status = status
+	return r.Client.Status().Update(ctx, clone)
+}
+
+// forEachPod runs write on pods with at most PodWriters at a time and returns every error.
+func (r *Reconciler) forEachPod(ctx context.Context, pods []*corev1.Pod, write func(context.Context, *corev1.Pod) error) error {
+	n := r.PodWriters
+	if n <= 0 {
+		n = 16
+	}
+	sem := make(chan struct{}, n)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, pod := range pods {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := write(ctx, pod); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func podNames(pods []*corev1.Pod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Namespace + "/" + p.Name
+	}
+	return out
+}
+
+// explainWaiting records, when candidates wait, why (the issue: "the upgrade doesn't happen and I
+// can't see why"). The events API aggregates repeats into a series.
+func (r *Reconciler) explainWaiting(ss *v1alpha1.SidecarSet, p rollout.Plan) {
+	var why []string
+	if n := len(p.HeldByMaxUnavailable); n > 0 {
+		why = append(why, fmt.Sprintf("%d pod(s) wait for maxUnavailable (%d of %d in use by updated pods not yet ready, plus %d upgrading now)",
+			n, p.Unavailable, p.MaxUnavailable, len(p.Upgrade)))
+	}
+	if n := len(p.HeldByPartition); n > 0 {
+		why = append(why, fmt.Sprintf("%d pod(s) held back by partition %d", n, p.Partition))
+	}
+	if n := len(p.HeldBySelector); n > 0 {
+		why = append(why, fmt.Sprintf("%d pod(s) not selected by updateStrategy.selector", n))
+	}
+	if n := len(p.InFlight); n > 0 {
+		why = append(why, fmt.Sprintf("%d pod(s) still applying an earlier upgrade", n))
+	}
+	why = append(why, p.Warnings...)
+	if len(why) == 0 || r.Recorder == nil {
+		return
+	}
+	r.Recorder.Eventf(ss, nil, corev1.EventTypeNormal, "RolloutWaiting", "Upgrade", "%s", strings.Join(why, "; "))
+}
+
+// markNotUpgradable sets the pods' SidecarSetUpgradable entry for ss to false and emits one
+// NotUpgradablePods event for the round (ref §3.6), naming the pods and why.
+func (r *Reconciler) markNotUpgradable(ctx context.Context, ss *v1alpha1.SidecarSet, pods []rollout.NotUpgradable) error {
+	if len(pods) == 0 {
+		return nil
+	}
+	list := make([]*corev1.Pod, len(pods))
+	for i := range pods {
+		list[i] = pods[i].Pod
+	}
+	if err := r.forEachPod(ctx, list, func(ctx context.Context, pod *corev1.Pod) error {
+		_, err := r.setUpgradable(ctx, ss, pod, false)
+		return err
+	}); err != nil {
+		return err
+	}
+	if r.Recorder != nil {
+		r.Recorder.Eventf(ss, nil, corev1.EventTypeNormal, "NotUpgradablePods", "Upgrade",
+			"SidecarSet in-place update detected %d not upgradable pod(s) in this round, will skip them. First: %s/%s: %s",
+			len(pods), pods[0].Pod.Namespace, pods[0].Pod.Name, pods[0].Reason)
+	}
+	return nil
+}

@@ -1,0 +1,114 @@
+package controller
+
+import (
+	"context"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/rollout"
+)
+
+// podEvents maps pod events to the SidecarSets that manage the pod (ref §3.1): those named in its
+// kruise.io/sidecarset-injected-list that exist and whose containers the pod has.
+type podEvents struct {
+	reader client.Reader
+	exp    *expectations
+}
+
+var _ handler.EventHandler = podEvents{}
+
+func (h podEvents) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	pod, ok := e.Object.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	for _, ss := range h.sidecarSets(ctx, pod) {
+		q.Add(request(ss.Name))
+	}
+}
+
+func (h podEvents) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	old, ok1 := e.ObjectOld.(*corev1.Pod)
+	pod, ok2 := e.ObjectNew.(*corev1.Pod)
+	if !ok1 || !ok2 || old.ResourceVersion == pod.ResourceVersion {
+		return
+	}
+	for _, ss := range h.sidecarSets(ctx, pod) {
+		if podChangeMatters(old, pod, ss) {
+			q.Add(request(ss.Name))
+		}
+	}
+}
+
+// Delete enqueues too (OpenKruise only clears expectations, quirk 16): matchedPods must drop.
+func (h podEvents) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	pod, ok := e.Object.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	h.exp.forgetPod(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
+	for _, ss := range h.sidecarSets(ctx, pod) {
+		q.Add(request(ss.Name))
+	}
+}
+
+func (h podEvents) Generic(context.Context, event.GenericEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+}
+
+// podChangeMatters is ref §3.1's update filter for one SidecarSet, plus a change of the pod's
+// hash for it (the write of an upgrade reaching the cache, after which the next batch may go).
+func podChangeMatters(old, pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
+	switch {
+	case old.DeletionTimestamp == nil && pod.DeletionTimestamp != nil:
+		return true
+	case isReady(old) != isReady(pod):
+		return true
+	case rollout.IsPodStateConsistent(old, ss, nil) != rollout.IsPodStateConsistent(pod, ss, nil):
+		return true
+	case rollout.PodHash(old, ss.Name) != rollout.PodHash(pod, ss.Name):
+		return true
+	case ss.Spec.UpdateStrategy.Selector != nil && !equality.Semantic.DeepEqual(old.Labels, pod.Labels):
+		return true
+	}
+	return false
+}
+
+func isReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func (h podEvents) sidecarSets(ctx context.Context, pod *corev1.Pod) []*v1alpha1.SidecarSet {
+	list := pod.Annotations[v1alpha1.SidecarSetListAnnotation]
+	if list == "" {
+		return nil
+	}
+	var out []*v1alpha1.SidecarSet
+	for _, name := range strings.Split(list, ",") {
+		ss := &v1alpha1.SidecarSet{}
+		if err := h.reader.Get(ctx, client.ObjectKey{Name: name}, ss); err != nil {
+			continue // not (or no longer) there: nothing to reconcile
+		}
+		if rollout.HasSidecarContainers(pod, ss) {
+			out = append(out, ss)
+		}
+	}
+	return out
+}
+
+func request(name string) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}
+}
