@@ -89,7 +89,7 @@ func LoadConfig(path string, reg Registry) (*Config, error) {
 func ParseConfig(file string, data []byte, reg Registry) (*Config, error) {
 	var c Config
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
-		return nil, &ConfigError{File: file, Problems: []Problem{{Err: field.Invalid(nil, "", err.Error())}}}
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	if c.RestartPolicy == "" {
 		c.RestartPolicy = RestartAlways

@@ -37,15 +37,17 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	data, err := os.ReadFile(o.ConfigPath)
 	if err != nil {
+		o.Listener.Close()
 		return fmt.Errorf("agent config: %w", err)
 	}
 	cfg, err := ParseConfig(o.ConfigPath, data, o.Registry)
 	if err != nil {
+		o.Listener.Close()
 		return err
 	}
 	m := NewManager(o.ManagerOptions)
 	if err := m.Setup(cfg); err != nil {
-		m.StopAll()
+		o.Listener.Close()
 		return err
 	}
 	srv := NewServer(m)
