@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -69,6 +70,9 @@ type Options struct {
 	// LeaderElection makes only the elected replica run the SidecarSet controller; webhooks and
 	// the policy loader run on every replica regardless.
 	LeaderElection bool
+	// RestartableInProcess lets one process start managers more than once (devcluster's
+	// RestartManager): controller-runtime otherwise refuses a second controller of the same name.
+	RestartableInProcess bool
 	// SidecarSetWorkers is the number of SidecarSets reconciled at once (default 3, OpenKruise's
 	// --sidecarset-workers); a negative value disables the controller (a webhook-only replica).
 	SidecarSetWorkers int
@@ -138,6 +142,7 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: o.Namespace,
+		Controller:              ctrlconfig.Controller{SkipNameValidation: &o.RestartableInProcess},
 	})
 	if err != nil {
 		return nil, err

@@ -79,7 +79,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("devcluster: starting kube-apiserver and etcd: %w", err)
 	}
-	c := &Cluster{Env: env, Config: cfg, done: make(chan error, 1)}
+	c := &Cluster{Env: env, Config: cfg}
 	fail := func(err error) (*Cluster, error) {
 		_ = c.Stop()
 		return nil, err
@@ -129,17 +129,51 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 			return fail(err)
 		}
 	}
-	mgr, err := manager.New(cfg, mo)
-	if err != nil {
-		return fail(err)
-	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
-	go func() { c.done <- mgr.Start(runCtx) }()
-	if err := c.WaitReady(ctx, 2*time.Minute); err != nil {
+	if err := c.startManager(ctx); err != nil {
 		return fail(err)
 	}
 	return c, nil
+}
+
+// startManager starts a manager with c.Manager's options and waits until it is ready.
+func (c *Cluster) startManager(ctx context.Context) error {
+	mgr, err := manager.New(c.Config, c.Manager)
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	c.done = make(chan error, 1)
+	go func() { c.done <- mgr.Start(runCtx) }()
+	return c.WaitReady(ctx, 2*time.Minute)
+}
+
+// stopManager stops the running manager and waits for it to return.
+func (c *Cluster) stopManager() error {
+	if c.cancel == nil {
+		return nil
+	}
+	c.cancel()
+	c.cancel = nil
+	select {
+	case err := <-c.done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+		return nil
+	case <-time.After(30 * time.Second):
+		return errors.New("devcluster: manager did not stop within 30s")
+	}
+}
+
+// RestartManager stops the manager and starts a new one with the same options, as a crashed or
+// rescheduled manager Pod would come back: everything it knew lived in memory (caches,
+// expectations, work queues) and is rebuilt from the API server.
+func (c *Cluster) RestartManager(ctx context.Context) error {
+	if err := c.stopManager(); err != nil {
+		return err
+	}
+	return c.startManager(ctx)
 }
 
 // WaitReady polls the manager's /readyz until it answers 200 (or the manager exits).
@@ -177,16 +211,8 @@ func (c *Cluster) webhookServing() error {
 // Stop stops the manager, then the control plane.
 func (c *Cluster) Stop() error {
 	var errs []error
-	if c.cancel != nil {
-		c.cancel()
-		select {
-		case err := <-c.done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				errs = append(errs, err)
-			}
-		case <-time.After(30 * time.Second):
-			errs = append(errs, errors.New("devcluster: manager did not stop within 30s"))
-		}
+	if err := c.stopManager(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Kubeconfig != "" {
 		_ = os.RemoveAll(filepath.Dir(c.Kubeconfig))

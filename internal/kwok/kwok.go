@@ -56,6 +56,10 @@ type Options struct {
 	Log io.Writer
 	// ReadyTimeout bounds the wait for the fake Node to become Ready; zero means 30s.
 	ReadyTimeout time.Duration
+	// ImageChangeDelay is how long the fake kubelet takes to restart a container whose image
+	// changed in place (the pod-image-change stage's delay); zero reports the new image at once.
+	// Rollout tests use it so that upgraded pods stay unavailable long enough to be observed.
+	ImageChangeDelay time.Duration
 }
 
 // Kwok is a running kwok controller and the fake Node it manages.
@@ -170,7 +174,7 @@ func Start(ctx context.Context, o Options) (*Kwok, error) {
 			return fail(fmt.Errorf("kwok: writing kubeconfig: %w", err))
 		}
 	}
-	configs, err := writeStages(filepath.Join(k.dir, "stages"))
+	configs, err := writeStages(filepath.Join(k.dir, "stages"), o.ImageChangeDelay)
 	if err != nil {
 		return fail(err)
 	}
@@ -232,7 +236,7 @@ func clientset(kubeconfig string) (*kubernetes.Clientset, error) {
 }
 
 // writeStages copies the embedded Stage files into dir and returns their paths.
-func writeStages(dir string) ([]string, error) {
+func writeStages(dir string, imageChangeDelay time.Duration) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("kwok: %w", err)
 	}
@@ -245,6 +249,13 @@ func writeStages(dir string) ([]string, error) {
 		b, err := stages.ReadFile(e)
 		if err != nil {
 			return nil, fmt.Errorf("kwok: %w", err)
+		}
+		if filepath.Base(e) == "pod-image-change.yaml" && imageChangeDelay > 0 {
+			delay := fmt.Sprintf("\n  delay:\n    durationMilliseconds: %d\n  next:\n", imageChangeDelay.Milliseconds())
+			if !bytes.Contains(b, []byte("\n  next:\n")) {
+				return nil, fmt.Errorf("kwok: stage %s has no spec.next to put a delay before", e)
+			}
+			b = bytes.Replace(b, []byte("\n  next:\n"), []byte(delay), 1)
 		}
 		p := filepath.Join(dir, filepath.Base(e))
 		if err := os.WriteFile(p, b, 0o600); err != nil {
