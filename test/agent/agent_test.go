@@ -41,7 +41,10 @@ func TestLeastPrivilege(t *testing.T) {
 	}{
 		{"list pods", func() error { _, err := sa.Resource(pods).Namespace(ns).List(ctx, listOne); return err }()},
 		{"delete pods", sa.Resource(pods).Namespace(ns).Delete(ctx, "game-0", metav1.DeleteOptions{})},
-		{"pods in another namespace", func() error { _, err := sa.Resource(pods).Namespace("default").Get(ctx, "x", metav1.GetOptions{}); return err }()},
+		{"pods in another namespace", func() error {
+			_, err := sa.Resource(pods).Namespace("default").Get(ctx, "x", metav1.GetOptions{})
+			return err
+		}()},
 		{"other ConfigMaps", func() error {
 			_, err := sa.Resource(configMaps).Namespace(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
 			return err
@@ -307,4 +310,3 @@ func waitRunning(t *testing.T, base string) {
 		return true
 	}, wait, tick)
 }
-

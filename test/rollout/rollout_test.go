@@ -152,7 +152,9 @@ func TestPausedAndNotUpdateStopTheRollout(t *testing.T) {
 		assert.Equal(t, image("1"), img, "%s: NotUpdate", name)
 	}
 
-	f.update(func(ss *v1alpha1.SidecarSet) { ss.Spec.UpdateStrategy.Type = v1alpha1.RollingUpdateSidecarSetStrategyType })
+	f.update(func(ss *v1alpha1.SidecarSet) {
+		ss.Spec.UpdateStrategy.Type = v1alpha1.RollingUpdateSidecarSetStrategyType
+	})
 	f.waitStatus(counts{n, n, n, n})
 }
 
