@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -30,34 +31,31 @@ type Kube struct {
 	Now func() time.Time
 }
 
-// Store writes r where c says. It reports whether anything was written: false means every
-// destination already held the value.
+// Store writes r where c says: the pod's metadata, its condition, then the target. Every
+// destination is tried even when an earlier one fails, so a missing target object does not keep
+// the pod's markers from being written. It reports whether anything was written: false means
+// every destination already held the value.
 func (k *Kube) Store(ctx context.Context, c Config, r Record) (bool, error) {
 	in := c.InKube
 	if c.Type != TypeInKube || in == nil {
 		return false, fmt.Errorf("storage: unsupported storageConfig type %q", c.Type)
 	}
 	var changed bool
-	if in.Target != nil {
-		ch, err := k.storeTarget(ctx, in.Target, in.JSONPath, r.Value)
-		if err != nil {
-			return changed, err
-		}
+	var errs []error
+	note := func(ch bool, err error) {
 		changed = changed || ch
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
-	ch, err := k.storePodMetadata(ctx, in, r)
-	if err != nil {
-		return changed, err
-	}
-	changed = changed || ch
+	note(k.storePodMetadata(ctx, in, r))
 	if in.ConditionType != "" {
-		ch, err := k.storePodCondition(ctx, in.ConditionType, r)
-		if err != nil {
-			return changed, err
-		}
-		changed = changed || ch
+		note(k.storePodCondition(ctx, in.ConditionType, r))
 	}
-	return changed, nil
+	if in.Target != nil {
+		note(k.storeTarget(ctx, in.Target, in.JSONPath, r.Value))
+	}
+	return changed, errors.Join(errs...)
 }
 
 func (k *Kube) pods() dynamic.ResourceInterface {
