@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
 	"github.com/go-logr/logr"
@@ -60,4 +61,13 @@ type Host interface {
 	Store(ctx context.Context, cfg storage.Config, r storage.Record) error
 	// Kube is the agent's API access for plugins that keep more than results (nil without one).
 	Kube() *storage.Kube
+}
+
+// ConfigAs is the configuration Init receives, as the type the plugin's ConfigType returns.
+func ConfigAs[T any](plugin string, cfg any) (*T, error) {
+	c, ok := cfg.(*T)
+	if !ok {
+		return nil, fmt.Errorf("%s: configuration of type %T, want %T", plugin, cfg, c)
+	}
+	return c, nil
 }

@@ -102,8 +102,6 @@ type Plugin struct {
 	host   agent.Host
 	sig    syscall.Signal
 	client *http.Client
-	// ProcDir is where processes are looked up (/proc).
-	procDir string
 
 	// update serialises updates: one file, one process, one version at a time.
 	update sync.Mutex
@@ -114,7 +112,7 @@ type Plugin struct {
 }
 
 // New is the plugin's agent.Factory.
-func New() agent.Plugin { return &Plugin{procDir: "/proc"} }
+func New() agent.Plugin { return &Plugin{} }
 
 func (p *Plugin) Name() string    { return Name }
 func (p *Plugin) Version() string { return "v0.1.0" }
@@ -122,9 +120,9 @@ func (p *Plugin) ConfigType() any { return &Config{} }
 
 // Init takes the configuration and fills its defaults.
 func (p *Plugin) Init(cfg any, host agent.Host) error {
-	c, ok := cfg.(*Config)
-	if !ok {
-		return fmt.Errorf("hot_update: configuration of type %T", cfg)
+	c, err := agent.ConfigAs[Config](Name, cfg)
+	if err != nil {
+		return err
 	}
 	p.cfg, p.host = *c, host
 	if p.cfg.ResultConfigMap == "" {
@@ -278,7 +276,7 @@ func (p *Plugin) replace(ctx context.Context, req Request, mustSignal bool) (fil
 		return target, "", err
 	}
 	defer os.Remove(tmp) // a no-op once renamed
-	pids, err := findProcesses(p.procDir, p.cfg.Signal.ProcessName)
+	pids, err := findProcesses("/proc", p.cfg.Signal.ProcessName)
 	if err != nil {
 		return target, sum, fmt.Errorf("looking up process %q: %w", p.cfg.Signal.ProcessName, err)
 	}

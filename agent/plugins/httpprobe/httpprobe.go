@@ -119,9 +119,9 @@ func (p *Plugin) ConfigType() any { return &Config{} }
 
 // Init takes the configuration and fills its defaults.
 func (p *Plugin) Init(cfg any, host agent.Host) error {
-	c, ok := cfg.(*Config)
-	if !ok {
-		return fmt.Errorf("http_probe: configuration of type %T", cfg)
+	c, err := agent.ConfigAs[Config](Name, cfg)
+	if err != nil {
+		return err
 	}
 	p.cfg, p.host = *c, host
 	p.cfg.Endpoints = append([]Endpoint(nil), c.Endpoints...)
