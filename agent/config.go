@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -72,15 +71,6 @@ func (e *ConfigError) Error() string {
 		}
 	}
 	return strings.Join(lines, "\n")
-}
-
-// LoadConfig reads and validates a config.yaml against the plugins of reg.
-func LoadConfig(path string, reg Registry) (*Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("agent config: %w", err)
-	}
-	return ParseConfig(path, data, reg)
 }
 
 // ParseConfig decodes config.yaml (file names it in errors), defaults it and decodes and validates

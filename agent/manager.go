@@ -116,7 +116,7 @@ func (m *Manager) AddPlugin(pc PluginConfig) error {
 		return fmt.Errorf("agent: plugin %q is not built into this agent (known: %v)", pc.Name, m.o.Registry.names())
 	}
 	if pc.decoded == nil {
-		return fmt.Errorf("agent: plugin %s: configuration not decoded (use LoadConfig/ParseConfig)", pc.Name)
+		return fmt.Errorf("agent: plugin %s: configuration not decoded (use ParseConfig)", pc.Name)
 	}
 	m.mu.Lock()
 	_, exists := m.plugins[pc.Name]

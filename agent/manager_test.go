@@ -267,7 +267,7 @@ func TestManagerErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualError(t, m.AddPlugin(c.Plugins[0]), "agent: plugin a is already added")
 	assert.EqualError(t, m.AddPlugin(PluginConfig{Name: "zzz"}), `agent: plugin "zzz" is not built into this agent (known: [a])`)
-	assert.EqualError(t, m.AddPlugin(PluginConfig{Name: "a"}), "agent: plugin a: configuration not decoded (use LoadConfig/ParseConfig)")
+	assert.EqualError(t, m.AddPlugin(PluginConfig{Name: "a"}), "agent: plugin a: configuration not decoded (use ParseConfig)")
 	assert.EqualError(t, m.RemovePlugin("zzz"), "agent: no plugin zzz")
 	require.NoError(t, m.RemovePlugin("a"))
 	assert.Empty(t, m.Statuses())

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// agentBinary builds the command as it ships.
+func agentBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "sidecar-agent")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func TestCommand(t *testing.T) {
+	bin := agentBinary(t)
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(data), 0o644))
+		return p
+	}
+	good := write("good.yaml", "plugins:\n  - name: hot_update\n    config: {fileDir: "+filepath.Join(dir, "files")+
+		", signal: {processName: game, signalName: SIGHUP}, storageConfig: {type: InKube, inKube: {annotationKey: example.com/r}}}\n")
+	bad := write("bad.yaml", "plugins:\n  - name: http_probe\n    config: {endpoints: [{url: localhost, storageConfig: {type: InKube, inKube: {annotationKey: a}}}]}\n")
+
+	t.Run("SIGTERM stops it gracefully", func(t *testing.T) {
+		addr := freeAddr(t)
+		var stderr bytes.Buffer
+		cmd := exec.Command(bin, "--config", good, "--addr", addr, "--no-kube")
+		cmd.Stderr = &stderr
+		require.NoError(t, cmd.Start())
+		require.Eventually(t, func() bool {
+			resp, err := http.Get("http://" + addr + "/healthz")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == 200
+		}, 2*time.Minute, 20*time.Millisecond)
+		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			require.NoError(t, err, stderr.String())
+		case <-time.After(2 * time.Minute):
+			_ = cmd.Process.Kill()
+			t.Fatal("the agent did not exit after SIGTERM")
+		}
+		assert.Contains(t, stderr.String(), `"msg":"agent stopping"`)
+	})
+
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		code int
+		err  string
+	}{
+		{"invalid config", []string{"--config", bad, "--no-kube"}, nil, 1,
+			"sidecar-agent: " + bad + `: plugin http_probe: plugins[0].config.endpoints[0].url: Invalid value: "localhost": must be an absolute http:// or https:// URL`},
+		{"missing config", []string{"--config", filepath.Join(dir, "none.yaml"), "--no-kube"}, nil, 1, "no such file or directory"},
+		{"no pod identity", []string{"--config", good}, []string{"POD_NAME="}, 1, "POD_NAME and POD_NAMESPACE must be set"},
+		{"no cluster", []string{"--config", good}, []string{"POD_NAME=p", "POD_NAMESPACE=n", "KUBERNETES_SERVICE_HOST="}, 1, "Kubernetes client:"},
+		{"bad flag", []string{"--nope"}, nil, 2, "flag provided but not defined: -nope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(bin, append(tt.args, "--addr", freeAddr(t))...)
+			cmd.Env = append(os.Environ(), tt.env...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit)
+			assert.Equal(t, tt.code, exit.ExitCode())
+			assert.Contains(t, strings.TrimSpace(stderr.String()), tt.err)
+		})
+	}
+}
