@@ -332,8 +332,9 @@ func (m *Manager) setState(e *entry, s State, errMsg string) {
 }
 
 // Apply moves the manager to a new configuration: plugins gone from it are stopped and removed,
-// changed ones replaced, new ones added, and everything not running started in boot order.
-// Plugins whose configuration did not change keep running untouched.
+// changed ones (and failed ones, when the policy is now Always) replaced, new ones added, and
+// everything not running started in boot order. Plugins whose configuration did not change keep
+// running untouched.
 func (m *Manager) Apply(ctx context.Context, c *Config) error {
 	m.mu.Lock()
 	m.policy = c.RestartPolicy
@@ -343,7 +344,9 @@ func (m *Manager) Apply(ctx context.Context, c *Config) error {
 	}
 	var drop []string
 	for name, e := range m.plugins {
-		if pc, ok := want[name]; !ok || !e.pc.same(pc) {
+		// A plugin left failed under Never is replaced too when the policy is now Always.
+		revive := e.state == StateFailed && c.RestartPolicy == RestartAlways
+		if pc, ok := want[name]; !ok || !e.pc.same(pc) || revive {
 			drop = append(drop, name)
 		}
 	}

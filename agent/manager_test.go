@@ -274,3 +274,21 @@ func TestManagerErrors(t *testing.T) {
 	err = m.StoreData(context.Background(), "a", storage.Config{Type: storage.TypeInKube}, storage.Record{Value: "x"})
 	assert.EqualError(t, err, "agent: plugin a: storageConfig needs the Kubernetes API, and the agent runs without it")
 }
+
+// A plugin left failed under Never runs again once a reload says Always.
+func TestApplyRevivesFailed(t *testing.T) {
+	j := &journal{}
+	reg := registry(j, "flaky", "steady")
+	m := setup(t, reg, "restartPolicy: Never\nplugins: [{name: flaky, config: {failStarts: 1}}, {name: steady}]")
+	ctx := context.Background()
+	m.StartAll(ctx)
+	require.Eventually(t, func() bool { return state(m, "flaky") == StateFailed }, time.Minute, 5*time.Millisecond)
+	c, err := ParseConfig("config.yaml", []byte("restartPolicy: Always\nplugins: [{name: flaky, config: {failStarts: 1}}, {name: steady}]"), reg)
+	require.NoError(t, err)
+	require.NoError(t, m.Apply(ctx, c))
+	// A new instance: its first Start fails again, and Always restarts it.
+	require.Eventually(t, func() bool { return state(m, "flaky") == StateRunning }, time.Minute, 5*time.Millisecond)
+	assert.Equal(t, 2, j.count("flaky:init"))
+	assert.Equal(t, 1, j.count("steady:start"))
+	m.StopAll()
+}
