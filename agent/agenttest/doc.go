@@ -1,5 +1,6 @@
-// Package agenttest gives plugin tests an agent.Host that records what plugins store instead of
-// writing it to Kubernetes (Kube is nil), so a plugin's output can be asserted without an API
-// server. Tests that need the API server use the real one (test/agent). It must not be imported
-// by non-test code.
+// Package agenttest holds what the agent's tests share: a Host that records what plugins store
+// instead of writing it to Kubernetes (Kube is nil), so a plugin's output can be asserted without
+// an API server (tests that need one use the real one, test/agent), and the sigrecorder child
+// process (StartSignalRecorder) that hot-update tests signal. It must not be imported by
+// non-test code.
 package agenttest
