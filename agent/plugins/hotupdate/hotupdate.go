@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/sidecarops/sidecarops/agent"
@@ -70,6 +71,17 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 	}
 	if unix.SignalNum(c.Signal.SignalName) == 0 {
 		errs = append(errs, field.Invalid(p.Child("signal", "signalName"), c.Signal.SignalName, "must be a signal name such as SIGHUP or SIGUSR1"))
+	}
+	if c.Workload != "" {
+		// Placeholders expand to a pod name and namespace, both valid in a ConfigMap key.
+		for _, msg := range validation.IsConfigMapKey(storage.Self{PodName: "pod", PodNamespace: "ns"}.Expand(c.Workload)) {
+			errs = append(errs, field.Invalid(p.Child("workload"), c.Workload, msg))
+		}
+	}
+	if c.ResultConfigMap != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(c.ResultConfigMap) {
+			errs = append(errs, field.Invalid(p.Child("resultConfigMap"), c.ResultConfigMap, msg))
+		}
 	}
 	if c.DownloadTimeoutSeconds < 0 {
 		errs = append(errs, field.Invalid(p.Child("downloadTimeoutSeconds"), c.DownloadTimeoutSeconds, "must not be negative"))

@@ -179,6 +179,9 @@ func TestValidate(t *testing.T) {
 		{"unknown signal", func(c *Config) { c.Signal.SignalName = "HUP" }, []string{"config.signal.signalName: Invalid value: \"HUP\""}},
 		{"no process", func(c *Config) { c.Signal.ProcessName = "" }, []string{"config.signal.processName: Required value"}},
 		{"loadPatchType", func(c *Config) { c.LoadPatchType = "restart" }, []string{"config.loadPatchType: Unsupported value: \"restart\""}},
+		{"workload key", func(c *Config) { c.Workload = "game/${SELF:POD_NAME}" }, []string{"config.workload: Invalid value: \"game/${SELF:POD_NAME}\""}},
+		{"workload key with placeholders", func(c *Config) { c.Workload = "game.${SELF:POD_NAMESPACE}" }, nil},
+		{"result ConfigMap name", func(c *Config) { c.ResultConfigMap = "Results" }, []string{"config.resultConfigMap: Invalid value: \"Results\""}},
 		{"storage type", func(c *Config) { c.StorageConfig.Type = "Redis" }, []string{"config.storageConfig.type: Unsupported value: \"Redis\""}},
 	}
 	for _, tt := range tests {
