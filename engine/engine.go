@@ -107,13 +107,9 @@ func Prepare(ctx context.Context, in Inputs) (*Snapshot, error) {
 	s := &Snapshot{
 		revision:       in.Core.Manifest.Revision,
 		adminRevisions: adminRevs,
-		sidecarSets:    make(map[string]*v1alpha1.SidecarSet, len(in.SidecarSets)),
 		podProjection:  podProjection(compiler.Modules),
-		revisions:      revisions.NewStaticSource(in.Revisions...),
 	}
-	for _, ss := range in.SidecarSets {
-		s.sidecarSets[ss.Name] = ss
-	}
+	s.setObjects(in.SidecarSets, in.Revisions)
 	for _, q := range []struct {
 		query string
 		dst   *rego.PreparedEvalQuery
@@ -125,6 +121,25 @@ func Prepare(ctx context.Context, in Inputs) (*Snapshot, error) {
 		*q.dst = pq
 	}
 	return s, nil
+}
+
+// WithObjects returns a snapshot that decides exactly as s (same prepared queries) but hands out
+// these SidecarSets and ControllerRevisions. It is only correct when they compile to s's bundle
+// revision: the policies then read nothing that differs, while mutation reads the objects
+// themselves (images, injectionStrategy.revision, status.latestRevision), which a bundle does not
+// record. The loader uses it to skip the OPA compile for such changes.
+func (s *Snapshot) WithObjects(sidecarSets []*v1alpha1.SidecarSet, revs []*appsv1.ControllerRevision) *Snapshot {
+	c := *s
+	c.setObjects(sidecarSets, revs)
+	return &c
+}
+
+func (s *Snapshot) setObjects(sidecarSets []*v1alpha1.SidecarSet, revs []*appsv1.ControllerRevision) {
+	s.sidecarSets = make(map[string]*v1alpha1.SidecarSet, len(sidecarSets))
+	for _, ss := range sidecarSets {
+		s.sidecarSets[ss.Name] = ss
+	}
+	s.revisions = revisions.NewStaticSource(revs...)
 }
 
 // Revision is the compiled bundle's revision.

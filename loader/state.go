@@ -79,6 +79,8 @@ type State struct {
 	// wake carries "something changed" to the compile loop; one pending signal is enough because
 	// the loop reads the whole state when it compiles.
 	wake chan struct{}
+	// served are the objects the snapshot in force hands out; only the compile loop touches it.
+	served bundles.State
 
 	mu sync.Mutex
 	// gen counts changes; the loop compiles when it differs from the generation last attempted.
@@ -511,6 +513,7 @@ func (s *State) compile(ctx context.Context) {
 	}
 	if snap != nil {
 		s.eng.Swap(snap)
+		s.served = p.state
 		s.metrics.snapshotInfo.Reset()
 		s.metrics.snapshotInfo.WithLabelValues(snap.Revision()).Set(1)
 		s.log.Info("policy snapshot swapped", "revision", snap.Revision(), "adminRevisions", snap.AdminRevisions(),
@@ -589,16 +592,23 @@ func (s *State) adminLocked(pick func(*source) *bundle.Bundle) []*sourceBundle {
 	return out
 }
 
-// build compiles a snapshot. It returns a nil snapshot and no error when the result would equal the
-// snapshot in force (same compiled revision, same administrators' bundles): the engine's compile is
-// the expensive half and is skipped.
+// build compiles a snapshot. When the policies would compile to the snapshot in force (same
+// compiled revision, same administrators' bundles), the engine's compile — the expensive half — is
+// skipped: it returns nil when the objects are the same too, else the snapshot in force with the
+// new objects, so that a change the bundle does not record (injectionStrategy.revision,
+// status.latestRevision) still reaches injection.
 func (s *State) build(ctx context.Context, st bundles.State, admin []*sourceBundle) (*engine.Snapshot, error) {
 	core, err := bundles.Compile(st)
 	if err != nil {
 		return nil, err
 	}
 	if cur := s.eng.Current(); cur != nil && cur.Revision() == core.Manifest.Revision && s.unchangedAdmin(admin) {
-		return nil, nil
+		// The State replaces an object whenever anything injection reads of it changes, so
+		// the same pointers mean the snapshot in force is this one.
+		if slices.Equal(s.served.SidecarSets, st.SidecarSets) && slices.Equal(s.served.Revisions, st.Revisions) {
+			return nil, nil
+		}
+		return cur.WithObjects(st.SidecarSets, st.Revisions), nil
 	}
 	bs := make([]*bundle.Bundle, len(admin))
 	for i, a := range admin {

@@ -394,3 +394,29 @@ func TestMetrics(t *testing.T) {
 	_, err = NewState(h.eng, Options{Registerer: h.reg})
 	require.NoError(t, err)
 }
+
+// Changes the compiled bundle does not record — an injection revision, status.latestRevision — must still reach the objects the snapshot hands to injection, even though the
+// policies' revision stays the same and the OPA compile is skipped.
+func TestChangesOutsideTheBundleReachInjection(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.start(t)
+	ss := sidecarSet("a", map[string]string{"app": "web"})
+	require.NoError(t, h.st.SetSidecarSet(ss))
+	cr := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "a-1", Namespace: "sys",
+		Labels: map[string]string{v1alpha1.SidecarSetNameLabel: "a"}}, Revision: 1, Data: runtime.RawExtension{Raw: []byte(`{"spec":{}}`)}}
+	h.st.SetRevision(cr)
+	h.st.SetClusterSynced()
+	eventually(t, func() bool { return h.st.Ready() == nil }, "ready")
+	first := h.eng.Current()
+
+	v := "1"
+	changed := ss.DeepCopy()
+	changed.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{CustomVersion: &v}
+	changed.Status.LatestRevision = "a-1"
+	require.NoError(t, h.st.SetSidecarSet(changed))
+	eventually(t, func() bool {
+		got, ok := h.eng.Current().SidecarSet("a")
+		return ok && got.Status.LatestRevision == "a-1" && got.Spec.InjectionStrategy.Revision != nil
+	}, "the new SidecarSet served")
+	assert.Equal(t, first.Revision(), h.eng.Current().Revision(), "the policies did not change")
+}

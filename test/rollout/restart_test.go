@@ -1,0 +1,51 @@
+package rollout
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+)
+
+// TestManagerRestartMidRollout: the manager goes away after the first batch and a new one picks
+// the rollout up from what the API server holds. At no observed moment is maxUnavailable exceeded,
+// every pod survives, and each is upgraded exactly once (kwok counts the in-place restarts).
+func TestManagerRestartMidRollout(t *testing.T) {
+	const n, budget = 8, 2
+	f := newFleet(t, "restart", n, func(ss *v1alpha1.SidecarSet) {
+		ss.Spec.UpdateStrategy.MaxUnavailable = ptrIntStr(intstr.FromInt32(budget))
+	}, nil)
+	uids := map[string]types.UID{}
+	for _, p := range f.list() {
+		uids[p.Name] = p.UID
+	}
+	pw, _ := budgetWatch(f, image("2"), budget)
+	f.update(func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
+	eventually(t, "first batch upgraded", func() error {
+		moved := 0
+		for _, img := range f.images(sidecar) {
+			if img == image("2") {
+				moved++
+			}
+		}
+		if moved == 0 || moved == n {
+			return fmt.Errorf("%d of %d pods moved", moved, n)
+		}
+		return nil
+	})
+	require.NoError(t, cluster.RestartManager(testCtx(t)))
+	f.waitStatus(counts{n, n, n, n})
+	pw.check(t)
+	pods := f.list()
+	require.Len(t, pods, n, "no pod lost")
+	for _, p := range pods {
+		assert.Equal(t, uids[p.Name], p.UID, "%s is the same pod", p.Name)
+		assert.Equal(t, image("2"), containerStatus(p, sidecar).Image)
+		assert.Equal(t, int32(1), containerStatus(p, sidecar).RestartCount, "%s upgraded exactly once", p.Name)
+	}
+}
