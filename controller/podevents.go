@@ -20,8 +20,21 @@ import (
 // podEvents maps pod events to the SidecarSets that manage the pod (ref §3.1): those named in its
 // kruise.io/sidecarset-injected-list that exist and whose containers the pod has.
 type podEvents struct {
-	reader client.Reader
-	exp    *expectations
+	// get reads a SidecarSet from the informer cache.
+	get func(ctx context.Context, name string) (*v1alpha1.SidecarSet, bool)
+	exp *expectations
+}
+
+// cachedSidecarSets reads SidecarSets through r, a missing or unreadable one as absent: there is
+// nothing to reconcile for it.
+func cachedSidecarSets(r client.Reader) func(context.Context, string) (*v1alpha1.SidecarSet, bool) {
+	return func(ctx context.Context, name string) (*v1alpha1.SidecarSet, bool) {
+		ss := &v1alpha1.SidecarSet{}
+		if err := r.Get(ctx, client.ObjectKey{Name: name}, ss); err != nil {
+			return nil, false
+		}
+		return ss, true
+	}
 }
 
 var _ handler.EventHandler = podEvents{}
@@ -98,11 +111,7 @@ func (h podEvents) sidecarSets(ctx context.Context, pod *corev1.Pod) []*v1alpha1
 	}
 	var out []*v1alpha1.SidecarSet
 	for _, name := range strings.Split(list, ",") {
-		ss := &v1alpha1.SidecarSet{}
-		if err := h.reader.Get(ctx, client.ObjectKey{Name: name}, ss); err != nil {
-			continue // not (or no longer) there: nothing to reconcile
-		}
-		if rollout.HasSidecarContainers(pod, ss) {
+		if ss, ok := h.get(ctx, name); ok && rollout.HasSidecarContainers(pod, ss) {
 			out = append(out, ss)
 		}
 	}
