@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -134,21 +133,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// matchingPods lists the pods ss manages (ref §3.3) from the cache: selected by spec.selector in
-// the namespaces it covers, active, injected by ss and carrying all of its containers.
+// matchingPods lists the pods ss manages (ref §3.3) from the cache.
 func (r *Reconciler) matchingPods(ctx context.Context, ss *v1alpha1.SidecarSet) ([]*corev1.Pod, error) {
-	sel, err := metav1.LabelSelectorAsSelector(ss.Spec.Selector)
-	if err != nil {
-		return nil, fmt.Errorf("spec.selector: %w", err)
-	}
-	namespaces, err := r.namespaces(ctx, ss)
+	return MatchingPods(ctx, r.Client, ss)
+}
+
+// MatchingPods lists the pods ss manages through reader (the informer cache, or an API client
+// for `sidecarctl rollout plan`): those in its rollout.Scope that pass rollout.IsManaged.
+func MatchingPods(ctx context.Context, reader client.Reader, ss *v1alpha1.SidecarSet) ([]*corev1.Pod, error) {
+	scope, err := rollout.ScopeOf(ss)
 	if err != nil {
 		return nil, err
+	}
+	namespaces := []string{scope.Namespace} // "" lists every namespace
+	if scope.Namespace == "" && scope.Namespaces != nil {
+		var list corev1.NamespaceList
+		if err := reader.List(ctx, &list, client.MatchingLabelsSelector{Selector: scope.Namespaces}); err != nil {
+			return nil, fmt.Errorf("listing namespaces: %w", err)
+		}
+		namespaces = namespaces[:0]
+		for i := range list.Items {
+			namespaces = append(namespaces, list.Items[i].Name)
+		}
 	}
 	var pods []*corev1.Pod
 	for _, ns := range namespaces {
 		var list corev1.PodList
-		if err := r.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		if err := reader.List(ctx, &list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: scope.Pods}); err != nil {
 			return nil, fmt.Errorf("listing pods in %q: %w", ns, err)
 		}
 		for i := range list.Items {
@@ -158,29 +169,6 @@ func (r *Reconciler) matchingPods(ctx context.Context, ss *v1alpha1.SidecarSet) 
 		}
 	}
 	return pods, nil
-}
-
-// namespaces are spec.namespace, else those namespaceSelector selects, else all ("").
-func (r *Reconciler) namespaces(ctx context.Context, ss *v1alpha1.SidecarSet) ([]string, error) {
-	if ss.Spec.Namespace != "" {
-		return []string{ss.Spec.Namespace}, nil
-	}
-	if ss.Spec.NamespaceSelector == nil {
-		return []string{""}, nil
-	}
-	sel, err := metav1.LabelSelectorAsSelector(ss.Spec.NamespaceSelector)
-	if err != nil {
-		return nil, fmt.Errorf("spec.namespaceSelector: %w", err)
-	}
-	var list corev1.NamespaceList
-	if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return nil, fmt.Errorf("listing namespaces: %w", err)
-	}
-	out := make([]string, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, list.Items[i].Name)
-	}
-	return out, nil
 }
 
 // writeStatus writes status through the status subresource when it differs from the stored one.

@@ -1,0 +1,319 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/controller"
+	"github.com/sidecarops/sidecarops/defaults"
+	"github.com/sidecarops/sidecarops/rollout"
+)
+
+func rolloutCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rollout",
+		Short: "Show where SidecarSet rollouts stand and what the controller will do next",
+	}
+	cmd.AddCommand(rolloutPlanCmd())
+	return cmd
+}
+
+func rolloutPlanCmd() *cobra.Command {
+	var (
+		src        sourceFlags
+		kubeconfig string
+		rounds     int
+		output     string
+	)
+	cmd := &cobra.Command{
+		Use:   "plan (-f PATH [-f PATH ...] [SIDECARSET] | --kubeconfig FILE SIDECARSET)",
+		Short: "Which pods a SidecarSet's controller upgrades now, which wait and why, and the rounds after",
+		Long: "plan runs the controller's own decision (ref §3.7) over a SidecarSet and its pods: which pods are\n" +
+			"updated, upgraded now, in flight, held by maxUnavailable, partition or updateStrategy.selector, and not\n" +
+			"upgradable (with the reason); then the rounds that would follow, assuming the kubelet applies each\n" +
+			"upgrade and pods stay ready.\n\n" +
+			"From files (-f): SidecarSets, their Pods as stored (e.g. `kubectl get pods -o yaml`), and Namespaces for\n" +
+			"namespaceSelector; every SidecarSet, or only SIDECARSET. Live (--kubeconfig): reads SIDECARSET and its\n" +
+			"pods from the cluster (read-only).",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if rounds < 0 {
+				return fmt.Errorf("--rounds: %d is negative", rounds)
+			}
+			format, err := planFormat(output)
+			if err != nil {
+				return err
+			}
+			var plans []sidecarSetPlan
+			switch {
+			case kubeconfig != "" && len(src.files) > 0:
+				return errors.New("give either -f files or --kubeconfig, not both")
+			case kubeconfig != "":
+				if len(args) == 0 {
+					return errors.New("--kubeconfig needs the SidecarSet's name")
+				}
+				p, err := livePlan(cmd.Context(), kubeconfig, args[0], rounds)
+				if err != nil {
+					return err
+				}
+				plans = append(plans, p)
+			default:
+				if plans, err = filePlans(cmd, &src, args, rounds); err != nil {
+					return err
+				}
+			}
+			return printPlans(cmd.OutOrStdout(), format, plans)
+		},
+	}
+	src.register(cmd.Flags())
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "read the SidecarSet and its pods from this cluster instead of files")
+	cmd.Flags().IntVar(&rounds, "rounds", 10, "how many rounds ahead to forecast")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	return cmd
+}
+
+func planFormat(o string) (string, error) {
+	switch o {
+	case "text", "json":
+		return o, nil
+	}
+	return "", fmt.Errorf("--output: %q is not text or json", o)
+}
+
+// sidecarSetPlan is what `rollout plan` reports for one SidecarSet; pods are namespace/name.
+type sidecarSetPlan struct {
+	SidecarSet     string                    `json:"sidecarSet"`
+	LatestRevision string                    `json:"latestRevision,omitempty"`
+	Status         v1alpha1.SidecarSetStatus `json:"status"`
+	Stopped        string                    `json:"stopped,omitempty"`
+	Partition      int                       `json:"partition"`
+	MaxUnavailable int                       `json:"maxUnavailable"`
+	Unavailable    int                       `json:"unavailable"`
+	Upgrade        []string                  `json:"upgrade"`
+	Reset          []string                  `json:"reset,omitempty"`
+	InFlight       []string                  `json:"inFlight"`
+	HeldBy         map[string][]string       `json:"heldBy"`
+	NotUpgradable  []notUpgradablePod        `json:"notUpgradable"`
+	Updated        []string                  `json:"updated"`
+	Rounds         [][]string                `json:"rounds"`
+	Warnings       []string                  `json:"warnings,omitempty"`
+}
+
+type notUpgradablePod struct {
+	Pod    string `json:"pod"`
+	Reason string `json:"reason"`
+}
+
+// Keys of sidecarSetPlan.HeldBy, in the order text output lists them.
+var heldByOrder = []string{"maxUnavailable", "partition", "updateStrategy.selector"}
+
+func plan(ss *v1alpha1.SidecarSet, pods []*corev1.Pod, rounds int) (sidecarSetPlan, error) {
+	r := rollout.NextRound(ss, pods)
+	p := r.Plan
+	out := sidecarSetPlan{
+		SidecarSet:     ss.Name,
+		LatestRevision: ss.Status.LatestRevision,
+		Status:         rollout.Status(ss, pods, ss.Status.LatestRevision, 0),
+		Stopped:        string(p.Stopped),
+		Partition:      p.Partition,
+		MaxUnavailable: p.MaxUnavailable,
+		Unavailable:    p.Unavailable,
+		Upgrade:        podKeys(p.Upgrade),
+		Reset:          podKeys(r.Reset),
+		InFlight:       podKeys(p.InFlight),
+		HeldBy: map[string][]string{
+			"maxUnavailable":          podKeys(p.HeldByMaxUnavailable),
+			"partition":               podKeys(p.HeldByPartition),
+			"updateStrategy.selector": podKeys(p.HeldBySelector),
+		},
+		NotUpgradable: []notUpgradablePod{},
+		Updated:       podKeys(p.Updated),
+		Rounds:        [][]string{},
+		Warnings:      p.Warnings,
+	}
+	out.Status.CollisionCount = nil
+	for _, n := range p.NotUpgradable {
+		out.NotUpgradable = append(out.NotUpgradable, notUpgradablePod{Pod: podKey(n.Pod), Reason: n.Reason})
+	}
+	steps, err := rollout.Forecast(ss, pods, time.Now(), rounds)
+	if err != nil {
+		return out, err
+	}
+	for _, s := range steps {
+		out.Rounds = append(out.Rounds, append(podKeys(s.Upgrade), podKeys(s.Reset)...))
+	}
+	return out, nil
+}
+
+func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+func podKeys(pods []*corev1.Pod) []string {
+	out := make([]string, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, podKey(p))
+	}
+	return out
+}
+
+// filePlans plans every SidecarSet of the files (or the one named) over the pods of the files it
+// manages: in its scope (selector, namespace, namespaceSelector against the Namespaces given) and
+// injected by it.
+func filePlans(cmd *cobra.Command, src *sourceFlags, args []string, rounds int) ([]sidecarSetPlan, error) {
+	w, err := src.load(cmd.Context(), cmd.InOrStdin())
+	if err != nil {
+		return nil, err
+	}
+	nsLabels := map[string]map[string]string{}
+	for _, ns := range w.namespaces {
+		nsLabels[ns.Name] = ns.Labels
+	}
+	var pods []*corev1.Pod
+	for _, o := range w.workloads {
+		if p, ok := o.Obj.(*corev1.Pod); ok {
+			if p.Namespace == "" {
+				p.Namespace = src.namespace
+			}
+			pods = append(pods, p)
+		}
+	}
+	var plans []sidecarSetPlan
+	for _, ss := range w.sidecarSets {
+		if len(args) == 1 && ss.Name != args[0] {
+			continue
+		}
+		scope, err := rollout.ScopeOf(ss)
+		if err != nil {
+			return nil, fmt.Errorf("%s: SidecarSet/%s: %w", w.origin[ss], ss.Name, err)
+		}
+		var managed []*corev1.Pod
+		for _, p := range pods {
+			labels := nsLabels[p.Namespace]
+			if labels == nil {
+				// A Namespace not given has at least the label the API server sets.
+				labels = map[string]string{v1alpha1.NamespaceNameLabel: p.Namespace}
+			}
+			if scope.Contains(p, labels) && rollout.IsManaged(p, ss) {
+				managed = append(managed, p)
+			}
+		}
+		p, err := plan(ss, managed, rounds)
+		if err != nil {
+			return nil, fmt.Errorf("%s: SidecarSet/%s: %w", w.origin[ss], ss.Name, err)
+		}
+		plans = append(plans, p)
+	}
+	if len(args) == 1 && len(plans) == 0 {
+		return nil, fmt.Errorf("SidecarSet %q is not in the files given", args[0])
+	}
+	if len(plans) == 0 {
+		return nil, errors.New("no SidecarSet in the files given")
+	}
+	return plans, nil
+}
+
+// livePlan reads the SidecarSet and the pods it manages from a cluster, as the controller lists
+// them.
+func livePlan(ctx context.Context, kubeconfig, name string, rounds int) (sidecarSetPlan, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return sidecarSetPlan{}, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+	}
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme)); err != nil {
+		return sidecarSetPlan{}, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return sidecarSetPlan{}, err
+	}
+	ss := &v1alpha1.SidecarSet{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, ss); err != nil {
+		return sidecarSetPlan{}, fmt.Errorf("SidecarSet %s: %w", name, err)
+	}
+	// The stored object carries the defaulting webhook's work; defaulting again only fills what a
+	// SidecarSet stored before the webhook existed lacks.
+	if err := defaults.SidecarSetAndHash(ss); err != nil {
+		return sidecarSetPlan{}, fmt.Errorf("SidecarSet %s: %w", name, err)
+	}
+	pods, err := controller.MatchingPods(ctx, c, ss)
+	if err != nil {
+		return sidecarSetPlan{}, fmt.Errorf("SidecarSet %s: %w", name, err)
+	}
+	return plan(ss, pods, rounds)
+}
+
+func printPlans(out io.Writer, format string, plans []sidecarSetPlan) error {
+	if format == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(plans)
+	}
+	for i, p := range plans {
+		if i > 0 {
+			fmt.Fprintln(out)
+		}
+		st := p.Status
+		fmt.Fprintf(out, "SidecarSet %s", p.SidecarSet)
+		if p.LatestRevision != "" {
+			fmt.Fprintf(out, " (latest revision %s)", p.LatestRevision)
+		}
+		fmt.Fprintf(out, ": matched %d, updated %d, ready %d, updated and ready %d\n", st.MatchedPods, st.UpdatedPods, st.ReadyPods, st.UpdatedReadyPods)
+		fmt.Fprintf(out, "  partition %d, maxUnavailable %d (%d taken by updated pods not yet ready)\n", p.Partition, p.MaxUnavailable, p.Unavailable)
+		if p.Stopped != "" {
+			fmt.Fprintf(out, "  stopped: %s\n", p.Stopped)
+		}
+		for _, w := range p.Warnings {
+			fmt.Fprintf(out, "  warning: %s\n", w)
+		}
+		list(out, "upgrade now", p.Upgrade)
+		if len(p.Reset) > 0 {
+			list(out, "reset to the empty image now (hot upgrade done)", p.Reset)
+		}
+		list(out, "in flight (the kubelet has not applied an earlier upgrade)", p.InFlight)
+		for _, k := range heldByOrder {
+			what := "held by " + k
+			if k == "maxUnavailable" && p.Stopped != "" {
+				what = "held while stopped" // candidates, none of which moves
+			}
+			list(out, what, p.HeldBy[k])
+		}
+		fmt.Fprintf(out, "  not upgradable (%d)\n", len(p.NotUpgradable))
+		for _, n := range p.NotUpgradable {
+			fmt.Fprintf(out, "    %s: %s\n", n.Pod, n.Reason)
+		}
+		list(out, "updated", p.Updated)
+		fmt.Fprintln(out, "  next rounds (assuming the kubelet applies each change and pods stay ready):")
+		if len(p.Rounds) == 0 {
+			fmt.Fprintln(out, "    none")
+		}
+		for j, r := range p.Rounds {
+			if len(r) == 0 {
+				fmt.Fprintf(out, "    %d: nothing (upgrades in flight hold maxUnavailable)\n", j+1)
+				continue
+			}
+			fmt.Fprintf(out, "    %d: %s\n", j+1, strings.Join(r, ", "))
+		}
+	}
+	return nil
+}
+
+func list(out io.Writer, what string, pods []string) {
+	fmt.Fprintf(out, "  %s (%d)", what, len(pods))
+	if len(pods) > 0 {
+		fmt.Fprintf(out, ": %s", strings.Join(pods, ", "))
+	}
+	fmt.Fprintln(out)
+}
