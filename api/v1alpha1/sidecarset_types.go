@@ -280,6 +280,11 @@ type SidecarSetStatus struct {
 // +kubebuilder:printcolumn:name="MATCHED",type="integer",JSONPath=".status.matchedPods",description="The number of pods matched."
 // +kubebuilder:printcolumn:name="UPDATED",type="integer",JSONPath=".status.updatedPods",description="The number of pods matched and updated."
 // +kubebuilder:printcolumn:name="READY",type="integer",JSONPath=".status.readyPods",description="The number of pods matched and ready."
+// +kubebuilder:printcolumn:name="UPDATED-READY",type="integer",JSONPath=".status.updatedReadyPods",description="The number of pods updated and ready."
+// +kubebuilder:printcolumn:name="PAUSED",type="boolean",JSONPath=".spec.updateStrategy.paused",priority=1,description="Whether the rollout is paused."
+// +kubebuilder:printcolumn:name="PARTITION",type="string",JSONPath=".spec.updateStrategy.partition",priority=1,description="Pods kept on the old version."
+// +kubebuilder:printcolumn:name="MAX-UNAVAILABLE",type="string",JSONPath=".spec.updateStrategy.maxUnavailable",priority=1,description="Upgraded pods allowed to be unavailable at once."
+// +kubebuilder:printcolumn:name="REVISION",type="string",JSONPath=".status.latestRevision",priority=1,description="The latest ControllerRevision."
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 type SidecarSet struct {
 	metav1.TypeMeta   `json:",inline"`

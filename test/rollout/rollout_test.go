@@ -3,6 +3,8 @@ package rollout
 import (
 	"encoding/json"
 	"fmt"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,6 +105,14 @@ func TestPartitionHoldsBackAndUpdateSelectorLimits(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, old, "partition 1 keeps exactly one pod on the old image")
+	// kubectl shows where the rollout stands.
+	out, err := exec.Command("kubectl", "--kubeconfig", cluster.Kubeconfig, "get", "sidecarset", "partition", "-o", "wide").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	cols := table(t, string(out))
+	assert.Equal(t, map[string]string{
+		"NAME": "partition", "MATCHED": "4", "UPDATED": "3", "READY": "4", "UPDATED-READY": "3",
+		"PAUSED": "", "PARTITION": "1", "MAX-UNAVAILABLE": "100%", "REVISION": f.sidecarSet().Status.LatestRevision,
+	}, without(cols, "AGE"))
 	evs := events(t, f.sidecarSet())
 	e, ok := hasEvent(evs, "RolloutWaiting")
 	require.True(t, ok, "an Event says why the rollout stopped: %+v", evs)
@@ -204,6 +214,33 @@ func TestNonImageChangeIsNotUpgradable(t *testing.T) {
 		return nil
 	})
 	assert.Equal(t, map[string]string{"pod-0": image("1"), "pod-1": image("1"), late.Name: image("2")}, f.images(sidecar))
+}
+
+// table reads kubectl's one-row table output into column → cell, by the header's offsets.
+func table(t *testing.T, out string) map[string]string {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	require.Len(t, lines, 2, "%s", out)
+	header, row := lines[0], lines[1]+strings.Repeat(" ", len(lines[0]))
+	cols := map[string]string{}
+	fields := strings.Fields(header)
+	for i, name := range fields {
+		start := strings.Index(header, name)
+		end := len(header)
+		if i+1 < len(fields) {
+			end = strings.Index(header, fields[i+1])
+		}
+		if i+1 == len(fields) {
+			end = len(row)
+		}
+		cols[name] = strings.TrimSpace(row[start:end])
+	}
+	return cols
+}
+
+func without(m map[string]string, key string) map[string]string {
+	delete(m, key)
+	return m
 }
 
 func upgradableCondition(p *corev1.Pod) *corev1.PodCondition {
