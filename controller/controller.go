@@ -260,9 +260,11 @@ func (r *Reconciler) markNotUpgradable(ctx context.Context, ss *v1alpha1.Sidecar
 		return err
 	}
 	if r.Recorder != nil {
+		// The pods' revisions name the fields that changed; without them the reason names hashes.
+		revs, _ := r.revisions(ctx, ss)
 		r.Recorder.Eventf(ss, nil, corev1.EventTypeNormal, "NotUpgradablePods", "Upgrade",
 			"SidecarSet in-place update detected %d not upgradable pod(s) in this round, will skip them. First: %s/%s: %s",
-			len(pods), pods[0].Pod.Namespace, pods[0].Pod.Name, pods[0].Reason)
+			len(pods), pods[0].Pod.Namespace, pods[0].Pod.Name, rollout.ExplainNotUpgradable(pods[0].Pod, ss, revs))
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -120,7 +121,7 @@ type notUpgradablePod struct {
 // Keys of sidecarSetPlan.HeldBy, in the order text output lists them.
 var heldByOrder = []string{"maxUnavailable", "partition", "updateStrategy.selector"}
 
-func plan(ss *v1alpha1.SidecarSet, pods []*corev1.Pod, rounds int) (sidecarSetPlan, error) {
+func plan(ss *v1alpha1.SidecarSet, pods []*corev1.Pod, revs []*appsv1.ControllerRevision, rounds int) (sidecarSetPlan, error) {
 	r := rollout.NextRound(ss, pods)
 	p := r.Plan
 	out := sidecarSetPlan{
@@ -146,7 +147,7 @@ func plan(ss *v1alpha1.SidecarSet, pods []*corev1.Pod, rounds int) (sidecarSetPl
 	}
 	out.Status.CollisionCount = nil
 	for _, n := range p.NotUpgradable {
-		out.NotUpgradable = append(out.NotUpgradable, notUpgradablePod{Pod: podKey(n.Pod), Reason: n.Reason})
+		out.NotUpgradable = append(out.NotUpgradable, notUpgradablePod{Pod: podKey(n.Pod), Reason: rollout.ExplainNotUpgradable(n.Pod, ss, revs)})
 	}
 	steps, err := rollout.Forecast(ss, pods, time.Now(), rounds)
 	if err != nil {
@@ -209,7 +210,7 @@ func filePlans(cmd *cobra.Command, src *sourceFlags, args []string, rounds int) 
 				managed = append(managed, p)
 			}
 		}
-		p, err := plan(ss, managed, rounds)
+		p, err := plan(ss, managed, w.revisions, rounds)
 		if err != nil {
 			return nil, fmt.Errorf("%s: SidecarSet/%s: %w", w.origin[ss], ss.Name, err)
 		}
@@ -252,7 +253,16 @@ func livePlan(ctx context.Context, kubeconfig, name string, rounds int) (sidecar
 	if err != nil {
 		return sidecarSetPlan{}, fmt.Errorf("SidecarSet %s: %w", name, err)
 	}
-	return plan(ss, pods, rounds)
+	// The revisions live in the manager's namespace, which this side does not know: find them by
+	// label. Without permission to list them, reasons name hashes instead of fields.
+	var crs appsv1.ControllerRevisionList
+	var revs []*appsv1.ControllerRevision
+	if err := c.List(ctx, &crs, client.MatchingLabels{v1alpha1.SidecarSetNameLabel: name}); err == nil {
+		for i := range crs.Items {
+			revs = append(revs, &crs.Items[i])
+		}
+	}
+	return plan(ss, pods, revs, rounds)
 }
 
 func printPlans(out io.Writer, format string, plans []sidecarSetPlan) error {

@@ -71,6 +71,10 @@ func newFleet(t *testing.T, name string, n int, mutate func(*v1alpha1.SidecarSet
 		if len(p.Spec.Containers) < 2 {
 			return fmt.Errorf("not injected yet: %d containers", len(p.Spec.Containers))
 		}
+		// Pods record the revision they were injected from once the controller has registered it.
+		if latest := f.sidecarSet().Status.LatestRevision; latest == "" || !strings.Contains(p.Annotations[v1alpha1.SidecarSetHashAnnotation], `"controllerRevision":"`+latest+`"`) {
+			return fmt.Errorf("injection does not record the latest revision %q yet", latest)
+		}
 		return nil
 	})
 	for i := range n {

@@ -195,6 +195,8 @@ func TestNonImageChangeIsNotUpgradable(t *testing.T) {
 			return fmt.Errorf("no event yet")
 		} else if e.Type != corev1.EventTypeNormal {
 			return fmt.Errorf("event type %s", e.Type)
+		} else if !strings.Contains(e.Note, "spec.containers[0].env (only images can change in place)") {
+			return fmt.Errorf("the event does not name the field: %s", e.Note)
 		}
 		return nil
 	})

@@ -1,0 +1,93 @@
+package rollout
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/revisions"
+)
+
+// ExplainNotUpgradable says why pod cannot be upgraded in place by ss, naming the fields that
+// changed when it can: the pod's hash annotation records the ControllerRevision its sidecars came
+// from, and comparing that revision's containers with ss's (images aside) gives the fields. Without
+// the revision (an old pod, or one truncated from history) it falls back to NotUpgradableReason.
+// It returns "" when the pod is upgradable.
+func ExplainNotUpgradable(pod *corev1.Pod, ss *v1alpha1.SidecarSet, revs []*appsv1.ControllerRevision) string {
+	reason := NotUpgradableReason(pod, ss)
+	if reason == "" {
+		return ""
+	}
+	name := PodControllerRevision(pod, ssName(ss))
+	for _, cr := range revs {
+		if cr == nil || cr.Name != name {
+			continue
+		}
+		old, err := revisions.Restore(ss, cr)
+		if err != nil {
+			return reason
+		}
+		if fields := ChangedFields(old, ss); len(fields) > 0 {
+			return fmt.Sprintf("changed since revision %s, which the pod runs: %s (only images can change in place)", name, strings.Join(fields, ", "))
+		}
+	}
+	return reason
+}
+
+// ChangedFields lists the paths of ss's spec.containers that differ from old's other than by
+// image: whole containers added or removed, or their top-level fields.
+func ChangedFields(old, ss *v1alpha1.SidecarSet) []string {
+	var out []string
+	before := map[string]map[string]any{}
+	for _, c := range old.Spec.Containers {
+		before[c.Name] = withoutImage(c)
+	}
+	seen := map[string]bool{}
+	for i, c := range ss.Spec.Containers {
+		seen[c.Name] = true
+		prev, ok := before[c.Name]
+		if !ok {
+			out = append(out, fmt.Sprintf("spec.containers[%d] (%s) added", i, c.Name))
+			continue
+		}
+		now := withoutImage(c)
+		for _, k := range slices.Sorted(maps.Keys(union(prev, now))) {
+			if !reflect.DeepEqual(prev[k], now[k]) {
+				out = append(out, fmt.Sprintf("spec.containers[%d].%s", i, k))
+			}
+		}
+	}
+	for _, c := range old.Spec.Containers {
+		if !seen[c.Name] {
+			out = append(out, fmt.Sprintf("spec.containers (%s) removed", c.Name))
+		}
+	}
+	return out
+}
+
+// withoutImage is a sidecar container as generic JSON with its image left out.
+func withoutImage(c v1alpha1.SidecarContainer) map[string]any {
+	c.Image = ""
+	b, err := json.Marshal(c)
+	if err != nil {
+		return map[string]any{"<unencodable>": err.Error()}
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return map[string]any{"<undecodable>": err.Error()}
+	}
+	return m
+}
+
+func union(a, b map[string]any) map[string]any {
+	out := maps.Clone(a)
+	maps.Copy(out, b)
+	return out
+}
