@@ -1,5 +1,8 @@
-// Package webhook is the admission face of sidecarops: three controller-runtime admission.Handlers
-// that OpenKruise's webhooks would otherwise answer (ref §1.1), and the helper that mounts them.
+// Package webhook is the admission face of sidecarops: the three webhooks OpenKruise's would
+// otherwise answer (ref §1.1), and the helper that mounts them. The SidecarSet handlers are
+// controller-runtime admission.Handlers; the pod injector, the hot path, is an http.Handler of its
+// own that decodes each admission.k8s.io/v1 AdmissionReview once and encodes its answer by hand
+// (review.go).
 //
 //   - PodInjector (PodPath, pod CREATE): injects the SidecarSets the policies match (ref §1.12).
 //   - SidecarSetDefaulter (SidecarSetDefaultPath, CREATE/UPDATE): defaults and hashes (ref §1.8).
@@ -23,7 +26,8 @@
 // is PodInjector.DecisionLog, off when it is the zero logr.Logger.
 //
 // Response codes, and why:
-//   - A malformed request (no object, undecodable object, wrong kind or version): 400.
+//   - A malformed request (no object, undecodable object, wrong kind or version; for the pod
+//     webhook also an AdmissionReview other than admission.k8s.io/v1): 400.
 //   - No snapshot yet ("policies not loaded yet"): 503. The manager reports ready only after the
 //     first compile, so this is a start-up race the API server's retry resolves.
 //   - The engine failing to evaluate: 500, a server fault.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -215,10 +216,18 @@ func review(tb testing.TB, req admissionv1.AdmissionRequest) []byte {
 	})
 }
 
-// httpHandler mounts h as controller-runtime would, except that a panic is not recovered: tests
-// must see it, not a 500 response.
-func httpHandler(h admission.Handler) http.Handler {
-	return (&admission.Webhook{Handler: h}).WithRecoverPanic(false)
+// httpHandler mounts h as Register would, except that a panic is not recovered: tests must see it,
+// not a 500 response. h is a *PodInjector (an http.Handler of its own) or an admission.Handler
+// (wrapped in controller-runtime's admission.Webhook).
+func httpHandler(h any) http.Handler {
+	switch h := h.(type) {
+	case *PodInjector:
+		h.panics = true
+		return h
+	case admission.Handler:
+		return (&admission.Webhook{Handler: h}).WithRecoverPanic(false)
+	}
+	panic(fmt.Sprintf("httpHandler: %T is not a handler", h))
 }
 
 // post sends body through the HTTP handler and returns the decoded AdmissionReview response.
@@ -236,7 +245,7 @@ func post(tb testing.TB, h http.Handler, body []byte) *admissionv1.AdmissionResp
 }
 
 // admit posts an AdmissionReview of req to h.
-func admit(tb testing.TB, h admission.Handler, req admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+func admit(tb testing.TB, h any, req admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	tb.Helper()
 	resp := post(tb, httpHandler(h), review(tb, req))
 	require.Equal(tb, req.UID, resp.UID)

@@ -12,13 +12,14 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/sidecarops/sidecarops/mutation"
 )
 
 // PodInjector is the pod mutating webhook (PodPath, ref §1.12): it asks the policies which
-// SidecarSets match a pod being created and answers the mutation core's patch. The zero value
+// SidecarSets match a pod being created and answers the mutation core's patch. It is an
+// http.Handler of its own (ServeHTTP, review.go) rather than an admission.Handler: it decodes each
+// AdmissionReview once, keeping the pod as the request's raw bytes for the decision. The zero value
 // denies every pod (no snapshots); set Snapshots.
 type PodInjector struct {
 	// Snapshots serves the policy state; *engine.Engine satisfies it.
@@ -32,6 +33,9 @@ type PodInjector struct {
 	// and injected SidecarSets, gates' reasons, bundle revision, duration). The zero Logger, or any
 	// disabled one, turns it off at the cost of one check.
 	DecisionLog logr.Logger
+
+	// panics, when set, lets a panic of the handler through instead of answering 500 (tests).
+	panics bool
 }
 
 var defaultInjector = &mutation.Injector{Now: time.Now, Rand: rand.Float64}
@@ -49,21 +53,20 @@ type podDecision struct {
 	err            error
 }
 
-// Handle implements admission.Handler.
-func (p *PodInjector) Handle(ctx context.Context, req admission.Request) admission.Response {
-	start := time.Now()
+// admitPod answers one decoded admission request; start is when its handling began.
+func (p *PodInjector) admitPod(ctx context.Context, req *reviewRequest, start time.Time) reviewResponse {
 	defer p.Metrics.observe(PodPath, start)
 
 	// Ref §1.12 step 1: only the creation of a pod itself is injected. OpenKruise's UPDATE branch
 	// re-injects nothing with the open-source control, so UPDATE is let through like anything else.
 	if req.SubResource != "" || req.Operation != admissionv1.Create ||
 		req.Resource.Group != podResource.Group || req.Resource.Resource != podResource.Resource {
-		return admission.Allowed("")
+		return allowed("")
 	}
 	pod := &corev1.Pod{}
 	if err := decodeObject(req.Object, "pod", pod); err != nil {
 		d := podDecision{namespace: req.Namespace, pod: req.Name, result: ResultError, err: err}
-		return p.finish(req, d, start, admission.Errored(http.StatusBadRequest, err))
+		return p.finish(req, d, start, errored(http.StatusBadRequest, err))
 	}
 	if pod.Namespace == "" {
 		pod.Namespace = req.Namespace
@@ -75,42 +78,42 @@ func (p *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 	// A pod that will never run its containers gains nothing from sidecars (ref §1.12 step 1);
 	// deciding for it would only cost an evaluation and count a decision that injects nothing.
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || pod.DeletionTimestamp != nil {
-		return admission.Allowed("")
+		return allowed("")
 	}
 	resp, d := p.admit(ctx, req, pod)
 	return p.finish(req, d, start, resp)
 }
 
 // admit decides and injects with one snapshot.
-func (p *PodInjector) admit(ctx context.Context, req admission.Request, pod *corev1.Pod) (admission.Response, podDecision) {
+func (p *PodInjector) admit(ctx context.Context, req *reviewRequest, pod *corev1.Pod) (reviewResponse, podDecision) {
 	d := podDecision{namespace: pod.Namespace, pod: podName(pod), result: ResultError}
 	snap := current(p.Snapshots)
 	if snap == nil {
 		d.err = errNotLoaded
-		return admission.Errored(http.StatusServiceUnavailable, errNotLoaded), d
+		return errored(http.StatusServiceUnavailable, errNotLoaded), d
 	}
 	d.revision = snap.Revision()
 	// The decision reads the request's own bytes: re-marshalling the decoded pod would cost as much
 	// as the decision and could only lose what the policies might read.
-	dec, err := snap.Decide(ctx, pod.Namespace, req.Object.Raw)
+	dec, err := snap.Decide(ctx, pod.Namespace, req.Object)
 	if err != nil {
 		d.err = err
-		return admission.Errored(http.StatusInternalServerError, err), d
+		return errored(http.StatusInternalServerError, err), d
 	}
 	d.matched = dec.MatchedNames()
 	d.denied = dec.Denied
 	if len(dec.Denied) > 0 {
 		d.result = ResultGated
-		msg := "no sidecars injected: denied by policy: " + strings.Join(dec.Denied, "; ")
-		warnings := make([]string, len(dec.Denied))
+		resp := allowed("no sidecars injected: denied by policy: " + strings.Join(dec.Denied, "; "))
+		resp.warnings = make([]string, len(dec.Denied))
 		for i, r := range dec.Denied {
-			warnings[i] = "sidecarops: no sidecars injected: " + r
+			resp.warnings[i] = "sidecarops: no sidecars injected: " + r
 		}
-		return admission.Allowed(msg).WithWarnings(warnings...), d
+		return resp, d
 	}
 	if len(dec.Matched) == 0 {
 		d.result = ResultNotMatched
-		return admission.Allowed(""), d
+		return allowed(""), d
 	}
 	inj := p.Injector
 	if inj == nil {
@@ -119,18 +122,17 @@ func (p *PodInjector) admit(ctx context.Context, req admission.Request, pod *cor
 	res, err := inj.Inject(mutation.Input{Pod: pod, SidecarSets: dec.Matched, Revisions: snap.Revisions()})
 	if err != nil {
 		d.err = err
-		return admission.Denied(fmt.Sprintf("sidecar injection failed: %v", err)), d
+		return denied(fmt.Sprintf("sidecar injection failed: %v", err)), d
 	}
 	d.result = ResultInjected
 	d.injected = res.Injected
-	if len(res.Patch) == 0 {
-		return admission.Allowed(""), d
-	}
-	return admission.Patched("", res.Patch...), d
+	resp := allowed("")
+	resp.patch = res.Patch
+	return resp, d
 }
 
 // finish records the decision and returns resp.
-func (p *PodInjector) finish(req admission.Request, d podDecision, start time.Time, resp admission.Response) admission.Response {
+func (p *PodInjector) finish(req *reviewRequest, d podDecision, start time.Time, resp reviewResponse) reviewResponse {
 	p.Metrics.decision(d.result)
 	if log := p.DecisionLog; log.Enabled() {
 		kv := []any{

@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/engine"
@@ -269,7 +268,7 @@ func TestPodInjectorReinvocation(t *testing.T) {
 
 // A body that is not an AdmissionReview, or not JSON, gets a clean 400 from every handler.
 func TestMalformedBodies(t *testing.T) {
-	handlers := map[string]admission.Handler{
+	handlers := map[string]any{
 		PodPath:                &PodInjector{Snapshots: podEngine(t)},
 		SidecarSetDefaultPath:  &SidecarSetDefaulter{},
 		SidecarSetValidatePath: &SidecarSetValidator{Snapshots: podEngine(t)},

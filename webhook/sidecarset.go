@@ -64,7 +64,7 @@ func (h *SidecarSetValidator) Handle(ctx context.Context, req admission.Request)
 	var old *v1alpha1.SidecarSet
 	if req.Operation == admissionv1.Update {
 		old = &v1alpha1.SidecarSet{}
-		if err := decodeObject(req.OldObject, "old SidecarSet", old); err != nil {
+		if err := decodeObject(req.OldObject.Raw, "old SidecarSet", old); err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	kjson "sigs.k8s.io/json"
@@ -59,11 +58,13 @@ func NewHandlers(snapshots Snapshots, m *Metrics, decisionLog logr.Logger) Handl
 	}
 }
 
-// Register mounts the handlers at their paths, each wrapped in controller-runtime's
-// admission.Webhook (AdmissionReview decoding and encoding, v1 and v1beta1, panic recovery).
+// Register mounts the handlers at their paths: the pod injector as the http.Handler it is (its own
+// AdmissionReview decoding and encoding, admission.k8s.io/v1, panic recovery), the SidecarSet
+// handlers wrapped in controller-runtime's admission.Webhook. controller-runtime's server adds its
+// request metrics to all three.
 func Register(server crwebhook.Server, h Handlers) {
 	if h.PodInjector != nil {
-		server.Register(PodPath, &admission.Webhook{Handler: h.PodInjector})
+		server.Register(PodPath, h.PodInjector)
 	}
 	if h.Defaulter != nil {
 		server.Register(SidecarSetDefaultPath, &admission.Webhook{Handler: h.Defaulter})
@@ -76,11 +77,11 @@ func Register(server crwebhook.Server, h Handlers) {
 // decodeObject decodes one object of the request. The API server sends JSON it serialised itself;
 // the case-sensitive decoder reads it as the API server's own decoder would, so a field spelled with
 // other capitals is not mistaken for a real one.
-func decodeObject(raw runtime.RawExtension, what string, into any) error {
-	if len(raw.Raw) == 0 {
+func decodeObject(raw []byte, what string, into any) error {
+	if len(raw) == 0 || string(raw) == "null" {
 		return fmt.Errorf("the request has no %s", what)
 	}
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw.Raw, into); err != nil {
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, into); err != nil {
 		return fmt.Errorf("decoding the %s: %w", what, err)
 	}
 	return nil
@@ -102,21 +103,21 @@ func decodeSidecarSetRequest(req admission.Request) (*v1alpha1.SidecarSet, *admi
 	}
 	k := req.Kind
 	if k.Group != sidecarSetKind.Group || k.Kind != sidecarSetKind.Kind {
-		return nil, errored(http.StatusBadRequest, fmt.Errorf("unsupported kind %q in group %q: this webhook serves %s",
+		return nil, admissionError(http.StatusBadRequest, fmt.Errorf("unsupported kind %q in group %q: this webhook serves %s",
 			k.Kind, k.Group, sidecarSetKind))
 	}
 	if k.Version != sidecarSetKind.Version {
-		return nil, errored(http.StatusBadRequest, fmt.Errorf("unsupported version %q of %s: this webhook serves %s",
+		return nil, admissionError(http.StatusBadRequest, fmt.Errorf("unsupported version %q of %s: this webhook serves %s",
 			k.Version, sidecarSetKind.GroupKind(), sidecarSetKind.Version))
 	}
 	ss := &v1alpha1.SidecarSet{}
-	if err := decodeObject(req.Object, "SidecarSet", ss); err != nil {
-		return nil, errored(http.StatusBadRequest, err)
+	if err := decodeObject(req.Object.Raw, "SidecarSet", ss); err != nil {
+		return nil, admissionError(http.StatusBadRequest, err)
 	}
 	return ss, nil
 }
 
-func errored(code int32, err error) *admission.Response {
+func admissionError(code int32, err error) *admission.Response {
 	r := admission.Errored(code, err)
 	return &r
 }

@@ -1,0 +1,241 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	jsonpatch "gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kjson "sigs.k8s.io/json"
+)
+
+// The pod webhook's own AdmissionReview plumbing. controller-runtime's admission.Webhook reads an
+// AdmissionReview three times (an encoding/json pass to sniff apiVersion and kind, the decode of the
+// review, then the handler's decode of the pod) and encodes the answer by reflection; on the pod
+// path, the hottest of sidecarops, that was more CPU than the decision and the injection together
+// (docs/loadgen.md). This handler decodes the review once, the pod staying raw bytes for the
+// decision, and writes the answer by hand. It serves admission.k8s.io/v1 only, as the webhook
+// configurations ask (config/webhook: admissionReviewVersions ["v1"]).
+
+// maxReviewSize bounds a request body, as controller-runtime does: an AdmissionReview carries at
+// most two objects of at most 3 MB each, plus less than 1 MB of the rest.
+const maxReviewSize = 7 << 20
+
+// reviewGVK is the only AdmissionReview version served.
+var reviewGVK = admissionv1.SchemeGroupVersion.WithKind("AdmissionReview")
+
+// podReview is what the pod webhook reads of an AdmissionReview. Fields it does not read (userInfo,
+// oldObject, options, dryRun — the webhook has no side effects, so a dry run is answered as any
+// other request) are skipped by the decoder, not decoded.
+type podReview struct {
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Request    *reviewRequest `json:"request"`
+}
+
+// reviewRequest is the part of admissionv1.AdmissionRequest the pod webhook reads; the object stays
+// the request's own bytes.
+type reviewRequest struct {
+	UID         types.UID                   `json:"uid"`
+	Resource    metav1.GroupVersionResource `json:"resource"`
+	SubResource string                      `json:"subResource"`
+	Name        string                      `json:"name"`
+	Namespace   string                      `json:"namespace"`
+	Operation   admissionv1.Operation       `json:"operation"`
+	Object      json.RawMessage             `json:"object"`
+}
+
+// reviewResponse is an AdmissionResponse as the pod webhook answers it (its Result is always set,
+// as controller-runtime sets it).
+type reviewResponse struct {
+	allowed  bool
+	code     int32
+	reason   metav1.StatusReason
+	message  string
+	patch    []jsonpatch.JsonPatchOperation
+	warnings []string
+}
+
+func allowed(message string) reviewResponse {
+	return reviewResponse{allowed: true, code: http.StatusOK, message: message}
+}
+
+func denied(message string) reviewResponse {
+	return reviewResponse{code: http.StatusForbidden, reason: metav1.StatusReasonForbidden, message: message}
+}
+
+func errored(code int32, err error) reviewResponse {
+	return reviewResponse{code: code, message: err.Error()}
+}
+
+// buffers are the request bodies and the encoded answers, reused across requests.
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooled is the largest buffer given back to the pool: a rare huge pod must not pin its memory.
+const maxPooled = 64 << 10
+
+func putBuffer(b *bytes.Buffer) {
+	if b.Cap() <= maxPooled {
+		b.Reset()
+		buffers.Put(b)
+	}
+}
+
+// ServeHTTP implements http.Handler: one pod admission. Every answer is HTTP 200 with an
+// AdmissionReview, as controller-runtime answers: what went wrong is the response's status code.
+func (p *PodInjector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body := buffers.Get().(*bytes.Buffer)
+	defer putBuffer(body)
+	var uid types.UID
+	resp := func() (resp reviewResponse) {
+		if !p.panics {
+			defer func() {
+				if v := recover(); v != nil {
+					resp = errored(http.StatusInternalServerError, fmt.Errorf("panic: %v [recovered]", v))
+				}
+			}()
+		}
+		req, resp, ok := readReview(r, body)
+		if !ok {
+			return resp
+		}
+		uid = req.UID
+		return p.admitPod(r.Context(), req, time.Now())
+	}()
+	out := buffers.Get().(*bytes.Buffer)
+	defer putBuffer(out)
+	out.Write(appendReview(out.AvailableBuffer(), uid, &resp))
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(out.Len()))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out.Bytes()) // a broken connection is the API server's to retry
+}
+
+// readReview reads and decodes the AdmissionReview of r into body; when it cannot, the answer.
+func readReview(r *http.Request, body *bytes.Buffer) (*reviewRequest, reviewResponse, bool) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, errored(http.StatusBadRequest, errors.New("request body is empty")), false
+	}
+	defer r.Body.Close()
+	if r.ContentLength > 0 && r.ContentLength <= maxReviewSize {
+		body.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	if _, err := body.ReadFrom(io.LimitReader(r.Body, maxReviewSize+1)); err != nil {
+		return nil, errored(http.StatusBadRequest, fmt.Errorf("reading the request: %w", err)), false
+	}
+	if body.Len() > maxReviewSize {
+		return nil, errored(http.StatusRequestEntityTooLarge,
+			fmt.Errorf("request entity is too large; limit is %d bytes", maxReviewSize)), false
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		return nil, errored(http.StatusBadRequest, fmt.Errorf("contentType=%s, expected application/json", ct)), false
+	}
+	// Case-sensitive, as the API server's own decoder and controller-runtime's: a field spelled
+	// with other capitals is not mistaken for a real one.
+	var rv podReview
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(body.Bytes(), &rv); err != nil {
+		return nil, errored(http.StatusBadRequest, fmt.Errorf("decoding the AdmissionReview: %w", err)), false
+	}
+	if rv.APIVersion != reviewGVK.GroupVersion().String() || rv.Kind != reviewGVK.Kind {
+		return nil, errored(http.StatusBadRequest, fmt.Errorf("unsupported apiVersion %q kind %q: this webhook serves %s %s",
+			rv.APIVersion, rv.Kind, reviewGVK.GroupVersion(), reviewGVK.Kind)), false
+	}
+	if rv.Request == nil {
+		return nil, errored(http.StatusBadRequest, errors.New("the AdmissionReview has no request")), false
+	}
+	return rv.Request, reviewResponse{}, true
+}
+
+// appendReview appends the AdmissionReview answering uid with resp, as encoding/json would write
+// admissionv1.AdmissionReview{Response: ...} (field names, omitted empty fields, base64 patch).
+func appendReview(b []byte, uid types.UID, resp *reviewResponse) []byte {
+	b = append(b, `{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","response":{"uid":`...)
+	b = appendString(b, string(uid))
+	b = append(b, `,"allowed":`...)
+	b = strconv.AppendBool(b, resp.allowed)
+	b = append(b, `,"status":{"metadata":{}`...)
+	if resp.message != "" {
+		b = append(b, `,"message":`...)
+		b = appendString(b, resp.message)
+	}
+	if resp.reason != "" {
+		b = append(b, `,"reason":`...)
+		b = appendString(b, string(resp.reason))
+	}
+	b = append(b, `,"code":`...)
+	b = strconv.AppendInt(b, int64(resp.code), 10)
+	b = append(b, '}')
+	if len(resp.patch) > 0 {
+		patch, err := marshalPatch(resp.patch)
+		if err != nil {
+			// The patch holds the pod's own types; failing to encode them is a server fault.
+			return appendReview(b[:0], uid, &reviewResponse{code: http.StatusInternalServerError,
+				message: "unable to encode the patch: " + err.Error()})
+		}
+		b = append(b, `,"patch":"`...)
+		b = base64.StdEncoding.AppendEncode(b, patch)
+		b = append(b, `","patchType":"JSONPatch"`...)
+	}
+	if len(resp.warnings) > 0 {
+		b = append(b, `,"warnings":[`...)
+		for i, w := range resp.warnings {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, w)
+		}
+		b = append(b, ']')
+	}
+	return append(b, "}}\n"...)
+}
+
+// marshalPatch encodes an RFC 6902 patch as json.Marshal would, one operation at a time: each
+// operation's MarshalJSON output would otherwise be checked and compacted again by the encoder.
+func marshalPatch(ops []jsonpatch.JsonPatchOperation) ([]byte, error) {
+	b := make([]byte, 0, 256*len(ops))
+	b = append(b, '[')
+	for i := range ops {
+		op := &ops[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"op":`...)
+		b = appendString(b, op.Operation)
+		b = append(b, `,"path":`...)
+		b = appendString(b, op.Path)
+		// As the operation's own MarshalJSON: add and replace always carry a value, null included.
+		if op.Value != nil || op.Operation == "add" || op.Operation == "replace" {
+			v, err := json.Marshal(op.Value)
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, `,"value":`...)
+			b = append(b, v...)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']'), nil
+}
+
+// appendString appends s as a JSON string, escaped as encoding/json escapes it.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= 0x80 {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
