@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"sync/atomic"
@@ -65,7 +66,13 @@ type config struct {
 	decisionLog bool
 	floor       bool
 	cpuProfile  string
+	gcPercent   int
 }
+
+// managerGCPercent is sidecarops-manager's --gc-percent default (cmd/sidecarops-manager
+// DefaultGCPercent, a main package this one cannot import): the in-process server runs with the GC
+// setting the manager runs with.
+const managerGCPercent = 400
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
@@ -85,6 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.cpus, "cpus", 0, "GOMAXPROCS for this process (0: all CPUs); in-process, client and server share them")
 	fs.BoolVar(&c.decisionLog, "decision-log", true, "in-process server: encode the per-pod decision log line (the manager's default), into io.Discard")
 	fs.BoolVar(&c.floor, "floor", true, "after the run, measure the codec floor and the in-process handler (about 2s each)")
+	fs.IntVar(&c.gcPercent, "gc-percent", managerGCPercent, "Go GC target percentage of this process, as the manager's flag (default: the manager's); GOGC in the environment wins")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured run (client and server alike when in-process) to this file")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -180,6 +188,11 @@ func load(ctx context.Context, c config, stdout io.Writer) (err error) {
 		if s := os.Getenv(v); s != "" {
 			r.runtimeEnv = strings.TrimSpace(r.runtimeEnv + " " + v + "=" + s)
 		}
+	}
+	if os.Getenv("GOGC") == "" {
+		// Client and server alike: they are one process.
+		defer debug.SetGCPercent(debug.SetGCPercent(c.gcPercent))
+		r.runtimeEnv = strings.TrimSpace(fmt.Sprintf("--gc-percent=%d %s", c.gcPercent, r.runtimeEnv))
 	}
 	opts := clientOptions{http2: c.http == "2", conns: c.concurrency, serverName: c.serverName}
 	var srv *server
