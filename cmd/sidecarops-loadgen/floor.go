@@ -68,7 +68,7 @@ func (w *statusWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (w *statusWriter) WriteHeader(code int)        { w.code = code }
 
 // serveInProcess posts body to the server's handler without the network: what one admission costs
-// the server once TLS, HTTP framing and the client are taken away. controller-runtime answers 200
+// the server once TLS, HTTP framing and the client are taken away. The pod webhook answers 200
 // to every review, so any other status is a failure.
 func serveInProcess(h http.Handler, path string, body []byte) func() error {
 	rd := bytes.NewReader(body)

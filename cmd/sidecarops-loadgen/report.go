@@ -137,7 +137,7 @@ func (r *report) print(w io.Writer) {
 			us(time.Duration(r.floor.ns)), r.floor.allocs)
 	}
 	if r.handler.ns > 0 {
-		p("handler:     %s per admission through the server's own http.Handler in-process, no TLS, no network (controller-runtime decoding, decision, injection, patch, encoding), %d allocs",
+		p("handler:     %s per admission through the server's own http.Handler in-process, no TLS, no network (review and pod decoding, decision, injection, patch, encoding), %d allocs",
 			us(time.Duration(r.handler.ns)), r.handler.allocs)
 	}
 	p("verdict:     the issue's target, ≥ %s/s with p99 ≤ %s (set at 100 SidecarSets on 2 CPUs): %s", thousands(targetRate), ms(targetP99), r.verdict())
