@@ -16,6 +16,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	admissionmetrics "sigs.k8s.io/controller-runtime/pkg/webhook/admission/metrics"
 	kjson "sigs.k8s.io/json"
 )
 
@@ -100,8 +102,14 @@ func (p *PodInjector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var uid types.UID
 	resp := func() (resp reviewResponse) {
 		if !p.panics {
+			// As controller-runtime's admission.Webhook: counted, handed to the process's panic
+			// handlers (which log it with its stack), answered with a 500.
 			defer func() {
 				if v := recover(); v != nil {
+					admissionmetrics.WebhookPanics.WithLabelValues().Inc()
+					for _, fn := range utilruntime.PanicHandlers {
+						fn(r.Context(), v)
+					}
 					resp = errored(http.StatusInternalServerError, fmt.Errorf("panic: %v [recovered]", v))
 				}
 			}()

@@ -8,12 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	jsonpatch "gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	admissionmetrics "sigs.k8s.io/controller-runtime/pkg/webhook/admission/metrics"
 
 	"github.com/sidecarops/sidecarops/engine"
 )
@@ -135,6 +137,7 @@ func TestPodInjectorDryRun(t *testing.T) {
 // A panic in the handler is answered with a 500 carrying the request's uid, as controller-runtime's
 // admission.Webhook answers it, and the server keeps serving.
 func TestPodInjectorRecoversPanics(t *testing.T) {
+	panics := testutil.ToFloat64(admissionmetrics.WebhookPanics.WithLabelValues())
 	h := &PodInjector{Snapshots: snapshotsFunc(func() *engine.Snapshot { panic("boom") })}
 	req := podRequest(t, "default", podP1())
 	r := httptest.NewRequest(http.MethodPost, PodPath, bytes.NewReader(review(t, req)))
@@ -149,4 +152,6 @@ func TestPodInjectorRecoversPanics(t *testing.T) {
 	assert.False(t, out.Response.Allowed)
 	assert.Equal(t, int32(http.StatusInternalServerError), out.Response.Result.Code)
 	assert.True(t, strings.HasPrefix(out.Response.Result.Message, "panic: boom"), out.Response.Result.Message)
+	assert.Equal(t, panics+1, testutil.ToFloat64(admissionmetrics.WebhookPanics.WithLabelValues()),
+		"counted in controller_runtime_webhook_panics_total, as controller-runtime counts its handlers' panics")
 }
