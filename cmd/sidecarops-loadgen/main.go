@@ -29,6 +29,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -66,6 +67,7 @@ type config struct {
 	decisionLog bool
 	floor       bool
 	cpuProfile  string
+	trace       string
 	gcPercent   int
 }
 
@@ -92,6 +94,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.cpus, "cpus", 0, "GOMAXPROCS for this process (0: all CPUs); in-process, client and server share them")
 	fs.BoolVar(&c.decisionLog, "decision-log", true, "in-process server: encode the per-pod decision log line (the manager's default), into io.Discard")
 	fs.BoolVar(&c.floor, "floor", true, "after the run, measure the codec floor and the in-process handler (about 2s each)")
+	fs.StringVar(&c.trace, "trace", "", "write a Go execution trace of the measured run to this file (go tool trace; keep --duration short, it grows by megabytes a second)")
 	fs.IntVar(&c.gcPercent, "gc-percent", managerGCPercent, "Go GC target percentage of this process, as the manager's flag (default: the manager's); GOGC in the environment wins")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured run (client and server alike when in-process) to this file")
 	if err := fs.Parse(args); err != nil {
@@ -260,6 +263,18 @@ func load(ctx context.Context, c config, stdout io.Writer) (err error) {
 		}
 		profiling = true
 	}
+	var tracing bool
+	if c.trace != "" {
+		f, err := os.Create(c.trace)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, f.Close()) }()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		tracing = true
+	}
 	cpu0, cpuKnown := processCPU()
 	busy0, busyKnown := machineBusy()
 	res := runPhase(ctx, workers, &plan{deadline: time.Now().Add(c.duration), budget: c.requests, rate: c.rate})
@@ -267,6 +282,9 @@ func load(ctx context.Context, c config, stdout io.Writer) (err error) {
 	busy1, _ := machineBusy()
 	if profiling {
 		pprof.StopCPUProfile()
+	}
+	if tracing {
+		trace.Stop()
 	}
 	if cpuKnown {
 		r.cpu = cpu1 - cpu0
