@@ -1,11 +1,19 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,38 +37,7 @@ import (
 // distribution question.
 func BenchmarkPodCreate(b *testing.B) {
 	ctx := context.Background()
-	if os.Getenv("GOGC") == "" {
-		// The manager runs in this process: give it the GC setting the sidecarops-manager binary
-		// runs with (its --gc-percent default, cmd/sidecarops-manager DefaultGCPercent).
-		defer debug.SetGCPercent(debug.SetGCPercent(400))
-	}
-	ns := "e2e-bench"
-	// -count > 1 runs this again on the same cluster.
-	for _, obj := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		sidecarSet("e2e-bench", map[string]string{"app": "bench"}, "bench-agent"),
-	} {
-		if err := cluster.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			b.Fatal(err)
-		}
-	}
-	benchRuns++
-	// Let the loader compile the SidecarSet in before measuring.
-	probe := pod(ns, "probe", map[string]string{"app": "bench"})
-	deadline := time.Now().Add(timeout)
-	for {
-		c := probe.DeepCopy()
-		if err := cluster.Client.Create(ctx, c, client.DryRunAll); err != nil {
-			b.Fatal(err)
-		}
-		if c.Annotations[v1alpha1.SidecarSetListAnnotation] != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("SidecarSet never compiled in")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	ns := benchSetup(b)
 
 	// Pods rotate between the three cases — kube-system is excluded by the webhook's
 	// namespaceSelector, so the API server does not call it there — and so share every condition of
@@ -104,6 +81,144 @@ func BenchmarkPodCreate(b *testing.B) {
 		b.ReportMetric(1e6*(handlerSum-handlerSum0)/float64(n), "handler-mean-µs")
 		b.ReportMetric(float64(n)/float64(len(with)+len(notMatched)), "calls/pod")
 	}
+}
+
+// benchSetup prepares a pod creation benchmark: the manager's GC setting for the run, the
+// namespace and the SidecarSet selecting app=bench, compiled in; it returns the namespace.
+func benchSetup(b *testing.B) string {
+	b.Helper()
+	ctx := context.Background()
+	if os.Getenv("GOGC") == "" {
+		// The manager runs in this process: give it the GC setting the sidecarops-manager binary
+		// runs with (its --gc-percent default, cmd/sidecarops-manager DefaultGCPercent).
+		old := debug.SetGCPercent(400)
+		b.Cleanup(func() { debug.SetGCPercent(old) })
+	}
+	ns := "e2e-bench"
+	// -count > 1 runs this again on the same cluster.
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		sidecarSet("e2e-bench", map[string]string{"app": "bench"}, "bench-agent"),
+	} {
+		if err := cluster.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			b.Fatal(err)
+		}
+	}
+	benchRuns++
+	// Let the loader compile the SidecarSet in before measuring.
+	probe := pod(ns, "probe", map[string]string{"app": "bench"})
+	deadline := time.Now().Add(timeout)
+	for {
+		c := probe.DeepCopy()
+		if err := cluster.Client.Create(ctx, c, client.DryRunAll); err != nil {
+			b.Fatal(err)
+		}
+		if c.Annotations[v1alpha1.SidecarSetListAnnotation] != "" {
+			return ns
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("SidecarSet never compiled in")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// BenchmarkWebhookCallCPU attributes the CPU of pod creation: per case (as BenchmarkPodCreate's, but
+// one case after the other, so each process's CPU can be counted; what a case sets off
+// asynchronously while it runs, such as the SidecarSet controller reacting to injected pods, counts
+// against it), the CPU time kube-apiserver
+// used per pod and the CPU time this process — the manager and the client — used per pod
+// (/proc/PID/stat and getrusage; 10 ms ticks for the API server, so use a few hundred pods):
+//
+//	KUBEBUILDER_ASSETS=<dir> go test -run '^$' -bench WebhookCallCPU -benchtime 300x ./test/e2e/
+func BenchmarkWebhookCallCPU(b *testing.B) {
+	ctx := context.Background()
+	ns := benchSetup(b)
+	apiServer := apiServerPID(b)
+	for _, c := range []struct {
+		name, ns, app string
+		injected      bool
+	}{{"nowebhook", "kube-system", "bench", false}, {"called-nomatch", ns, "other", false}, {"injected", ns, "bench", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			// What the previous case set off asynchronously (the controller reacting to injected
+			// pods) must not be counted against this one.
+			time.Sleep(time.Second)
+			api0, self0 := processCPU(b, apiServer), selfCPU(b)
+			for b.Loop() {
+				cpuPods++ // the framework may call this function more than once
+				p := pod(c.ns, fmt.Sprintf("cpu-%s-%d", c.name, cpuPods), map[string]string{"app": c.app})
+				if err := cluster.Client.Create(ctx, p); err != nil {
+					b.Fatal(err)
+				}
+				if got := len(p.Spec.Containers) == 2; got != c.injected {
+					b.Fatalf("pod %s/%s injected=%v, want %v", p.Namespace, p.Name, got, c.injected)
+				}
+			}
+			b.ReportMetric(float64((processCPU(b, apiServer)-api0).Microseconds())/float64(b.N), "apiserver-cpu-µs/pod")
+			b.ReportMetric(float64((selfCPU(b)-self0).Microseconds())/float64(b.N), "manager+client-cpu-µs/pod")
+		})
+	}
+}
+
+// cpuPods numbers BenchmarkWebhookCallCPU's pods so names never repeat.
+var cpuPods int
+
+// apiServerPID finds the kube-apiserver process of this test's cluster by its --secure-port.
+func apiServerPID(b *testing.B) int {
+	b.Helper()
+	u, err := url.Parse(cluster.Config.Host)
+	if err != nil {
+		b.Fatal(err)
+	}
+	want := "--secure-port=" + u.Port()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		b.Skipf("no /proc: %v", err)
+	}
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		if strings.HasSuffix(args[0], "kube-apiserver") && slices.Contains(args, want) {
+			return pid
+		}
+	}
+	b.Skipf("no kube-apiserver process with %s", want)
+	return 0
+}
+
+// processCPU is the user+system CPU time process pid has used, from /proc/PID/stat (clock ticks
+// of 10 ms: USER_HZ is 100 on Linux).
+func processCPU(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The command name, field 2, is in parentheses and may hold spaces: fields count after it.
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// selfCPU is the user+system CPU time this process has used.
+func selfCPU(b *testing.B) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // benchRuns numbers BenchmarkPodCreate's invocations so pod names never repeat.
