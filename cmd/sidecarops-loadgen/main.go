@@ -158,6 +158,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// record starts writing a new file at path with start (a CPU profile, an execution trace) and
+// returns the function that stops it with stop and closes the file; with path "" it records nothing.
+func record(path string, start func(io.Writer) error, stop func()) (func() error, error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := start(f); err != nil {
+		return nil, errors.Join(err, f.Close())
+	}
+	return func() error {
+		stop()
+		return f.Close()
+	}, nil
+}
+
 // errFailedAdmissions is returned after the report when any admission failed.
 var errFailedAdmissions = errors.New("some admissions failed (see errors above)")
 
@@ -251,40 +270,21 @@ func load(ctx context.Context, c config, stdout io.Writer) (err error) {
 		r.errors.merge(warm.errors)
 	}
 
-	var profiling bool
-	if c.cpuProfile != "" {
-		f, err := os.Create(c.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer func() { err = errors.Join(err, f.Close()) }()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		profiling = true
+	stopProfile, err := record(c.cpuProfile, pprof.StartCPUProfile, pprof.StopCPUProfile)
+	if err != nil {
+		return err
 	}
-	var tracing bool
-	if c.trace != "" {
-		f, err := os.Create(c.trace)
-		if err != nil {
-			return err
-		}
-		defer func() { err = errors.Join(err, f.Close()) }()
-		if err := trace.Start(f); err != nil {
-			return err
-		}
-		tracing = true
+	stopTrace, err := record(c.trace, trace.Start, trace.Stop)
+	if err != nil {
+		return errors.Join(err, stopProfile())
 	}
 	cpu0, cpuKnown := processCPU()
 	busy0, busyKnown := machineBusy()
 	res := runPhase(ctx, workers, &plan{deadline: time.Now().Add(c.duration), budget: c.requests, rate: c.rate})
 	cpu1, _ := processCPU()
 	busy1, _ := machineBusy()
-	if profiling {
-		pprof.StopCPUProfile()
-	}
-	if tracing {
-		trace.Stop()
+	if err := errors.Join(stopProfile(), stopTrace()); err != nil {
+		return err
 	}
 	if cpuKnown {
 		r.cpu = cpu1 - cpu0
