@@ -43,6 +43,8 @@ type Reconciler struct {
 	PodWriters int
 
 	exp *expectations
+	// lastWaiting is the last RolloutWaiting message per SidecarSet (string by string).
+	lastWaiting sync.Map
 }
 
 // SetupWithManager registers the controller: SidecarSets (creation, deletion, spec changes —
@@ -83,6 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, ss); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.exp.forget(req.Name)
+			r.lastWaiting.Delete(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -99,7 +102,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.writeStatus(ctx, ss, status); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
 	}
-	ss.Status = status
 
 	if waiting := r.exp.observe(ss.Name, pods); len(waiting) > 0 {
 		logger.V(1).Info("waiting for the cache to show pods written in an earlier round", "pods", waiting)
@@ -121,16 +123,47 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.markNotUpgradable(ctx, ss, round.Plan.NotUpgradable); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.explainWaiting(ss, round.Plan)
-	if err := r.forEachPod(ctx, round.Plan.Upgrade, func(ctx context.Context, pod *corev1.Pod) error {
-		return r.upgrade(ctx, ss, pod)
-	}); err != nil {
-		return ctrl.Result{}, err
+	if len(round.Plan.Upgrade) == 0 {
+		r.explainWaiting(ss, round.Plan)
 	}
-	if len(round.Plan.Upgrade) > 0 {
-		logger.V(1).Info("upgraded pods in place", "pods", podNames(round.Plan.Upgrade))
+	// Images first, all of them: the kubelet starts on each as soon as it is written. Then the
+	// status those writes give, then the pods' SidecarSetUpgradable condition (OpenKruise writes
+	// the condition after each pod's update; the order across pods is not observable).
+	var (
+		mu      sync.Mutex
+		written = map[*corev1.Pod]*corev1.Pod{}
+	)
+	upgradeErr := r.forEachPod(ctx, round.Plan.Upgrade, func(ctx context.Context, pod *corev1.Pod) error {
+		next, err := r.upgrade(ctx, ss, pod)
+		if next != nil {
+			mu.Lock()
+			written[pod] = next
+			mu.Unlock()
+		}
+		return err
+	})
+	if len(written) > 0 {
+		logger.V(1).Info("upgraded pods in place", "pods", len(written))
+		after := make([]*corev1.Pod, len(pods))
+		upgraded := make([]*corev1.Pod, 0, len(written))
+		for i, p := range pods {
+			after[i] = p
+			if w, ok := written[p]; ok {
+				after[i] = w
+				upgraded = append(upgraded, w)
+			}
+		}
+		if err := r.writeStatus(ctx, ss, rollout.Status(ss, after, latest, collisionCount)); err != nil {
+			upgradeErr = errors.Join(upgradeErr, fmt.Errorf("writing status: %w", err))
+		}
+		// A quarter of the writers: the kubelets are reporting the new images meanwhile, and the
+		// rollout is done when they have, not when the conditions are.
+		upgradeErr = errors.Join(upgradeErr, forEach(ctx, upgraded, max(1, r.podWriters()/4), func(ctx context.Context, pod *corev1.Pod) error {
+			_, err := r.setUpgradable(ctx, ss, pod, true)
+			return err
+		}))
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, upgradeErr
 }
 
 // matchingPods lists the pods ss manages (ref §3.3) from the cache.
@@ -159,7 +192,9 @@ func MatchingPods(ctx context.Context, reader client.Reader, ss *v1alpha1.Sideca
 	var pods []*corev1.Pod
 	for _, ns := range namespaces {
 		var list corev1.PodList
-		if err := reader.List(ctx, &list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: scope.Pods}); err != nil {
+		// The pods are only read (rollout.Upgrade copies before changing one); with the cache as
+		// reader, not copying 1,000 pods each round is most of a round's cost.
+		if err := reader.List(ctx, &list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: scope.Pods}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing pods in %q: %w", ns, err)
 		}
 		for i := range list.Items {
@@ -171,24 +206,36 @@ func MatchingPods(ctx context.Context, reader client.Reader, ss *v1alpha1.Sideca
 	return pods, nil
 }
 
-// writeStatus writes status through the status subresource when it differs from the stored one.
-// A conflict is returned (and the request retried) rather than overwritten: the next round
-// recomputes the status from scratch anyway.
+// writeStatus writes status through the status subresource when it differs from ss's, and keeps
+// ss current (status and resourceVersion) so a round can write again. A conflict is returned (and
+// the request retried) rather than overwritten: the next round recomputes the status anyway.
 func (r *Reconciler) writeStatus(ctx context.Context, ss *v1alpha1.SidecarSet, status v1alpha1.SidecarSetStatus) error {
 	if rollout.StatusEqual(ss.Status, status) {
 		return nil
 	}
 	clone := ss.DeepCopy()
 	clone.Status = status
-	return r.Client.Status().Update(ctx, clone)
+	if err := r.Client.Status().Update(ctx, clone); err != nil {
+		return err
+	}
+	ss.Status, ss.ResourceVersion = status, clone.ResourceVersion
+	return nil
 }
 
-// forEachPod runs write on pods with at most PodWriters at a time and returns every error.
+// forEachPod runs write on pods with at most PodWriters at a time.
 func (r *Reconciler) forEachPod(ctx context.Context, pods []*corev1.Pod, write func(context.Context, *corev1.Pod) error) error {
-	n := r.PodWriters
-	if n <= 0 {
-		n = 16
+	return forEach(ctx, pods, r.podWriters(), write)
+}
+
+func (r *Reconciler) podWriters() int {
+	if r.PodWriters <= 0 {
+		return 16
 	}
+	return r.PodWriters
+}
+
+// forEach runs write on pods with at most n at a time and returns every error.
+func forEach(ctx context.Context, pods []*corev1.Pod, n int, write func(context.Context, *corev1.Pod) error) error {
 	sem := make(chan struct{}, n)
 	var (
 		wg   sync.WaitGroup
@@ -240,7 +287,13 @@ func (r *Reconciler) explainWaiting(ss *v1alpha1.SidecarSet, p rollout.Plan) {
 	if len(why) == 0 || r.Recorder == nil {
 		return
 	}
-	r.Recorder.Eventf(ss, nil, corev1.EventTypeNormal, "RolloutWaiting", "Upgrade", "%s", strings.Join(why, "; "))
+	msg := strings.Join(why, "; ")
+	// Every pod event of a rollout reconciles; say it again only when the reason changes.
+	if last, ok := r.lastWaiting.Load(ss.Name); ok && last == msg {
+		return
+	}
+	r.lastWaiting.Store(ss.Name, msg)
+	r.Recorder.Eventf(ss, nil, corev1.EventTypeNormal, "RolloutWaiting", "Upgrade", "%s", msg)
 }
 
 // markNotUpgradable sets the pods' SidecarSetUpgradable entry for ss to false and emits one

@@ -53,9 +53,9 @@ func (r *Reconciler) writePod(ctx context.Context, pod *corev1.Pod, change func(
 	return written, err
 }
 
-// upgrade upgrades one pod's sidecars in place to ss (ref §3.6) and sets its SidecarSetUpgradable
-// entry to true.
-func (r *Reconciler) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pod *corev1.Pod) error {
+// upgrade upgrades one pod's sidecars in place to ss (ref §3.6) and returns the pod written (nil
+// when a fresh copy showed nothing to do). The caller sets the SidecarSetUpgradable condition.
+func (r *Reconciler) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pod *corev1.Pod) (*corev1.Pod, error) {
 	written, err := r.writePod(ctx, pod,
 		func(p *corev1.Pod) (*corev1.Pod, error) {
 			next, _, err := rollout.Upgrade(p, ss, r.now())
@@ -66,15 +66,10 @@ func (r *Reconciler) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pod *
 			return rollout.IsManaged(fresh, ss) && !rollout.IsUpdated(fresh, ss) && canUpgrade && consistent
 		})
 	if err != nil || written == nil {
-		return err
+		return nil, err
 	}
-	key := client.ObjectKeyFromObject(written)
-	r.exp.expect(ss.Name, key, written.ResourceVersion)
-	rv, err := r.setUpgradable(ctx, ss, written, true)
-	if rv != "" {
-		r.exp.expect(ss.Name, key, rv)
-	}
-	return err
+	r.exp.expect(ss.Name, client.ObjectKeyFromObject(written), written.ResourceVersion)
+	return written, nil
 }
 
 // reset puts a hot-upgraded pod's old twin back on the empty image (ref §3.9 step 3), with the
@@ -103,31 +98,31 @@ func (r *Reconciler) reset(ctx context.Context, ss *v1alpha1.SidecarSet, pod *co
 }
 
 // setUpgradable sets ss's entry of the pod's SidecarSetUpgradable condition (ref §3.8) when it
-// changes, with a strategic-merge status patch. The patch carries the pod's resourceVersion: the
-// condition's message holds every SidecarSet's entry, and two SidecarSets reconciled at once must
-// not drop each other's. It returns the resourceVersion written ("" when nothing was).
-func (r *Reconciler) setUpgradable(ctx context.Context, ss *v1alpha1.SidecarSet, pod *corev1.Pod, upgradable bool) (string, error) {
+// changes. The condition's message holds every SidecarSet's entry, so two SidecarSets reconciled at
+// once must not drop each other's: the JSON patch first tests that status.conditions is still the
+// list the new condition was computed from. That guards exactly what matters, where a
+// resourceVersion precondition would also fail on every kubelet status report (an upgraded pod
+// gets one at once). It returns the patched pod, or nil when nothing was written.
+func (r *Reconciler) setUpgradable(ctx context.Context, ss *v1alpha1.SidecarSet, pod *corev1.Pod, upgradable bool) (*corev1.Pod, error) {
 	key := client.ObjectKeyFromObject(pod)
-	var rv string
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	var patched *corev1.Pod
+	stale := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsInvalid(err) }
+	err := retry.OnError(retry.DefaultBackoff, stale, func() error {
 		cond, changed, err := rollout.UpgradableCondition(pod, ss.Name, upgradable, r.now())
 		if err != nil || !changed {
 			return err
 		}
-		patch, err := json.Marshal(map[string]any{
-			"metadata": map[string]any{"resourceVersion": pod.ResourceVersion},
-			"status":   map[string]any{"conditions": []corev1.PodCondition{cond}},
-		})
+		patch, err := conditionPatch(pod.Status.Conditions, cond)
 		if err != nil {
 			return err
 		}
 		target := pod.DeepCopy()
-		err = r.Client.Status().Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, patch))
+		err = r.Client.Status().Patch(ctx, target, client.RawPatch(types.JSONPatchType, patch))
 		if err == nil {
-			rv = target.ResourceVersion
+			patched = target
 			return nil
 		}
-		if apierrors.IsConflict(err) {
+		if stale(err) {
 			fresh := &corev1.Pod{}
 			if gerr := r.APIReader.Get(ctx, key, fresh); gerr != nil {
 				return gerr
@@ -137,10 +132,35 @@ func (r *Reconciler) setUpgradable(ctx context.Context, ss *v1alpha1.SidecarSet,
 		return err
 	})
 	if apierrors.IsNotFound(err) {
-		return "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("condition %s: %w", rollout.UpgradableConditionType, err)
+		return nil, fmt.Errorf("condition %s: %w", rollout.UpgradableConditionType, err)
 	}
-	return rv, nil
+	if patched != nil {
+		r.exp.expect(ss.Name, key, patched.ResourceVersion)
+	}
+	return patched, nil
+}
+
+// conditionPatch is an RFC 6902 patch that sets cond in a pod whose status.conditions are seen:
+// it tests that they still are, then replaces the condition of cond's type or appends it.
+func conditionPatch(seen []corev1.PodCondition, cond corev1.PodCondition) ([]byte, error) {
+	type op struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		Value any    `json:"value"`
+	}
+	if len(seen) == 0 {
+		// Testing null passes on an absent list (as the API server's JSON patch applies it) and
+		// fails if a list appeared meanwhile, which "add" alone would overwrite.
+		return json.Marshal([]op{{"test", "/status/conditions", nil}, {"add", "/status/conditions", []corev1.PodCondition{cond}}})
+	}
+	ops := []op{{"test", "/status/conditions", seen}}
+	for i := range seen {
+		if seen[i].Type == cond.Type {
+			return json.Marshal(append(ops, op{"replace", fmt.Sprintf("/status/conditions/%d", i), cond}))
+		}
+	}
+	return json.Marshal(append(ops, op{"add", "/status/conditions/-", cond}))
 }
