@@ -13,5 +13,7 @@
 //   - pod events are not filtered out for NotUpdate SidecarSets, so their status stays current;
 //   - a consistency flip enqueues at once rather than after 5 s, and a pod whose hash changed
 //     enqueues too, so the next batch of a rollout starts as soon as the cache has seen the last;
-//   - the pods of one round are written concurrently (bounded), not one by one.
+//   - the pods of one round are written concurrently (bounded), not one by one: images first, then
+//     the status, then the pods' SidecarSetUpgradable conditions;
+//   - pod creations enqueue after 0.5 s, so a scale-up costs one reconcile, not one per pod.
 package controller

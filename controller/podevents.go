@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -39,13 +40,18 @@ func cachedSidecarSets(r client.Reader) func(context.Context, string) (*v1alpha1
 
 var _ handler.EventHandler = podEvents{}
 
+// createBatch delays the reconcile a pod creation asks for, so that a scale-up of many pods costs
+// one reconcile (a list of all of the SidecarSet's pods) rather than one per pod. A new pod runs
+// the SidecarSet's current sidecars; nothing waits on it but matchedPods.
+const createBatch = 500 * time.Millisecond
+
 func (h podEvents) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	pod, ok := e.Object.(*corev1.Pod)
 	if !ok {
 		return
 	}
 	for _, ss := range h.sidecarSets(ctx, pod) {
-		q.Add(request(ss.Name))
+		q.AddAfter(request(ss.Name), createBatch)
 	}
 }
 

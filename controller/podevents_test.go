@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
@@ -59,19 +60,25 @@ func handlerWith(sets ...*v1alpha1.SidecarSet) podEvents {
 	}
 }
 
-func queued(q workqueue.TypedRateLimitingInterface[reconcile.Request]) []string {
-	var out []string
-	for q.Len() > 0 {
-		r, _ := q.Get()
-		out = append(out, r.Name)
-		q.Done(r)
-	}
-	return out
+// recordingQueue records what the handler enqueues, at once or after a delay.
+type recordingQueue struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	added   []string
+	delayed map[string]time.Duration
 }
 
-func newQueue() workqueue.TypedRateLimitingInterface[reconcile.Request] {
-	return workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+func (q *recordingQueue) Add(r reconcile.Request) { q.added = append(q.added, r.Name) }
+
+func (q *recordingQueue) AddAfter(r reconcile.Request, d time.Duration) {
+	q.added = append(q.added, r.Name)
+	q.delayed[r.Name] = d
 }
+
+func newQueue() *recordingQueue {
+	return &recordingQueue{delayed: map[string]time.Duration{}}
+}
+
+func queued(q *recordingQueue) []string { return q.added }
 
 // C21: the pod's injected-list names the SidecarSets; missing ones are skipped.
 func TestCreateEnqueuesInjectedSidecarSetsC21(t *testing.T) {
@@ -88,6 +95,9 @@ func TestCreateEnqueuesInjectedSidecarSetsC21(t *testing.T) {
 		q := newQueue()
 		h.Create(context.Background(), event.CreateEvent{Object: injectedPod(tc.list)}, q)
 		assert.ElementsMatch(t, tc.want, queued(q), "injected-list %q", tc.list)
+		for _, name := range tc.want {
+			assert.Equal(t, createBatch, q.delayed[name], "creations are batched")
+		}
 	}
 
 	// A SidecarSet whose containers the pod lacks does not manage it.
