@@ -62,6 +62,11 @@ type Options struct {
 
 	WebhookHost string
 	WebhookPort int
+	// EnableHTTP2 lets the webhook server speak HTTP/2. Off by default, as kubebuilder projects
+	// have it since CVE-2023-44487 (HTTP/2 rapid reset); it is also slower here: Go's HTTP/2
+	// server hands every request's body and response through one goroutine per connection, which
+	// on a busy node adds scheduling delay to the tail (docs/loadgen.md).
+	EnableHTTP2 bool
 	CertDir     string
 	CertMode    string // CertSelf or CertExternal
 
@@ -130,7 +135,12 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 		Host:    o.WebhookHost,
 		Port:    o.WebhookPort,
 		CertDir: o.CertDir,
-		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 }},
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) {
+			c.MinVersion = tls.VersionTLS12
+			if !o.EnableHTTP2 {
+				c.NextProtos = []string{"http/1.1"}
+			}
+		}},
 	})
 	mgr, err := ctrl.NewManager(cfg, ctrlmanager.Options{
 		Scheme: scheme,

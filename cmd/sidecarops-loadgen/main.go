@@ -90,7 +90,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.url, "url", "", "pod webhook of a running server, https on a loopback address only, e.g. https://127.0.0.1:9443/mutate-pod (default: start one in-process)")
 	fs.StringVar(&c.caFile, "ca-file", "", "with --url: PEM CA the server's certificate is checked against (default: the system's roots)")
 	fs.StringVar(&c.serverName, "server-name", "", "with --url: TLS server name to check the certificate for, e.g. sidecarops-webhook.sidecarops-system.svc")
-	fs.StringVar(&c.http, "http", "2", "HTTP version: 2 (as the API server calls webhooks, one multiplexed connection) or 1.1 (a connection per request in flight)")
+	fs.StringVar(&c.http, "http", "1.1", "HTTP version: 1.1 (a connection per request in flight, as the API server calls the manager, which serves HTTP/1.1 unless --enable-http2) or 2 (one multiplexed connection)")
 	fs.IntVar(&c.cpus, "cpus", 0, "GOMAXPROCS for this process (0: all CPUs); in-process, client and server share them")
 	fs.BoolVar(&c.decisionLog, "decision-log", true, "in-process server: encode the per-pod decision log line (the manager's default), into io.Discard")
 	fs.BoolVar(&c.floor, "floor", true, "after the run, measure the codec floor and the in-process handler (about 2s each)")
