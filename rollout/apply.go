@@ -29,12 +29,9 @@ import (
 // images). OpenKruise also fills a missing injected-list here; managed pods always carry it
 // (IsManaged), so that branch cannot be reached from a plan and is not reproduced.
 func Upgrade(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) (*corev1.Pod, []string, error) {
-	if pod == nil || ss == nil {
-		return nil, nil, fmt.Errorf("rollout: Upgrade needs a pod and a SidecarSet")
-	}
-	out := pod.DeepCopy()
-	if out.Annotations == nil {
-		out.Annotations = map[string]string{}
+	out, err := copyToChange(pod, ss, "Upgrade")
+	if err != nil {
+		return nil, nil, err
 	}
 	var changed []string
 	for i := range ss.Spec.Containers {
@@ -155,12 +152,9 @@ func ReadyToReset(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
 // consistency waits for the kubelet. The hash annotation is not touched: the pod already records
 // ss's hash since step 1.
 func Reset(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) (*corev1.Pod, []string, error) {
-	if pod == nil || ss == nil {
-		return nil, nil, fmt.Errorf("rollout: Reset needs a pod and a SidecarSet")
-	}
-	out := pod.DeepCopy()
-	if out.Annotations == nil {
-		out.Annotations = map[string]string{}
+	out, err := copyToChange(pod, ss, "Reset")
+	if err != nil {
+		return nil, nil, err
 	}
 	var changed []string
 	for i := range ss.Spec.Containers {
@@ -185,6 +179,18 @@ func Reset(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) (*corev1.Pod
 		return nil, nil, err
 	}
 	return out, changed, nil
+}
+
+// copyToChange is the copy of pod that Upgrade and Reset change, with annotations to write into.
+func copyToChange(pod *corev1.Pod, ss *v1alpha1.SidecarSet, op string) (*corev1.Pod, error) {
+	if pod == nil || ss == nil {
+		return nil, fmt.Errorf("rollout: %s needs a pod and a SidecarSet", op)
+	}
+	out := pod.DeepCopy()
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	return out, nil
 }
 
 // recordInPlaceUpdate writes the changed containers' current status imageIDs into ss's entry of

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/hash"
+	"github.com/sidecarops/sidecarops/internal/wait"
 )
 
 const timeout = 15 * time.Second
@@ -68,15 +69,7 @@ func containerNames(p *corev1.Pod) []string {
 // Probes go through the API server with dry-run, which calls the webhooks but stores nothing.
 func eventually(t *testing.T, what string, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: still failing after %s: %v", what, timeout, err)
+	wait.Until(t, timeout, what, f)
 }
 
 // dryRunPod asks the API server to admit p without storing it and returns what it would store.

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/internal/wait"
 )
 
 // timeout bounds every wait: rollouts here take a few kwok delays.
@@ -216,15 +217,7 @@ func unavailableUpgraded(p *corev1.Pod, name, img string) bool {
 
 func eventually(t *testing.T, what string, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: still failing after %s: %v", what, timeout, err)
+	wait.Until(t, timeout, what, f)
 }
 
 // podWatch follows the fleet's pods through a watch on the API server and calls observe with the
