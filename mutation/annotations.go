@@ -2,51 +2,23 @@ package mutation
 
 import (
 	"encoding/json"
-	"errors"
 	"maps"
 	"slices"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 )
 
-// upgradeSpec is one entry of the pod's kruise.io/sidecarset-hash(-without-image) maps (ref §1.11).
-// Field order and tags are OpenKruise's SidecarSetUpgradeSpec: the controller reads these values
-// back and pods must not differ by who injected them.
-type upgradeSpec struct {
-	UpdateTimestamp    metav1.Time `json:"updateTimestamp"`
-	Hash               string      `json:"hash"`
-	SidecarSetName     string      `json:"sidecarSetName"`
-	SidecarList        []string    `json:"sidecarList"`
-	ControllerRevision string      `json:"controllerRevision,omitempty"`
-}
+// upgradeSpec is one entry of the pod's hash annotations (v1alpha1.SidecarSetUpgradeSpec).
+type upgradeSpec = v1alpha1.SidecarSetUpgradeSpec
 
-// parseUpgradeSpecs reads one of the two hash annotations. Pods injected by old OpenKruise
-// versions carry the flat form {"<name>":"<hash>"} (W17, S8); it is accepted and upgraded to the
-// structured form when the annotation is rewritten. A value that is neither is an error, as it is
+// parseUpgradeSpecs reads one of the two hash annotations; the legacy flat form is upgraded to the
+// structured one when the annotation is rewritten. A value that is neither is an error, as it is
 // in OpenKruise's webhook: overwriting it would lose the controller's record of that pod.
 func parseUpgradeSpecs(ann map[string]string, key string) (map[string]upgradeSpec, error) {
-	specs := map[string]upgradeSpec{}
-	raw := ann[key]
-	if raw == "" {
-		return specs, nil
-	}
-	if err := json.Unmarshal([]byte(raw), &specs); err == nil {
-		if specs == nil { // the value was JSON null
-			specs = map[string]upgradeSpec{}
-		}
-		return specs, nil
-	}
-	var flat map[string]string
-	if err := json.Unmarshal([]byte(raw), &flat); err != nil {
-		return nil, podFieldErr("metadata.annotations["+key+"]",
-			errors.New("neither a map of SidecarSet upgrade specs nor the legacy map of hashes"))
-	}
-	specs = make(map[string]upgradeSpec, len(flat))
-	for name, hash := range flat {
-		specs[name] = upgradeSpec{Hash: hash, SidecarSetName: name}
+	specs, err := v1alpha1.ParseUpgradeSpecs(ann[key])
+	if err != nil {
+		return nil, podFieldErr("metadata.annotations["+key+"]", err)
 	}
 	return specs, nil
 }

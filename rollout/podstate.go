@@ -10,42 +10,15 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 )
 
-// UpgradeSpec is one entry of a pod's kruise.io/sidecarset-hash(-without-image) annotation (ref
-// §1.11). Package mutation writes these entries but keeps its reader unexported, so this is the
-// controller side's reader; the field tags are OpenKruise's SidecarSetUpgradeSpec.
-type UpgradeSpec struct {
-	UpdateTimestamp    metav1.Time `json:"updateTimestamp"`
-	Hash               string      `json:"hash"`
-	SidecarSetName     string      `json:"sidecarSetName"`
-	SidecarList        []string    `json:"sidecarList"`
-	ControllerRevision string      `json:"controllerRevision,omitempty"`
-}
+// UpgradeSpec is one entry of a pod's hash annotations (v1alpha1.SidecarSetUpgradeSpec).
+type UpgradeSpec = v1alpha1.SidecarSetUpgradeSpec
 
 // UpgradeSpecs reads the hash annotation key (v1alpha1.SidecarSetHashAnnotation or
-// SidecarSetHashWithoutImageAnnotation) of annotations. The legacy flat form {"<name>":"<hash>"}
-// written by old OpenKruise versions is accepted (S8). A value that is neither form yields an
+// SidecarSetHashWithoutImageAnnotation) of annotations. A value that is neither form yields an
 // empty map, as OpenKruise's reader does (S9): the pod then counts as "not updated" and, when it
 // is the without-image annotation, as not upgradable, which is the safe reading of garbage.
 func UpgradeSpecs(annotations map[string]string, key string) map[string]UpgradeSpec {
-	specs := map[string]UpgradeSpec{}
-	raw := annotations[key]
-	if raw == "" {
-		return specs
-	}
-	if err := json.Unmarshal([]byte(raw), &specs); err == nil {
-		if specs == nil { // JSON null
-			specs = map[string]UpgradeSpec{}
-		}
-		return specs
-	}
-	var flat map[string]string
-	if err := json.Unmarshal([]byte(raw), &flat); err != nil {
-		return map[string]UpgradeSpec{}
-	}
-	specs = make(map[string]UpgradeSpec, len(flat))
-	for name, h := range flat {
-		specs[name] = UpgradeSpec{Hash: h, SidecarSetName: name}
-	}
+	specs, _ := v1alpha1.ParseUpgradeSpecs(annotations[key])
 	return specs
 }
 
