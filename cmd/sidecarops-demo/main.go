@@ -118,6 +118,14 @@ func run(root string, once bool, out io.Writer) error {
 	if err := printSidecarSets(ctx, out, c.Client); err != nil {
 		return err
 	}
+	step(out, "rolling out logging-agent's new image %s: the sidecar is upgraded in place, the pod stays", rolloutImage)
+	if err := rollout(ctx, out, c.Client, "logging-agent", rolloutImage); err != nil {
+		return err
+	}
+	step(out, "kubectl get sidecarsets")
+	if err := printSidecarSets(ctx, out, c.Client); err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "\nThe cluster is yours while this runs:\n  export KUBECONFIG=%s\n  kubectl get pods -A\n  kubectl get sidecarsets\n", c.Kubeconfig)
 	if once {
 		return nil
@@ -262,10 +270,72 @@ func printSidecarSets(ctx context.Context, out io.Writer, cl client.Client) erro
 		return err
 	}
 	w := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(w, "NAME\tMATCHED\tUPDATED\tREADY\tAGE")
+	fmt.Fprintln(w, "NAME\tMATCHED\tUPDATED\tREADY\tUPDATED-READY\tAGE")
 	for _, ss := range list.Items {
 		age := duration.HumanDuration(time.Since(ss.CreationTimestamp.Time))
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\n", ss.Name, ss.Status.MatchedPods, ss.Status.UpdatedPods, ss.Status.ReadyPods, age)
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%s\n", ss.Name, ss.Status.MatchedPods, ss.Status.UpdatedPods, ss.Status.ReadyPods, ss.Status.UpdatedReadyPods, age)
 	}
 	return w.Flush()
+}
+
+// rolloutImage is the logging agent's next version in the demo's rollout.
+const rolloutImage = "fluent/fluent-bit:3.3"
+
+// rollout changes the first sidecar image of SidecarSet name, waits until the controller has
+// upgraded every pod it manages and kwok reports them running it, and prints each pod's sidecar
+// before and after: same pod (UID), new image, one in-place restart.
+func rollout(ctx context.Context, out io.Writer, cl client.Client, name, image string) error {
+	ss := &v1alpha1.SidecarSet{}
+	if err := cl.Get(ctx, client.ObjectKey{Name: name}, ss); err != nil {
+		return err
+	}
+	sidecar := ss.Spec.Containers[0].Name
+	var before corev1.PodList
+	if err := cl.List(ctx, &before); err != nil {
+		return err
+	}
+	ss.Spec.Containers[0].Image = image
+	if err := cl.Update(ctx, ss); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if err := cl.Get(ctx, client.ObjectKey{Name: name}, ss); err != nil {
+			return err
+		}
+		st := ss.Status
+		if st.ObservedGeneration == ss.Generation && st.UpdatedPods == st.MatchedPods && st.UpdatedReadyPods == st.MatchedPods {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("demo: rollout of %s not done after a minute: status %+v", name, st)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, old := range before.Items {
+		var p corev1.Pod
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(&old), &p); err != nil {
+			return err
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Name != sidecar || !strings.Contains(p.Annotations[v1alpha1.SidecarSetListAnnotation], name) {
+				continue
+			}
+			same := "same pod"
+			if p.UID != old.UID {
+				same = "a new pod"
+			}
+			fmt.Fprintf(out, "  pod %s/%s (%s): %s %s -> %s, restarts %d\n", p.Namespace, p.Name, same, sidecar, statusImage(&old, sidecar), cs.Image, cs.RestartCount)
+		}
+	}
+	return nil
+}
+
+func statusImage(p *corev1.Pod, name string) string {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == name {
+			return cs.Image
+		}
+	}
+	return ""
 }
