@@ -166,9 +166,9 @@ func (c *Cluster) stopManager() error {
 	}
 }
 
-// RestartManager stops the manager and starts a new one with the same options, as a crashed or
-// rescheduled manager Pod would come back: everything it knew lived in memory (caches,
-// expectations, work queues) and is rebuilt from the API server.
+// RestartManager stops the manager (if one runs in-process) and starts a new one in-process with
+// the same options, as a crashed or rescheduled manager Pod would come back: everything it knew
+// lived in memory (caches, expectations, work queues) and is rebuilt from the API server.
 func (c *Cluster) RestartManager(ctx context.Context) error {
 	if err := c.stopManager(); err != nil {
 		return err

@@ -2,6 +2,8 @@ package rollout
 
 import (
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,10 +14,17 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 )
 
-// TestManagerRestartMidRollout: the manager goes away after the first batch and a new one picks
-// the rollout up from what the API server holds. At no observed moment is maxUnavailable exceeded,
-// every pod survives, and each is upgraded exactly once (kwok counts the in-place restarts).
-func TestManagerRestartMidRollout(t *testing.T) {
+// TestManagerKilledMidRollout: the manager runs as its own process (cmd/sidecarops-manager) and is
+// SIGKILLed after the first batch; a new manager picks the rollout up from what the API server
+// holds. At no observed moment is maxUnavailable exceeded, every pod survives, and each is upgraded
+// exactly once (kwok counts the in-place restarts).
+func TestManagerKilledMidRollout(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "sidecarops-manager")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/sidecarops-manager")
+	build.Dir = "../.."
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "building the manager: %s", out)
+
 	const n, budget = 8, 2
 	f := newFleet(t, "restart", n, func(ss *v1alpha1.SidecarSet) {
 		ss.Spec.UpdateStrategy.MaxUnavailable = ptrIntStr(intstr.FromInt32(budget))
@@ -24,6 +33,20 @@ func TestManagerRestartMidRollout(t *testing.T) {
 	for _, p := range f.list() {
 		uids[p.Name] = p.UID
 	}
+	proc, err := cluster.StartManagerProcess(testCtx(t), bin)
+	require.NoError(t, err)
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			_ = proc.Kill()
+		}
+		if t.Failed() {
+			t.Logf("the killed manager's output: %s", proc.Log)
+		}
+		// The other tests run with the in-process manager.
+		require.NoError(t, cluster.RestartManager(testCtx(t)))
+	})
+
 	pw, _ := budgetWatch(f, image("2"), budget)
 	f.update(func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
 	eventually(t, "first batch upgraded", func() error {
@@ -38,6 +61,8 @@ func TestManagerRestartMidRollout(t *testing.T) {
 		}
 		return nil
 	})
+	require.NoError(t, proc.Kill())
+	killed = true
 	require.NoError(t, cluster.RestartManager(testCtx(t)))
 	f.waitStatus(counts{n, n, n, n})
 	pw.check(t)
