@@ -62,6 +62,11 @@ func TestImageChangeRollsOutWithinMaxUnavailable(t *testing.T) {
 			return fmt.Errorf("generation %d not observed yet", ss.Generation)
 		}
 		st := statusCounts(ss.Status)
+		if len(statusSeen) > 0 {
+			prev := statusSeen[len(statusSeen)-1]
+			require.GreaterOrEqual(t, st.updated, prev.updated, "updatedPods never goes back during a rollout: %v then %+v", statusSeen, st)
+			require.GreaterOrEqual(t, st.updatedReady, prev.updatedReady, "updatedReadyPods never goes back: %v then %+v", statusSeen, st)
+		}
 		statusSeen = append(statusSeen, st)
 		require.Equal(t, int32(n), st.matched, "matched pods never change during a rollout")
 		require.LessOrEqual(t, st.updatedReady, st.updated)
