@@ -57,6 +57,16 @@ func TestDefaultInstallation(t *testing.T) {
 
 	d := as[appsv1.Deployment](t, objs["Deployment/sidecarops-manager"])
 	assert.Equal(t, int32(2), *d.Spec.Replicas)
+	mgr := d.Spec.Template.Spec.Containers[0]
+	assert.Contains(t, mgr.Args, "--leader-elect", "one replica runs the SidecarSet controller")
+	memLimit := false
+	for _, e := range mgr.Env {
+		if e.Name == "GOMEMLIMIT" {
+			memLimit = e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory"
+		}
+	}
+	assert.True(t, memLimit, "GOMEMLIMIT follows the container's memory limit (the GC runs at --gc-percent 400)")
+	assert.False(t, mgr.Resources.Limits.Memory().IsZero(), "a memory limit for GOMEMLIMIT to follow")
 
 	m := as[admissionv1.MutatingWebhookConfiguration](t, objs["MutatingWebhookConfiguration/sidecarops"])
 	v := as[admissionv1.ValidatingWebhookConfiguration](t, objs["ValidatingWebhookConfiguration/sidecarops"])
