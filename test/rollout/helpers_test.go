@@ -3,6 +3,8 @@ package rollout
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -213,6 +215,17 @@ func runningReady(p *corev1.Pod) bool {
 // yet (or the pod is not ready) — what maxUnavailable bounds.
 func unavailableUpgraded(p *corev1.Pod, name, img string) bool {
 	return specImage(p, name) == img && (containerStatus(p, name).Image != img || !runningReady(p))
+}
+
+// buildCommand builds ./cmd/<name> of the repository into the test's temporary directory.
+func buildCommand(t *testing.T, name string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	build := exec.Command("go", "build", "-o", bin, "./cmd/"+name)
+	build.Dir = "../.."
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "building %s: %s", name, out)
+	return bin
 }
 
 func eventually(t *testing.T, what string, f func() error) {

@@ -16,11 +16,7 @@ import (
 // TestRolloutPlanLive: `sidecarctl rollout plan --kubeconfig` reads a rollout held by partition
 // from the cluster and says so, with the same numbers the controller wrote into status.
 func TestRolloutPlanLive(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "sidecarctl")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/sidecarctl")
-	build.Dir = "../.."
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "building sidecarctl: %s", out)
+	bin := buildCommand(t, "sidecarctl")
 
 	const n = 3
 	f := newFleet(t, "plan", n, func(ss *v1alpha1.SidecarSet) {
@@ -30,7 +26,7 @@ func TestRolloutPlanLive(t *testing.T) {
 	f.update(func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
 	st := f.waitStatus(counts{n, 1, n, 1})
 
-	out, err = exec.Command(bin, "rollout", "plan", "--kubeconfig", cluster.Kubeconfig, "plan", "-o", "json").CombinedOutput()
+	out, err := exec.Command(bin, "rollout", "plan", "--kubeconfig", cluster.Kubeconfig, "plan", "-o", "json").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	var plans []struct {
 		LatestRevision string                    `json:"latestRevision"`

@@ -2,8 +2,6 @@ package rollout
 
 import (
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,11 +17,7 @@ import (
 // holds. At no observed moment is maxUnavailable exceeded, every pod survives, and each is upgraded
 // exactly once (kwok counts the in-place restarts).
 func TestManagerKilledMidRollout(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "sidecarops-manager")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/sidecarops-manager")
-	build.Dir = "../.."
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "building the manager: %s", out)
+	bin := buildCommand(t, "sidecarops-manager")
 
 	const n, budget = 8, 2
 	f := newFleet(t, "restart", n, func(ss *v1alpha1.SidecarSet) {
