@@ -3,6 +3,7 @@ package rollout
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -198,7 +199,8 @@ func copyToChange(pod *corev1.Pod, ss *v1alpha1.SidecarSet, op string) (*corev1.
 // (quirk 18); container entries are overwritten. An unparsable annotation is an error rather than
 // being replaced: it holds other SidecarSets' records too.
 func recordInPlaceUpdate(pod *corev1.Pod, ss *v1alpha1.SidecarSet, changed []string, now time.Time) error {
-	states, _, ok := InPlaceUpdateStates(pod)
+	shared, _, ok := InPlaceUpdateStates(pod)
+	states := maps.Clone(shared)
 	if !ok {
 		return fmt.Errorf("rollout: pod %s/%s: annotation %s is not valid JSON; not overwriting it", pod.Namespace, pod.Name, v1alpha1.SidecarSetInplaceUpdateStateAnnotation)
 	}
@@ -206,6 +208,8 @@ func recordInPlaceUpdate(pod *corev1.Pod, ss *v1alpha1.SidecarSet, changed []str
 	if !exists {
 		st = InPlaceUpdateState{Revision: ss.Annotations[v1alpha1.SidecarSetHashAnnotation], UpdateTimestamp: metav1.NewTime(now)}
 	}
+	// The parsed states are shared (memoized): copy what is written.
+	st.LastContainerStatuses = maps.Clone(st.LastContainerStatuses)
 	if st.LastContainerStatuses == nil {
 		st.LastContainerStatuses = map[string]InPlaceUpdateContainerStatus{}
 	}

@@ -3,6 +3,7 @@ package rollout
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,9 +18,50 @@ type UpgradeSpec = v1alpha1.SidecarSetUpgradeSpec
 // SidecarSetHashWithoutImageAnnotation) of annotations. A value that is neither form yields an
 // empty map, as OpenKruise's reader does (S9): the pod then counts as "not updated" and, when it
 // is the without-image annotation, as not upgradable, which is the safe reading of garbage.
+//
+// The map is shared and must not be modified: parses are memoized by value, because a
+// controller round reads every pod's annotations several times and every pod event starts a
+// round over all of a SidecarSet's pods, whose annotations rarely change.
 func UpgradeSpecs(annotations map[string]string, key string) map[string]UpgradeSpec {
-	specs, _ := v1alpha1.ParseUpgradeSpecs(annotations[key])
+	if annotations[key] == "" {
+		return map[string]UpgradeSpec{}
+	}
+	return upgradeSpecs.get(annotations[key])
+}
+
+var upgradeSpecs = newMemo(func(raw string) map[string]UpgradeSpec {
+	specs, _ := v1alpha1.ParseUpgradeSpecs(raw)
 	return specs
+})
+
+// memo memoizes a parse of annotation values, shared read-only. Bounded: when full it starts
+// over, which costs one parse per value again and never a wrong answer.
+type memo[V any] struct {
+	mu    sync.Mutex
+	max   int
+	m     map[string]V
+	parse func(string) V
+}
+
+func newMemo[V any](parse func(string) V) *memo[V] {
+	return &memo[V]{max: 1 << 14, parse: parse}
+}
+
+func (c *memo[V]) get(raw string) V {
+	c.mu.Lock()
+	v, ok := c.m[raw]
+	c.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = c.parse(raw)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= c.max {
+		c.m = make(map[string]V, 64)
+	}
+	c.m[raw] = v
+	c.mu.Unlock()
+	return v
 }
 
 func podAnnotations(pod *corev1.Pod) map[string]string {
@@ -211,20 +253,32 @@ type InPlaceUpdateState struct {
 }
 
 // InPlaceUpdateStates reads kruise.io/sidecarset-inplace-update-state. ok is false when the
-// annotation is present but unparsable.
+// annotation is present but unparsable. The map is shared and must not be modified.
 func InPlaceUpdateStates(pod *corev1.Pod) (states map[string]InPlaceUpdateState, present, ok bool) {
 	raw, present := podAnnotations(pod)[v1alpha1.SidecarSetInplaceUpdateStateAnnotation]
-	states = map[string]InPlaceUpdateState{}
 	if !present {
-		return states, false, true
+		return map[string]InPlaceUpdateState{}, false, true
 	}
+	p := inPlaceUpdateStates.get(raw)
+	return p.states, true, p.ok
+}
+
+// inPlaceUpdateStates memoizes the parse of kruise.io/sidecarset-inplace-update-state values; the
+// maps are shared and read-only (writers clone them).
+var inPlaceUpdateStates = newMemo(func(raw string) parsedStates {
+	states := map[string]InPlaceUpdateState{}
 	if err := json.Unmarshal([]byte(raw), &states); err != nil {
-		return map[string]InPlaceUpdateState{}, true, false
+		return parsedStates{map[string]InPlaceUpdateState{}, false}
 	}
 	if states == nil {
 		states = map[string]InPlaceUpdateState{}
 	}
-	return states, true, true
+	return parsedStates{states, true}
+})
+
+type parsedStates struct {
+	states map[string]InPlaceUpdateState
+	ok     bool
 }
 
 // IsSidecarContainerUpdateCompleted reports whether the kubelet has applied the in-place

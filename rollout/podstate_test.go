@@ -230,3 +230,37 @@ func TestIsManaged(t *testing.T) {
 	assert.False(t, IsManaged(p, ss))
 	assert.False(t, IsManaged(nil, ss))
 }
+
+// The memoized parse is shared: writers copy it, so reading a pod after planning its upgrade
+// still gives the pod's own values, and a full cache starts over without changing answers.
+func TestUpgradeSpecsMemoIsNotWrittenThrough(t *testing.T) {
+	pod := podC13(0)
+	before := UpgradeSpecs(pod.Annotations, v1alpha1.SidecarSetHashAnnotation)
+	require.Equal(t, "aaa", before["test-sidecarset"].Hash)
+	out := HashAnnotationsAfterUpgrade(pod, ssC13(), t0)
+	assert.Contains(t, out[v1alpha1.SidecarSetHashAnnotation], `"hash":"bbb"`)
+	assert.Equal(t, "aaa", UpgradeSpecs(pod.Annotations, v1alpha1.SidecarSetHashAnnotation)["test-sidecarset"].Hash)
+	assert.Equal(t, "aaa", PodHash(pod, "test-sidecarset"))
+
+	// A pod upgraded before (state recorded) whose sidecar is to change again.
+	pod.Annotations[v1alpha1.SidecarSetInplaceUpdateStateAnnotation] =
+		`{"test-sidecarset":{"revision":"zzz","updateTimestamp":null,"lastContainerStatuses":{"test-sidecar":{"imageID":"v0-id"}}}}`
+	next, changed, err := Upgrade(pod, ssC13(), t0)
+	require.NoError(t, err)
+	require.Equal(t, []string{"test-sidecar"}, changed)
+	mine, _, _ := InPlaceUpdateStates(next)
+	assert.Equal(t, "v1-id", mine["test-sidecarset"].LastContainerStatuses["test-sidecar"].ImageID)
+	theirs, _, _ := InPlaceUpdateStates(pod)
+	assert.Equal(t, "v0-id", theirs["test-sidecarset"].LastContainerStatuses["test-sidecar"].ImageID, "the pod's own record, untouched")
+
+	c := newMemo(func(raw string) map[string]UpgradeSpec {
+		specs, _ := v1alpha1.ParseUpgradeSpecs(raw)
+		return specs
+	})
+	c.max = 2
+	for _, raw := range []string{`{"a":"1"}`, `{"b":"2"}`, `{"c":"3"}`, `{"a":"1"}`, "not json"} {
+		want, _ := v1alpha1.ParseUpgradeSpecs(raw)
+		assert.Equal(t, want, c.get(raw), raw)
+		assert.LessOrEqual(t, len(c.m), 2)
+	}
+}

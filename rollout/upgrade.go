@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"time"
 
@@ -40,14 +41,14 @@ func SidecarList(ss *v1alpha1.SidecarSet) []string {
 func HashAnnotationsAfterUpgrade(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) map[string]string {
 	out := map[string]string{}
 	ann := podAnnotations(pod)
-	specs := UpgradeSpecs(ann, v1alpha1.SidecarSetHashAnnotation)
+	specs := maps.Clone(UpgradeSpecs(ann, v1alpha1.SidecarSetHashAnnotation))
 	if isLegacy(ann[v1alpha1.SidecarSetHashAnnotation]) {
 		for k, v := range specs {
 			v.UpdateTimestamp = metav1.NewTime(now)
 			specs[k] = v
 		}
 		if raw := ann[v1alpha1.SidecarSetHashWithoutImageAnnotation]; isLegacy(raw) {
-			wi := UpgradeSpecs(ann, v1alpha1.SidecarSetHashWithoutImageAnnotation)
+			wi := maps.Clone(UpgradeSpecs(ann, v1alpha1.SidecarSetHashWithoutImageAnnotation))
 			for k, v := range wi {
 				v.UpdateTimestamp = metav1.NewTime(now)
 				wi[k] = v
