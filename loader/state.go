@@ -191,13 +191,7 @@ func (s *State) SetSidecarSet(ss *v1alpha1.SidecarSet) error {
 	if err := defaults.SidecarSetAndHash(c); err != nil {
 		return fmt.Errorf("SidecarSet/%s: %w", ss.Name, err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old, ok := s.sidecarSets[c.Name]; ok && sameSidecarSet(old, c) {
-		return nil
-	}
-	s.sidecarSets[c.Name] = c
-	s.changedLocked()
+	put(s, s.sidecarSets, c.Name, c, sameSidecarSet)
 	return nil
 }
 
@@ -211,14 +205,7 @@ func sameSidecarSet(a, b *v1alpha1.SidecarSet) bool {
 }
 
 // DeleteSidecarSet removes a SidecarSet by name.
-func (s *State) DeleteSidecarSet(name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.sidecarSets[name]; ok {
-		delete(s.sidecarSets, name)
-		s.changedLocked()
-	}
-}
+func (s *State) DeleteSidecarSet(name string) { remove(s, s.sidecarSets, name) }
 
 // SetNamespace stores a Namespace's labels, the only part namespaceSelector reads.
 func (s *State) SetNamespace(ns *corev1.Namespace) {
@@ -226,24 +213,11 @@ func (s *State) SetNamespace(ns *corev1.Namespace) {
 		return
 	}
 	slim := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name, Labels: maps.Clone(ns.Labels)}}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old, ok := s.namespaces[ns.Name]; ok && maps.Equal(old.Labels, slim.Labels) {
-		return
-	}
-	s.namespaces[ns.Name] = slim
-	s.changedLocked()
+	put(s, s.namespaces, ns.Name, slim, func(a, b *corev1.Namespace) bool { return maps.Equal(a.Labels, b.Labels) })
 }
 
 // DeleteNamespace removes a Namespace by name.
-func (s *State) DeleteNamespace(name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.namespaces[name]; ok {
-		delete(s.namespaces, name)
-		s.changedLocked()
-	}
-}
+func (s *State) DeleteNamespace(name string) { remove(s, s.namespaces, name) }
 
 // SetRevision stores a copy of a SidecarSet's ControllerRevision.
 func (s *State) SetRevision(cr *appsv1.ControllerRevision) {
@@ -252,22 +226,33 @@ func (s *State) SetRevision(cr *appsv1.ControllerRevision) {
 	}
 	c := cr.DeepCopy()
 	c.ManagedFields = nil
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old, ok := s.revisions[c.Name]; ok && maps.Equal(old.Labels, c.Labels) && old.Revision == c.Revision &&
-		apiequality.Semantic.DeepEqual(old.Data, c.Data) {
-		return
-	}
-	s.revisions[c.Name] = c
-	s.changedLocked()
+	put(s, s.revisions, c.Name, c, func(a, b *appsv1.ControllerRevision) bool {
+		return maps.Equal(a.Labels, b.Labels) && a.Revision == b.Revision && apiequality.Semantic.DeepEqual(a.Data, b.Data)
+	})
 }
 
 // DeleteRevision removes a ControllerRevision by name.
-func (s *State) DeleteRevision(name string) {
+func (s *State) DeleteRevision(name string) { remove(s, s.revisions, name) }
+
+// put stores v under name in one of the State's object maps and wakes the compile loop, unless
+// same says the stored object already reads the same: updates that change nothing compiled or
+// injected (status counters, resourceVersion) cost no compile.
+func put[T any](s *State, m map[string]T, name string, v T, same func(old, v T) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.revisions[name]; ok {
-		delete(s.revisions, name)
+	if old, ok := m[name]; ok && same(old, v) {
+		return
+	}
+	m[name] = v
+	s.changedLocked()
+}
+
+// remove deletes name from one of the State's object maps, waking the compile loop if it was there.
+func remove[T any](s *State, m map[string]T, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := m[name]; ok {
+		delete(m, name)
 		s.changedLocked()
 	}
 }
