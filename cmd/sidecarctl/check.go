@@ -25,9 +25,6 @@ func checkCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := w.check(cmd.Context()); err != nil {
-				return err
-			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%d SidecarSet(s) checked: no errors\n", len(w.sidecarSets))
 			return nil
 		},
@@ -37,8 +34,8 @@ func checkCmd() *cobra.Command {
 }
 
 // check validates every SidecarSet as the validating webhook would have before admitting it: an
-// error names file, SidecarSet and field, one line each. inject, explain and compile run it too, so
-// they never act on a SidecarSet a cluster would have refused.
+// error names file, SidecarSet and field, one line each. load runs it, so every command refuses
+// what a cluster would have refused.
 func (w *workspace) check(ctx context.Context) error {
 	var lines []string
 	for _, ss := range w.sidecarSets {

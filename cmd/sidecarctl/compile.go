@@ -33,9 +33,6 @@ func compileCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := w.check(cmd.Context()); err != nil {
-				return err
-			}
 			b := w.core
 			if signingKey != "" {
 				key, err := os.ReadFile(signingKey)

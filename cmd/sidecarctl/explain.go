@@ -28,9 +28,6 @@ func explainCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := w.check(cmd.Context()); err != nil {
-				return err
-			}
 			out := cmd.OutOrStdout()
 			found := false
 			for _, o := range w.workloads {

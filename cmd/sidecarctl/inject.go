@@ -46,9 +46,6 @@ func injectCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := w.check(cmd.Context()); err != nil {
-				return err
-			}
 			injector := &mutation.Injector{Now: now, Rand: rand.Float64}
 			var outObjs []runtime.Object
 			var patches []workloadPatch

@@ -53,7 +53,8 @@ type workspace struct {
 }
 
 // load reads the manifests and bundles, defaults and hashes SidecarSets as the API server and the
-// defaulting webhook would, and prepares the policies. Errors are returned all at once, one per line.
+// defaulting webhook would, prepares the policies and validates the SidecarSets (check): no
+// command acts on a SidecarSet a cluster would have refused. Errors are returned all at once, one per line.
 func (f *sourceFlags) load(ctx context.Context, stdin io.Reader) (*workspace, error) {
 	if len(f.files) == 0 {
 		return nil, errors.New("no input: give at least one -f PATH")
@@ -124,6 +125,9 @@ func (f *sourceFlags) load(ctx context.Context, stdin io.Reader) (*workspace, er
 	}
 	w.snapshot, err = engine.Prepare(ctx, engine.Inputs{Core: w.core, SidecarSets: w.sidecarSets, Revisions: w.revisions, Admin: admin})
 	if err != nil {
+		return nil, err
+	}
+	if err := w.check(ctx); err != nil {
 		return nil, err
 	}
 	return w, nil
