@@ -1,7 +1,6 @@
 package loader
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -190,16 +189,7 @@ func TestFileSourceStartWatches(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, tarGz(t, gateFiles("w1", "watched one")), 0o600))
 	src, err := NewFileSource(h.st, FileOptions{Name: "gates", Path: path, Interval: 10 * time.Millisecond})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = src.Start(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	runUntilCleanup(t, src.Start)
 	readyWith(t, h)
 	denied(t, h, "watched one")
 	require.NoError(t, os.WriteFile(path, tarGz(t, gateFiles("w2", "watched two")), 0o600))

@@ -62,13 +62,16 @@ func newHarness(t *testing.T, opts Options) *harness {
 }
 
 // start runs the compile loop until the test ends.
-func (h *harness) start(t *testing.T) {
+func (h *harness) start(t *testing.T) { runUntilCleanup(t, h.st.Start) }
+
+// runUntilCleanup runs a Runnable's Start until the test ends, and waits for it to return.
+func runUntilCleanup(t *testing.T, start func(context.Context) error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = h.st.Start(ctx)
+		_ = start(ctx)
 	}()
 	t.Cleanup(func() {
 		cancel()

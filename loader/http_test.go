@@ -177,21 +177,12 @@ func TestHTTPSourceServerDownAtStart(t *testing.T) {
 
 	h := newHarness(t, Options{})
 	src := newHTTPSource(t, h, downURL, testVerification(t, ""), persist)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = src.Start(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	runUntilCleanup(t, src.Start)
 	readyWith(t, h)
 	denied(t, h, "persisted")
 	eventually(t, func() bool { return h.sourceErrors("gates") >= 1 }, "the unreachable server is a source error")
 	assert.Zero(t, h.activations("gates", resultFailure), "nothing was refused")
-	require.Error(t, src.Poll(ctx), "a transport error makes Start back off")
+	require.Error(t, src.Poll(context.Background()), "a transport error makes Start back off")
 
 	// Back up, same bundle: the restored ETag is sent and answered with 304.
 	h2 := newHarness(t, Options{})
