@@ -44,18 +44,11 @@ func BenchmarkRollout1000(b *testing.B) {
 	name := fmt.Sprintf("bench-%d", benchRuns)
 	c := cluster.Client
 	require.NoError(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
-	ss := &v1alpha1.SidecarSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.SidecarSetSpec{
-			Namespace:      name,
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Containers:     []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: sidecar, Image: image("0")}}},
-			UpdateStrategy: v1alpha1.SidecarSetUpdateStrategy{MaxUnavailable: ptrIntStr(intstr.FromString("100%"))},
-		},
-	}
+	ss := scopedSidecarSet(name)
+	ss.Spec.UpdateStrategy.MaxUnavailable = ptrIntStr(intstr.FromString("100%"))
 	require.NoError(b, c.Create(ctx, ss))
 	waitB(b, "injection", func() error {
-		p := benchPod(name, -1)
+		p := scopedPod(name, -1, nil)
 		if err := c.Create(ctx, p, client.DryRunAll); err != nil {
 			return err
 		}
@@ -64,7 +57,7 @@ func BenchmarkRollout1000(b *testing.B) {
 		}
 		return nil
 	})
-	parallel(b, benchPods, func(i int) error { return c.Create(ctx, benchPod(name, i)) })
+	parallel(b, benchPods, func(i int) error { return c.Create(ctx, scopedPod(name, i, nil)) })
 	waitB(b, "pods ready and matched", func() error {
 		st := getSS(b, name).Status
 		if st.MatchedPods != benchPods || st.ReadyPods != benchPods {
@@ -86,7 +79,7 @@ func BenchmarkRollout1000(b *testing.B) {
 
 	b.ResetTimer()
 	for i := range b.N {
-		tag := fmt.Sprint(i + 1)
+		tag := fmt.Sprint(i + 2) // the pods start on app and sidecar image "1"
 		// Floor: one client patches every pod's app image.
 		app := "example.com/app:" + tag
 		floorDone := allRunning(b, name, "app", app)
@@ -131,16 +124,6 @@ func BenchmarkRollout1000(b *testing.B) {
 		b.ReportMetric(rolloutWritten.Seconds(), "rollout-written-s")
 		b.ReportMetric(rolloutApplied.Seconds(), "rollout-applied-s")
 		b.ReportMetric(rolloutApplied.Seconds()/floorApplied.Seconds(), "applied-ratio")
-	}
-}
-
-func benchPod(ns string, i int) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("pod-%d", i), Labels: map[string]string{"app": ns}},
-		Spec: corev1.PodSpec{
-			NodeName:   kw.Node,
-			Containers: []corev1.Container{{Name: "app", Image: "example.com/app:0"}},
-		},
 	}
 }
 

@@ -52,14 +52,7 @@ func newFleet(t *testing.T, name string, n int, mutate func(*v1alpha1.SidecarSet
 	ctx := testCtx(t)
 	c := cluster.Client
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
-	ss := &v1alpha1.SidecarSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.SidecarSetSpec{
-			Namespace:  name,
-			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: sidecar, Image: image("1")}}},
-		},
-	}
+	ss := scopedSidecarSet(name)
 	if mutate != nil {
 		mutate(ss)
 	}
@@ -104,13 +97,29 @@ func newFleet(t *testing.T, name string, n int, mutate func(*v1alpha1.SidecarSet
 	return f
 }
 
-func (f *fleet) pod(i int, extra map[string]string) *corev1.Pod {
-	lbls := map[string]string{"app": f.name}
+// scopedSidecarSet is SidecarSet name with one cold sidecar on image "1", for the pods labelled
+// app=name in namespace name.
+func scopedSidecarSet(name string) *v1alpha1.SidecarSet {
+	return &v1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.SidecarSetSpec{
+			Namespace:  name,
+			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: sidecar, Image: image("1")}}},
+		},
+	}
+}
+
+func (f *fleet) pod(i int, extra map[string]string) *corev1.Pod { return scopedPod(f.name, i, extra) }
+
+// scopedPod is pod-i of namespace ns, labelled app=ns (and extra), bound to kwok's node.
+func scopedPod(ns string, i int, extra map[string]string) *corev1.Pod {
+	lbls := map[string]string{"app": ns}
 	for k, v := range extra {
 		lbls[k] = v
 	}
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.name, Name: fmt.Sprintf("pod-%d", i), Labels: lbls},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("pod-%d", i), Labels: lbls},
 		Spec: corev1.PodSpec{
 			NodeName:   kw.Node,
 			Containers: []corev1.Container{{Name: "app", Image: "example.com/app:1"}},
