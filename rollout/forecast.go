@@ -72,12 +72,8 @@ func Forecast(ss *v1alpha1.SidecarSet, pods []*corev1.Pod, now time.Time, maxRou
 
 func anyPending(pods []*corev1.Pod) bool {
 	for _, p := range pods {
-		for i := range p.Spec.Containers {
-			for j := range p.Status.ContainerStatuses {
-				if s := &p.Status.ContainerStatuses[j]; s.Name == p.Spec.Containers[i].Name && s.Image != p.Spec.Containers[i].Image {
-					return true
-				}
-			}
+		if len(pending(p)) > 0 {
+			return true
 		}
 	}
 	return false
@@ -86,12 +82,26 @@ func anyPending(pods []*corev1.Pod) bool {
 // assumeApplied reports every container as running its spec image, with an imageID that changes
 // with the image, as the kubelet does after an in-place update.
 func assumeApplied(pod *corev1.Pod) {
+	for _, s := range pending(pod) {
+		s.status.Image, s.status.ImageID = s.image, "forecast://"+s.image
+	}
+}
+
+type pendingImage struct {
+	status *corev1.ContainerStatus
+	image  string // the spec's
+}
+
+// pending are the container statuses of pod whose image is not yet the spec's.
+func pending(pod *corev1.Pod) []pendingImage {
+	var out []pendingImage
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		for j := range pod.Status.ContainerStatuses {
 			if s := &pod.Status.ContainerStatuses[j]; s.Name == c.Name && s.Image != c.Image {
-				s.Image, s.ImageID = c.Image, "forecast://"+c.Image
+				out = append(out, pendingImage{s, c.Image})
 			}
 		}
 	}
+	return out
 }
