@@ -60,7 +60,12 @@ func labels(kv ...string) *metav1.LabelSelector {
 // reference judgement match.applies over every SidecarSet document, in the compiled bundle.
 func indexAndReference(t *testing.T, b *bundle.Bundle, ns string, podLabels map[string]string) (index, reference []string) {
 	t.Helper()
-	pod := map[string]any{"metadata": map[string]any{"labels": podLabels}}
+	// A pod without labels has no labels field at all (omitempty), as the webhook receives it.
+	meta := map[string]any{}
+	if len(podLabels) > 0 {
+		meta["labels"] = podLabels
+	}
+	pod := map[string]any{"metadata": meta}
 	rs, err := rego.New(
 		rego.Query(`index := sort(data.sidecarops.index.matches)
 			reference := sort([name | some name, ss in data.sidecarops.state.sidecarsets; data.sidecarops.match.applies(ss)])`),
@@ -100,6 +105,9 @@ func TestIndexModuleMatches(t *testing.T) {
 		sidecarSet("exists-not-canary", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 			expr("app", metav1.LabelSelectorOpExists), expr("track", metav1.LabelSelectorOpNotIn, "canary"), expr("legacy", metav1.LabelSelectorOpDoesNotExist)}}),
 		sidecarSet("paused", labels("app", "web"), func(ss *v1alpha1.SidecarSet) { ss.Spec.InjectionStrategy.Paused = true }),
+		// Only negated terms: they hold for a pod without labels (labels.Requirement.Matches).
+		sidecarSet("not-legacy-db", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			expr("legacy", metav1.LabelSelectorOpDoesNotExist), expr("app", metav1.LabelSelectorOpNotIn, "db")}}),
 		sidecarSet("nil-selector", nil),
 		sidecarSet("empty-selector", &metav1.LabelSelector{}),
 	}
@@ -113,13 +121,14 @@ func TestIndexModuleMatches(t *testing.T) {
 		labels map[string]string
 		want   []string
 	}{
-		{"web in shop", "shop", map[string]string{"app": "web"}, []string{"by-app", "exists-not-canary", "in-only", "scoped"}},
+		{"web in shop", "shop", map[string]string{"app": "web"}, []string{"by-app", "exists-not-canary", "in-only", "not-legacy-db", "scoped"}},
 		{"web front in bank (env=prod)", "bank", map[string]string{"app": "web", "tier": "front"},
-			[]string{"by-app", "by-two", "exists-not-canary", "in-only", "prod-namespaces", "scoped-by-selector"}},
-		{"canary api elsewhere", "x", map[string]string{"app": "api", "track": "canary"}, []string{"in-only"}},
+			[]string{"by-app", "by-two", "exists-not-canary", "in-only", "not-legacy-db", "prod-namespaces", "scoped-by-selector"}},
+		{"canary api elsewhere", "x", map[string]string{"app": "api", "track": "canary"}, []string{"in-only", "not-legacy-db"}},
 		{"legacy", "x", map[string]string{"app": "db", "legacy": ""}, []string{}},
-		{"escaped key and value", "x", map[string]string{"app.kubernetes.io/name": `we"b\`}, []string{"odd-key"}},
-		{"no labels", "x", nil, []string{}},
+		{"db", "x", map[string]string{"app": "db"}, []string{"exists-not-canary"}},
+		{"escaped key and value", "x", map[string]string{"app.kubernetes.io/name": `we"b\`}, []string{"not-legacy-db", "odd-key"}},
+		{"no labels", "x", nil, []string{"not-legacy-db"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -216,6 +216,11 @@ _has_label(labels, key) if _ = labels[key]
 const (
 	podLabelsRef       = "input.pod.metadata.labels"
 	namespaceLabelsRef = "data.sidecarops.match.namespace_labels"
+	// podLabelsOrEmpty is the pod's labels, {} when it has none. Negated tests read it: an
+	// unlabelled pod satisfies NotIn and DoesNotExist, but `not` over the undefined
+	// input.pod.metadata.labels of a pod without labels fails. Positive tests keep the input
+	// reference, which OPA's rule index looks up.
+	podLabelsOrEmpty = "data.sidecarops.match.pod_labels"
 )
 
 // indexRules returns the bodies of the rules to emit for ss; none when ss can never inject.
@@ -286,11 +291,11 @@ func selectorTerms(sel *metav1.LabelSelector, ref string, skip int) []string {
 		case metav1.LabelSelectorOpIn:
 			terms = append(terms, fmt.Sprintf("_label_in(%s, %s, %s)", ref, quote(e.Key), setLiteral(e.Values)))
 		case metav1.LabelSelectorOpNotIn:
-			terms = append(terms, fmt.Sprintf("not _label_in(%s, %s, %s)", ref, quote(e.Key), setLiteral(e.Values)))
+			terms = append(terms, fmt.Sprintf("not _label_in(%s, %s, %s)", orEmpty(ref), quote(e.Key), setLiteral(e.Values)))
 		case metav1.LabelSelectorOpExists:
 			terms = append(terms, fmt.Sprintf("_has_label(%s, %s)", ref, quote(e.Key)))
 		case metav1.LabelSelectorOpDoesNotExist:
-			terms = append(terms, fmt.Sprintf("not _has_label(%s, %s)", ref, quote(e.Key)))
+			terms = append(terms, fmt.Sprintf("not _has_label(%s, %s)", orEmpty(ref), quote(e.Key)))
 		default:
 			// Validation rejects unknown operators; should one reach here, the SidecarSet fails
 			// closed, as the selector library's _holds does.
@@ -298,6 +303,14 @@ func selectorTerms(sel *metav1.LabelSelector, ref string, skip int) []string {
 		}
 	}
 	return terms
+}
+
+// orEmpty is the labels reference a negated test reads (podLabelsOrEmpty).
+func orEmpty(ref string) string {
+	if ref == podLabelsRef {
+		return podLabelsOrEmpty
+	}
+	return ref
 }
 
 func labelTest(ref, key, value string) string {
