@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -31,6 +32,7 @@ import (
 	"github.com/sidecarops/sidecarops/controller"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/loader"
+	"github.com/sidecarops/sidecarops/prefilter"
 	"github.com/sidecarops/sidecarops/webhook"
 )
 
@@ -46,9 +48,11 @@ const (
 // Names the installation manifests in config/ use.
 const (
 	WebhookConfigurationName = "sidecarops"
-	CertSecretName           = "sidecarops-webhook-cert"
-	ServiceName              = "sidecarops-webhook"
-	LeaderElectionID         = "sidecarops-manager.sidecarops.io"
+	// PodWebhookName is the pod webhook's name in WebhookConfigurationName.
+	PodWebhookName   = "mpod.sidecarops.io"
+	CertSecretName   = "sidecarops-webhook-cert"
+	ServiceName      = "sidecarops-webhook"
+	LeaderElectionID = "sidecarops-manager.sidecarops.io"
 )
 
 // Options configure the manager; cmd/sidecarops-manager fills them from flags.
@@ -81,6 +85,11 @@ type Options struct {
 	// SidecarSetWorkers is the number of SidecarSets reconciled at once (default 3, OpenKruise's
 	// --sidecarset-workers); a negative value disables the controller (a webhook-only replica).
 	SidecarSetWorkers int
+	// NoPodWebhookPrefilter sends every pod to the pod webhook (removing the condition an earlier
+	// run left). Otherwise the elected replica keeps a match condition on the pod webhook's
+	// registration (package prefilter), so the API server calls it only for pods some SidecarSet
+	// may inject into.
+	NoPodWebhookPrefilter bool
 
 	// Bundles are administrators' bundle files or directories; BundleURLs are OPA bundle services,
 	// each the full URL of a bundle (e.g. https://bundles.example.com/gates.tar.gz).
@@ -130,6 +139,7 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	byObject := loader.CacheByObject(o.Namespace)
 	// The certificate rotator reads only its own Secret.
 	byObject[&corev1.Secret{}] = cache.ByObject{Namespaces: map[string]cache.Config{o.Namespace: {}}}
+	maps.Copy(byObject, prefilter.CacheByObject(WebhookConfigurationName))
 
 	server := crwebhook.NewServer(crwebhook.Options{
 		Host:    o.WebhookHost,
@@ -193,6 +203,10 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 		if err := r.SetupWithManager(mgr, o.SidecarSetWorkers); err != nil {
 			return nil, err
 		}
+	}
+	pf := &prefilter.Reconciler{Client: mgr.GetClient(), Configuration: WebhookConfigurationName, Webhook: PodWebhookName, Unfiltered: o.NoPodWebhookPrefilter}
+	if err := pf.SetupWithManager(mgr); err != nil {
+		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err

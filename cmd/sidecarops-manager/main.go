@@ -43,6 +43,7 @@ func main() {
 	fs.StringVar(&o.WebhookHost, "webhook-host", "", "address the webhook server listens on (default all)")
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "port of the webhook server")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", false, "let the webhook server speak HTTP/2 (off: HTTP/1.1 only)")
+	prefilterOn := fs.Bool("pod-webhook-prefilter", true, "keep a match condition on the pod webhook's registration so the API server calls it only for pods some SidecarSet may inject into (false: every pod)")
 	fs.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory of tls.crt and tls.key")
 	fs.StringVar(&o.CertMode, "cert-mode", manager.CertSelf, "self: generate and rotate certificates (cert-controller) and inject the CA into the webhook configurations; external: use the files in --cert-dir (cert-manager)")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Prometheus metrics address (0 disables)")
@@ -67,6 +68,7 @@ func main() {
 		debug.SetGCPercent(*gcPercent)
 	}
 	o.Bundles, o.BundleURLs, o.VerificationKeys = bundles, bundleURLs, keys
+	o.NoPodWebhookPrefilter = !*prefilterOn
 	if o.Namespace == "" {
 		o.Namespace = "sidecarops-system"
 	}

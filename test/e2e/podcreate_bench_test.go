@@ -236,11 +236,11 @@ var benchRuns int
 
 // podHandlerTime reads the pod webhook's latency histogram from the manager's metrics registry
 // (the manager runs in this process).
-func podHandlerTime(b *testing.B) (sum float64, count uint64) {
-	b.Helper()
+func podHandlerTime(tb testing.TB) (sum float64, count uint64) {
+	tb.Helper()
 	families, err := metrics.Registry.Gather()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	for _, f := range families {
 		if f.GetName() != "sidecarops_webhook_admission_duration_seconds" {
@@ -254,6 +254,6 @@ func podHandlerTime(b *testing.B) (sum float64, count uint64) {
 			}
 		}
 	}
-	b.Fatal("no pod webhook latency histogram")
+	tb.Fatal("no pod webhook latency histogram")
 	return 0, 0
 }

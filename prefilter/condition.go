@@ -1,0 +1,217 @@
+package prefilter
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/bundles"
+)
+
+// ConditionName names the match condition sidecarops keeps on the pod webhook.
+const ConditionName = "sidecarops-may-inject"
+
+// MaxExpressionLength bounds the condition: beyond it (thousands of distinct selectors) the
+// webhook is sent every pod instead. The API server's CEL parser refuses expressions over 100,000
+// code points; the margin keeps its cost estimate far from the limit too.
+const MaxExpressionLength = 64 << 10
+
+// podLabels is the pod's labels as the API server's CEL sees the admitted object.
+const podLabels = "object.metadata.labels"
+
+// Condition compiles sets into a CEL expression over an admission request that is true for every
+// pod one of them may inject into (ref §1.12: pod selector and namespace scope). filter is false
+// when no useful condition exists — some SidecarSet may inject into any pod, or the expression
+// would be too long — and reason then says why; the webhook must then be sent every pod.
+//
+// It is exact on pod labels and on namespace selectors over the namespace's name label (as
+// spec.namespace becomes); it treats selectors on other namespace labels, which CEL cannot see, as
+// matching.
+func Condition(sets []*v1alpha1.SidecarSet) (expr string, filter bool, reason string) {
+	var withLabels, withoutLabels []string
+	for _, ss := range sets {
+		t, err := compile(ss)
+		if err != nil {
+			return "", false, fmt.Sprintf("SidecarSet/%s: %v", ss.Name, err)
+		}
+		if t.never {
+			continue
+		}
+		withLabels = append(withLabels, and(append(slices.Clone(t.namespace), t.pod...)))
+		if t.podMatchesNoLabels {
+			withoutLabels = append(withoutLabels, and(t.namespace))
+		}
+	}
+	expr = or(withLabels)
+	if unlabelled := or(withoutLabels); unlabelled != expr {
+		expr = fmt.Sprintf("has(%s) ? %s : %s", podLabels, expr, unlabelled)
+	}
+	if len(expr) > MaxExpressionLength {
+		return "", false, fmt.Sprintf("the condition for %d SidecarSets would be %d characters, over %d", len(sets), len(expr), MaxExpressionLength)
+	}
+	return expr, true, ""
+}
+
+// term is one SidecarSet's condition: a conjunction over the namespace and over the pod's labels.
+type term struct {
+	// never: the SidecarSet injects into no pod (injection paused, an empty pod selector, a
+	// namespace scope no name satisfies).
+	never bool
+	// namespace and pod are the conjuncts; an empty list holds.
+	namespace, pod []string
+	// podMatchesNoLabels: the pod conjuncts hold for a pod without labels.
+	podMatchesNoLabels bool
+}
+
+func compile(ss *v1alpha1.SidecarSet) (term, error) {
+	sel := ss.Spec.Selector
+	// OpenKruise injects nowhere with an unset or empty pod selector (ref §1.3), nor while
+	// injection is paused.
+	if ss.Spec.InjectionStrategy.Paused || sel == nil || len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
+		return term{never: true}, nil
+	}
+	t := term{podMatchesNoLabels: true}
+	for _, r := range requirements(sel) {
+		c, err := r.cel(labelSubject)
+		if err != nil {
+			return term{}, fmt.Errorf("spec.selector: %w", err)
+		}
+		t.pod = append(t.pod, c)
+		t.podMatchesNoLabels = t.podMatchesNoLabels && !r.needsLabel()
+	}
+	if ns := bundles.EffectiveNamespaceSelector(ss); ns != nil {
+		for _, r := range requirements(ns) {
+			if r.key != v1alpha1.NamespaceNameLabel {
+				continue // a label CEL cannot see: may match
+			}
+			if r.op == metav1.LabelSelectorOpDoesNotExist {
+				return term{never: true}, nil // every Namespace has its name label
+			}
+			c, err := r.cel(nameSubject)
+			if err != nil {
+				return term{}, fmt.Errorf("namespace scope: %w", err)
+			}
+			t.namespace = append(t.namespace, c)
+		}
+	}
+	slices.Sort(t.namespace)
+	slices.Sort(t.pod)
+	return t, nil
+}
+
+// requirement is one term of a LabelSelector, matchLabels k=v being "k In [v]".
+type requirement struct {
+	key    string
+	op     metav1.LabelSelectorOperator
+	values []string
+}
+
+func requirements(s *metav1.LabelSelector) []requirement {
+	out := make([]requirement, 0, len(s.MatchLabels)+len(s.MatchExpressions))
+	for k, v := range s.MatchLabels {
+		out = append(out, requirement{key: k, op: metav1.LabelSelectorOpIn, values: []string{v}})
+	}
+	for _, e := range s.MatchExpressions {
+		out = append(out, requirement{key: e.Key, op: e.Operator, values: e.Values})
+	}
+	return out
+}
+
+// needsLabel: the requirement fails on an object without the key (k8s labels.Requirement.Matches).
+func (r requirement) needsLabel() bool {
+	return r.op == metav1.LabelSelectorOpIn || r.op == metav1.LabelSelectorOpExists
+}
+
+// subject says how CEL reads one label: whether it is present and its value.
+type subject struct {
+	has func(key string) string // "" when always present
+	get func(key string) string
+}
+
+var labelSubject = subject{
+	has: func(key string) string { return strconv.Quote(key) + " in " + podLabels },
+	get: func(key string) string { return podLabels + "[" + strconv.Quote(key) + "]" },
+}
+
+// nameSubject reads the namespace's name label, which is the request's namespace.
+var nameSubject = subject{
+	has: func(string) string { return "" },
+	get: func(string) string { return "request.namespace" },
+}
+
+// cel is the requirement over s, with Kubernetes' semantics: In and Exists need the key, NotIn and
+// DoesNotExist hold without it. The presence test comes first: CEL's && and || absorb the error of
+// indexing a missing key when the other side decides.
+func (r requirement) cel(s subject) (string, error) {
+	var listed string
+	switch r.op {
+	case metav1.LabelSelectorOpIn, metav1.LabelSelectorOpNotIn:
+		if len(r.values) == 0 {
+			return "", fmt.Errorf("%s %s: needs values", r.key, r.op)
+		}
+		quoted := make([]string, len(r.values))
+		for i, v := range r.values {
+			quoted[i] = strconv.Quote(v)
+		}
+		slices.Sort(quoted)
+		if len(quoted) == 1 {
+			listed = s.get(r.key) + " == " + quoted[0]
+		} else {
+			listed = s.get(r.key) + " in [" + strings.Join(quoted, ", ") + "]"
+		}
+		if has := s.has(r.key); has != "" {
+			listed = "(" + has + " && " + listed + ")"
+		}
+	case metav1.LabelSelectorOpExists, metav1.LabelSelectorOpDoesNotExist:
+	default:
+		return "", fmt.Errorf("%s: unsupported operator %q", r.key, r.op)
+	}
+	switch r.op {
+	case metav1.LabelSelectorOpIn:
+		return listed, nil
+	case metav1.LabelSelectorOpNotIn:
+		return "!(" + listed + ")", nil
+	case metav1.LabelSelectorOpExists:
+		return presence(s, r.key), nil
+	default: // DoesNotExist
+		return "!(" + presence(s, r.key) + ")", nil
+	}
+}
+
+func presence(s subject, key string) string {
+	if has := s.has(key); has != "" {
+		return has
+	}
+	return "true"
+}
+
+func and(cs []string) string {
+	switch len(cs) {
+	case 0:
+		return "true"
+	case 1:
+		return cs[0]
+	}
+	return "(" + strings.Join(cs, " && ") + ")"
+}
+
+// or joins distinct terms in a stable order, so equal fleets give byte-equal conditions and the
+// registration is only rewritten when the condition changes.
+func or(terms []string) string {
+	slices.Sort(terms)
+	terms = slices.Compact(terms)
+	switch len(terms) {
+	case 0:
+		return "false"
+	case 1:
+		return terms[0]
+	}
+	if slices.Contains(terms, "true") {
+		return "true"
+	}
+	return "(" + strings.Join(terms, " || ") + ")"
+}
