@@ -27,69 +27,84 @@ import (
 	"github.com/sidecarops/sidecarops/webhook"
 )
 
-// BenchmarkPodCreate measures pod creation through the real API server (etcd write included), in
-// one run, four ways (ns/op is one of each): the sidecarops pod webhook called and injecting; the
-// floor webhook (floorWebhook) injecting the same patch at no cost of its own; ours called on a pod
-// no SidecarSet selects; no webhook called:
+// podCase is one way a pod creation meets the webhooks; both pod creation benchmarks run them.
+type podCase struct {
+	name, ns string
+	labels   map[string]string
+	injected bool
+}
+
+// podCases: our webhook injecting; the floor webhook (floorWebhook) injecting the same patch at no
+// cost of its own; ours registered but the pod selected by no SidecarSet (the prefilter's match
+// condition spares the call); kube-system, where no webhook is called. ns is benchSetup's.
+func podCases(ns string) []podCase {
+	return []podCase{
+		{"injected", ns, map[string]string{"app": "bench"}, true},
+		{"floor", "kube-system", map[string]string{"app": "bench", floorLabel: "true"}, true},
+		{"nomatch", ns, map[string]string{"app": "other"}, false},
+		{"nowebhook", "kube-system", map[string]string{"app": "bench"}, false},
+	}
+}
+
+// create creates the case's pod named name through the API server and checks that it was injected
+// or not as the case says; it returns how long the create call took.
+func (c podCase) create(b *testing.B, name string) time.Duration {
+	b.Helper()
+	p := pod(c.ns, name, c.labels)
+	start := time.Now()
+	if err := cluster.Client.Create(context.Background(), p); err != nil {
+		b.Fatal(err)
+	}
+	took := time.Since(start)
+	if got := len(p.Spec.Containers) == 2; got != c.injected {
+		b.Fatalf("pod %s/%s injected=%v, want %v", p.Namespace, p.Name, got, c.injected)
+	}
+	return took
+}
+
+// BenchmarkPodCreate measures pod creation through the real API server (etcd write included), the
+// podCases in one run (ns/op is one of each):
 //
-//	make envtest-bins && KUBEBUILDER_ASSETS=<printed dir> go test -run '^$' -bench PodCreate -benchtime 300x ./test/e2e/
+//	make envtest-bins && KUBEBUILDER_ASSETS=<printed dir> go test -run '^$' -bench 'PodCreate$' -benchtime 300x ./test/e2e/
 //
 // p50/p99 are reported besides the mean (ns/op) because the overhead a webhook adds is a latency
 // distribution question.
 func BenchmarkPodCreate(b *testing.B) {
-	ctx := context.Background()
 	ns := benchSetup(b)
 	startFloorWebhook(b)
 
-	// Pods rotate between the cases — kube-system is excluded by our webhook's namespaceSelector,
-	// so the API server does not call it there — and so share every condition of the run (etcd's
-	// state, the machine's load): the differences are the webhooks'.
-	var with, floor, notMatched, without []time.Duration
+	// Pods rotate between the cases, so they share every condition of the run (etcd's state, the
+	// machine's load): the differences are the webhooks'.
+	cases := podCases(ns)
+	series := map[string][]time.Duration{}
 	handlerSum0, handlerCount0 := podHandlerTime(b)
 	i := 0
 	for b.Loop() {
-		for _, target := range []struct {
-			name, ns string
-			labels   map[string]string
-			series   *[]time.Duration
-			injected bool
-		}{
-			{"ours", ns, map[string]string{"app": "bench"}, &with, true},
-			{"floor", "kube-system", map[string]string{"app": "bench", floorLabel: "true"}, &floor, true},
-			{"nomatch", ns, map[string]string{"app": "other"}, &notMatched, false},
-			{"none", "kube-system", map[string]string{"app": "bench"}, &without, false},
-		} {
-			p := pod(target.ns, fmt.Sprintf("bench%d-%s-%d", benchRuns, target.name, i), target.labels)
-			start := time.Now()
-			if err := cluster.Client.Create(ctx, p); err != nil {
-				b.Fatal(err)
-			}
-			*target.series = append(*target.series, time.Since(start))
-			if got := len(p.Spec.Containers) == 2; got != target.injected {
-				b.Fatalf("pod %s/%s injected=%v, want %v", p.Namespace, p.Name, got, target.injected)
-			}
+		for _, c := range cases {
+			series[c.name] = append(series[c.name], c.create(b, fmt.Sprintf("bench%d-%s-%d", benchRuns, c.name, i)))
 		}
 		i++
 	}
-	pct := func(xs []time.Duration, q int) float64 {
-		sorted := append([]time.Duration(nil), xs...)
+	pct := func(name string, q int) float64 {
+		sorted := append([]time.Duration(nil), series[name]...)
 		sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
 		return float64(sorted[len(sorted)*q/100].Microseconds())
 	}
-	b.ReportMetric(pct(with, 50), "webhook-p50-µs")
-	b.ReportMetric(pct(with, 99), "webhook-p99-µs")
-	b.ReportMetric(pct(floor, 50), "floor-p50-µs")
-	b.ReportMetric(pct(notMatched, 50), "called-nomatch-p50-µs")
-	b.ReportMetric(pct(without, 50), "nowebhook-p50-µs")
-	b.ReportMetric(pct(without, 99), "nowebhook-p99-µs")
-	b.ReportMetric(100*(pct(with, 50)/pct(without, 50)-1), "p50-overhead-%")
-	b.ReportMetric(100*(pct(floor, 50)/pct(without, 50)-1), "floor-p50-overhead-%")
+	b.ReportMetric(pct("injected", 50), "webhook-p50-µs")
+	b.ReportMetric(pct("injected", 99), "webhook-p99-µs")
+	b.ReportMetric(pct("floor", 50), "floor-p50-µs")
+	b.ReportMetric(pct("nomatch", 50), "nomatch-p50-µs")
+	b.ReportMetric(pct("nowebhook", 50), "nowebhook-p50-µs")
+	b.ReportMetric(pct("nowebhook", 99), "nowebhook-p99-µs")
+	b.ReportMetric(100*(pct("injected", 50)/pct("nowebhook", 50)-1), "p50-overhead-%")
+	b.ReportMetric(100*(pct("floor", 50)/pct("nowebhook", 50)-1), "floor-p50-overhead-%")
+	b.ReportMetric(100*(pct("nomatch", 50)/pct("nowebhook", 50)-1), "nomatch-p50-overhead-%")
 	// What of the overhead is the handler's own work (our histogram) rather than the API server's
 	// webhook call (encoding, TLS, HTTP, patch application).
 	handlerSum, handlerCount := podHandlerTime(b)
 	if n := handlerCount - handlerCount0; n > 0 {
 		b.ReportMetric(1e6*(handlerSum-handlerSum0)/float64(n), "handler-mean-µs")
-		b.ReportMetric(float64(n)/float64(len(with)+len(notMatched)), "calls/pod")
+		b.ReportMetric(float64(n)/float64(len(series["injected"])+len(series["nomatch"])), "calls/pod")
 	}
 }
 
@@ -142,13 +157,10 @@ func benchSetup(b *testing.B) string {
 //
 //	KUBEBUILDER_ASSETS=<dir> go test -run '^$' -bench WebhookCallCPU -benchtime 300x ./test/e2e/
 func BenchmarkWebhookCallCPU(b *testing.B) {
-	ctx := context.Background()
 	ns := benchSetup(b)
+	startFloorWebhook(b)
 	apiServer := apiServerPID(b)
-	for _, c := range []struct {
-		name, ns, app string
-		injected      bool
-	}{{"nowebhook", "kube-system", "bench", false}, {"called-nomatch", ns, "other", false}, {"injected", ns, "bench", true}} {
+	for _, c := range podCases(ns) {
 		b.Run(c.name, func(b *testing.B) {
 			// What the previous case set off asynchronously (the controller reacting to injected
 			// pods) must not be counted against this one.
@@ -156,13 +168,7 @@ func BenchmarkWebhookCallCPU(b *testing.B) {
 			api0, self0 := processCPU(b, apiServer), selfCPU(b)
 			for b.Loop() {
 				cpuPods++ // the framework may call this function more than once
-				p := pod(c.ns, fmt.Sprintf("cpu-%s-%d", c.name, cpuPods), map[string]string{"app": c.app})
-				if err := cluster.Client.Create(ctx, p); err != nil {
-					b.Fatal(err)
-				}
-				if got := len(p.Spec.Containers) == 2; got != c.injected {
-					b.Fatalf("pod %s/%s injected=%v, want %v", p.Namespace, p.Name, got, c.injected)
-				}
+				c.create(b, fmt.Sprintf("cpu-%s-%d", c.name, cpuPods))
 			}
 			b.ReportMetric(float64((processCPU(b, apiServer)-api0).Microseconds())/float64(b.N), "apiserver-cpu-µs/pod")
 			b.ReportMetric(float64((selfCPU(b)-self0).Microseconds())/float64(b.N), "manager+client-cpu-µs/pod")
