@@ -70,7 +70,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 		return reconcile.Result{}, err
 	}
-	current, found := registered(cfg, r.Webhook)
+	current, found := Registered(cfg, r.Webhook)
 	if !found {
 		logger.Error(nil, "the pod webhook is not registered under this name: every pod is sent to it unfiltered")
 		return reconcile.Result{}, nil
@@ -124,9 +124,9 @@ func (r *Reconciler) desired(ctx context.Context) (expr, reason string, err erro
 	return expr, "", nil
 }
 
-// registered is the expression of our condition on the named webhook ("" when absent) and
-// whether that webhook exists.
-func registered(cfg *admissionv1.MutatingWebhookConfiguration, webhook string) (string, bool) {
+// Registered is the expression of the prefilter's condition on the named webhook of cfg ("" when
+// it has none) and whether that webhook exists.
+func Registered(cfg *admissionv1.MutatingWebhookConfiguration, webhook string) (string, bool) {
 	for _, w := range cfg.Webhooks {
 		if w.Name != webhook {
 			continue

@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,7 @@ import (
 	"github.com/sidecarops/sidecarops/internal/kwok"
 	"github.com/sidecarops/sidecarops/manager"
 	"github.com/sidecarops/sidecarops/manifest"
+	"github.com/sidecarops/sidecarops/prefilter"
 )
 
 // exampleDirs are applied in this order; examples/policies and examples/whitelist-bundle are the
@@ -116,6 +118,10 @@ func run(root string, once bool, out io.Writer) error {
 	}
 	step(out, "kubectl get sidecarsets")
 	if err := printSidecarSets(ctx, out, c.Client); err != nil {
+		return err
+	}
+	step(out, "the pod webhook's match condition: the API server calls the webhook only for pods it admits")
+	if err := printPrefilter(ctx, out, c.Client); err != nil {
 		return err
 	}
 	step(out, "rolling out logging-agent's new image %s: the sidecar is upgraded in place, the pod stays", rolloutImage)
@@ -262,6 +268,20 @@ func printPod(out io.Writer, p *corev1.Pod) error {
 		fmt.Fprintf(out, "  annotation      %s: %s\n", k, v)
 	}
 	return nil
+}
+
+// printPrefilter prints the condition package prefilter keeps on the pod webhook.
+func printPrefilter(ctx context.Context, out io.Writer, cl client.Client) error {
+	var cfg admissionv1.MutatingWebhookConfiguration
+	if err := cl.Get(ctx, client.ObjectKey{Name: manager.WebhookConfigurationName}, &cfg); err != nil {
+		return err
+	}
+	expr, _ := prefilter.Registered(&cfg, manager.PodWebhookName)
+	if expr == "" {
+		expr = "(none yet: every pod is sent to the webhook)"
+	}
+	_, err := fmt.Fprintln(out, expr)
+	return err
 }
 
 func printSidecarSets(ctx context.Context, out io.Writer, cl client.Client) error {

@@ -22,16 +22,8 @@ func registeredCondition(t *testing.T) (expr, owner string) {
 	t.Helper()
 	var m admissionv1.MutatingWebhookConfiguration
 	require.NoError(t, cluster.Client.Get(ctx(t), client.ObjectKey{Name: manager.WebhookConfigurationName}, &m))
-	for _, w := range m.Webhooks {
-		if w.Name != manager.PodWebhookName {
-			continue
-		}
-		for _, c := range w.MatchConditions {
-			if c.Name == prefilter.ConditionName {
-				expr = c.Expression
-			}
-		}
-	}
+	expr, found := prefilter.Registered(&m, manager.PodWebhookName)
+	require.True(t, found, "no pod webhook %s", manager.PodWebhookName)
 	for _, f := range m.ManagedFields {
 		if f.FieldsV1 != nil && strings.Contains(string(f.FieldsV1.Raw), prefilter.ConditionName) {
 			owner = f.Manager
