@@ -231,6 +231,34 @@ func TestConditionUnfiltered(t *testing.T) {
 	require.False(t, filter)
 	require.Contains(t, reason, `SidecarSet/odd: spec.selector: app: unsupported operator "Matches"`)
 
+	// The largest condition Condition emits still compiles in the API server's CEL environment,
+	// within its cost limits, and evaluates.
+	fleet := func(n int) []*v1alpha1.SidecarSet {
+		var sets []*v1alpha1.SidecarSet
+		for i := range n {
+			sets = append(sets, sidecarSet(fmt.Sprint("s", i), matchLabels("app", fmt.Sprintf("application-number-%d", i))))
+		}
+		return sets
+	}
+	// The largest fleet that still gets a condition, by bisection.
+	lo, hi := 1, 4000
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if _, filter, _ := Condition(fleet(mid)); filter {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	large := fleet(lo)
+	t.Logf("%d SidecarSets", lo)
+	expr, filter, reason := Condition(large)
+	require.True(t, filter, reason)
+	require.Greater(t, len(expr), MaxExpressionLength-200)
+	api := newAPIServer(t, expr)
+	require.True(t, api.calls(t, "default", labelled(map[string]string{"app": fmt.Sprintf("application-number-%d", len(large)-1)})))
+	require.False(t, api.calls(t, "default", labelled(map[string]string{"app": "none"})))
+
 	var many []*v1alpha1.SidecarSet
 	for i := range 3000 {
 		many = append(many, sidecarSet(fmt.Sprint("s", i), matchLabels("app", fmt.Sprintf("application-number-%d", i))))
