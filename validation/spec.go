@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/fieldpath"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/fieldpath"
 	"github.com/sidecarops/sidecarops/revisions"
 )
 
