@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/hash"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/hashes"
 )
 
 const (
@@ -54,11 +54,11 @@ func SidecarSetAndHash(ss *v1alpha1.SidecarSet) error {
 		return errors.New("defaults: nil SidecarSet")
 	}
 	SidecarSet(ss)
-	h, err := hash.SidecarSetHash(ss)
+	h, err := hashes.SidecarSetHash(ss)
 	if err != nil {
 		return err
 	}
-	withoutImage, err := hash.SidecarSetHashWithoutImage(ss)
+	withoutImage, err := hashes.SidecarSetHashWithoutImage(ss)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/hash"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/hashes"
 )
 
 // Source gives read access to the ControllerRevisions of the kruise namespace. Implementations
@@ -118,7 +118,7 @@ func Hash(raw []byte, collisionCount int32) string {
 	h := fnv.New32() // FNV-1, not FNV-1a: Kubernetes' choice, and names must match OpenKruise's
 	h.Write(raw)
 	h.Write([]byte(strconv.FormatInt(int64(collisionCount), 10)))
-	return hash.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
+	return hashes.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
 }
 
 // Find returns the ControllerRevision ss's injectionStrategy.revision points at: revisionName
@@ -221,8 +221,8 @@ func Restore(ss *v1alpha1.SidecarSet, cr *appsv1.ControllerRevision) (*v1alpha1.
 		key  string
 		calc func(*v1alpha1.SidecarSet) (string, error)
 	}{
-		{v1alpha1.SidecarSetHashAnnotation, hash.SidecarSetHash},
-		{v1alpha1.SidecarSetHashWithoutImageAnnotation, hash.SidecarSetHashWithoutImage},
+		{v1alpha1.SidecarSetHashAnnotation, hashes.SidecarSetHash},
+		{v1alpha1.SidecarSetHashWithoutImageAnnotation, hashes.SidecarSetHashWithoutImage},
 	} {
 		if v := cr.Annotations[h.key]; v != "" {
 			restored.Annotations[h.key] = v

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/hash"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/hashes"
 	"github.com/sidecarops/sidecarops/internal/vectors"
 )
 
@@ -274,9 +274,9 @@ func TestRestoreRecomputesMissingHashes(t *testing.T) {
 	cur.Annotations = nil
 	got, err := Restore(cur, cr)
 	require.NoError(t, err)
-	wantHash, err := hash.SidecarSetHash(got)
+	wantHash, err := hashes.SidecarSetHash(got)
 	require.NoError(t, err)
-	wantWithout, err := hash.SidecarSetHashWithoutImage(got)
+	wantWithout, err := hashes.SidecarSetHashWithoutImage(got)
 	require.NoError(t, err)
 	assert.Equal(t, wantHash, got.Annotations[v1alpha1.SidecarSetHashAnnotation])
 	assert.Equal(t, wantWithout, got.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation])
@@ -291,7 +291,7 @@ func TestRestoreVectorRoundTrip(t *testing.T) {
 	assert.Equal(t, ss.Spec.Containers, got.Spec.Containers)
 	assert.Equal(t, "sidecarset-test-788d67c95d", got.Status.LatestRevision)
 	assert.Equal(t, ss.Annotations[v1alpha1.SidecarSetHashAnnotation], got.Annotations[v1alpha1.SidecarSetHashAnnotation])
-	h, err := hash.SidecarSetHash(got)
+	h, err := hashes.SidecarSetHash(got)
 	require.NoError(t, err)
 	assert.Equal(t, ss.Annotations[v1alpha1.SidecarSetHashAnnotation], h, "restored containers hash like the originals")
 	raw, err := Raw(got)

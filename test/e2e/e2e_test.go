@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/hash"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/hashes"
 	"github.com/sidecarops/sidecarops/internal/wait"
 )
 
@@ -117,9 +117,9 @@ func TestSidecarSetStoredDefaultedWithHashes(t *testing.T) {
 	require.NotNil(t, stored.Spec.RevisionHistoryLimit)
 	assert.Equal(t, int32(10), *stored.Spec.RevisionHistoryLimit)
 	// The stored annotations are the hashes of the stored (defaulted) spec.
-	want, err := hash.SidecarSetHash(&stored)
+	want, err := hashes.SidecarSetHash(&stored)
 	require.NoError(t, err)
-	wantNoImage, err := hash.SidecarSetHashWithoutImage(&stored)
+	wantNoImage, err := hashes.SidecarSetHashWithoutImage(&stored)
 	require.NoError(t, err)
 	assert.Equal(t, want, stored.Annotations[v1alpha1.SidecarSetHashAnnotation])
 	assert.Equal(t, wantNoImage, stored.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation])

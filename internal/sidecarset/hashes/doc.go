@@ -1,4 +1,4 @@
-// Package hash computes the two SidecarSet hash annotations, kruise.io/sidecarset-hash and
+// Package hashes computes the two SidecarSet hash annotations, kruise.io/sidecarset-hash and
 // kruise.io/sidecarset-hash-without-image (ref §1.9), byte-for-byte as OpenKruise does, so that pods
 // injected by OpenKruise and by sidecarops carry interchangeable hashes.
 //
@@ -6,4 +6,4 @@
 // sidecar exists), the sha256 digest and SafeEncodeString. It does not default: callers hash the
 // defaulted object (package defaults, SidecarSetAndHash), because Kubernetes container defaults are
 // part of the encoded bytes. It never modifies its input.
-package hash
+package hashes
