@@ -19,7 +19,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/controller"
-	"github.com/sidecarops/sidecarops/defaults"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/rollout"
 )
 

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/defaults"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 )
 
 // MatchingApp is the app label value the first `matching` SidecarSets of a fleet select.
