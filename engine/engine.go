@@ -15,7 +15,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/bundles"
-	"github.com/sidecarops/sidecarops/revisions"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
 
 // Decision queries, one per policy entry point (docs/design.md, "Decisions").
@@ -66,7 +66,7 @@ type Snapshot struct {
 	revision       string
 	adminRevisions []string
 	sidecarSets    map[string]*v1alpha1.SidecarSet
-	revisions      revisions.Source
+	revisions      history.Source
 	podProjection  *projection
 	match          rego.PreparedEvalQuery
 	explain        rego.PreparedEvalQuery
@@ -139,7 +139,7 @@ func (s *Snapshot) setObjects(sidecarSets []*v1alpha1.SidecarSet, revs []*appsv1
 	for _, ss := range sidecarSets {
 		s.sidecarSets[ss.Name] = ss
 	}
-	s.revisions = revisions.NewStaticSource(revs...)
+	s.revisions = history.NewStaticSource(revs...)
 }
 
 // Revision is the compiled bundle's revision.
@@ -149,7 +149,7 @@ func (s *Snapshot) Revision() string { return s.revision }
 func (s *Snapshot) AdminRevisions() []string { return s.adminRevisions }
 
 // Revisions are the snapshot's ControllerRevisions, for mutation.Input and validation.
-func (s *Snapshot) Revisions() revisions.Source { return s.revisions }
+func (s *Snapshot) Revisions() history.Source { return s.revisions }
 
 // SidecarSet returns a SidecarSet of the snapshot by name. With it a Snapshot is a validation.Lookup.
 func (s *Snapshot) SidecarSet(name string) (*v1alpha1.SidecarSet, bool) {

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/revisions"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
 
 // FuzzInject feeds arbitrary pod and SidecarSet JSON (one object or an array) to Inject. It must
@@ -78,13 +78,13 @@ func FuzzInject(f *testing.F) {
 // selfRevisions offers, for every SidecarSet that asks for a revision, a revision recording that
 // SidecarSet itself under the name and custom version it asks for, so the fuzzer reaches the
 // restore path rather than stopping at "revision not found".
-func selfRevisions(sets []*v1alpha1.SidecarSet) revisions.Source {
+func selfRevisions(sets []*v1alpha1.SidecarSet) history.Source {
 	var crs []*appsv1.ControllerRevision
 	for _, ss := range sets {
 		if ss == nil || ss.Spec.InjectionStrategy.Revision == nil {
 			continue
 		}
-		raw, err := revisions.Raw(ss)
+		raw, err := history.Raw(ss)
 		if err != nil {
 			continue
 		}
@@ -99,5 +99,5 @@ func selfRevisions(sets []*v1alpha1.SidecarSet) revisions.Source {
 		}
 		crs = append(crs, cr)
 	}
-	return revisions.NewStaticSource(crs...)
+	return history.NewStaticSource(crs...)
 }

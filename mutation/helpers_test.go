@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/revisions"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
 
 // Fixtures restating ref §4 "P1" and "SS1"; every test copies them before changing anything.
@@ -188,6 +188,6 @@ func patchMismatch(t testing.TB, orig *corev1.Pod, res Result) string {
 	return ""
 }
 
-func staticRevisions(crs ...*appsv1.ControllerRevision) revisions.Source {
-	return revisions.NewStaticSource(crs...)
+func staticRevisions(crs ...*appsv1.ControllerRevision) history.Source {
+	return history.NewStaticSource(crs...)
 }

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 	"github.com/sidecarops/sidecarops/resources"
-	"github.com/sidecarops/sidecarops/revisions"
 )
 
 // Injector injects SidecarSets into pods. Its clock and random source are the only non-determinism
@@ -27,7 +27,7 @@ type Injector struct {
 type Input struct {
 	Pod         *corev1.Pod
 	SidecarSets []*v1alpha1.SidecarSet // matched by the policies, in decision order, defaulted and hashed
-	Revisions   revisions.Source       // may be nil when no SidecarSet sets injectionStrategy.revision
+	Revisions   history.Source         // may be nil when no SidecarSet sets injectionStrategy.revision
 }
 
 // Result is the injected pod and the patch that turns Input.Pod into it. Patch values share memory
@@ -89,7 +89,7 @@ func (in *Injector) chooseRevisions(input Input) ([]*v1alpha1.SidecarSet, error)
 			return nil, fieldErr(ss.Name, "spec.injectionStrategy.revision.policy",
 				errors.New("Partial needs a random source and Injector.Rand is nil"))
 		}
-		chosen, err := revisions.ForInjection(ss, input.Pod, input.Revisions, in.Rand)
+		chosen, err := history.ForInjection(ss, input.Pod, input.Revisions, in.Rand)
 		if err != nil {
 			return nil, fieldErr(ss.Name, "spec.injectionStrategy.revision", err)
 		}

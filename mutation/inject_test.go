@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/revisions"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
 
 // injectCase is one row of the behaviour tables. Every successful row is also checked for: the
@@ -22,7 +22,7 @@ type injectCase struct {
 	name    string
 	pod     *corev1.Pod
 	sets    []*v1alpha1.SidecarSet
-	revs    revisions.Source
+	revs    history.Source
 	rand    func() float64
 	wantErr []string // substrings of the error; nil means success
 	check   func(t *testing.T, res Result)

@@ -10,14 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/revisions"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
 
 // revisionOf stores historical as a ControllerRevision the way the controller would: data.raw from
 // package revisions, the SidecarSet's hash annotations, and the labels a customVersion lookup needs.
 func revisionOf(t *testing.T, historical *v1alpha1.SidecarSet, customVersion string, number int64) *appsv1.ControllerRevision {
 	t.Helper()
-	raw, err := revisions.Raw(historical)
+	raw, err := history.Raw(historical)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func revisionOf(t *testing.T, historical *v1alpha1.SidecarSet, customVersion str
 	}
 	return &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: revisions.Name(historical, raw, 0), Namespace: "kruise-system",
+			Name: history.Name(historical, raw, 0), Namespace: "kruise-system",
 			Labels: labels, Annotations: historical.Annotations,
 		},
 		Data:     runtime.RawExtension{Raw: raw},

@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/revisions"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
 
 // ExplainNotUpgradable says why pod cannot be upgraded in place by ss, naming the fields that
@@ -30,7 +30,7 @@ func ExplainNotUpgradable(pod *corev1.Pod, ss *v1alpha1.SidecarSet, revs []*apps
 		if cr == nil || cr.Name != name {
 			continue
 		}
-		old, err := revisions.Restore(ss, cr)
+		old, err := history.Restore(ss, cr)
 		if err != nil {
 			return reason
 		}

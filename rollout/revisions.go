@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/revisions"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
 
 // RevisionAction is what must happen to make the SidecarSet's current spec the latest revision.
@@ -56,7 +56,7 @@ func Revisions(ss *v1alpha1.SidecarSet, existing []*appsv1.ControllerRevision, p
 			revs = append(revs, cr)
 		}
 	}
-	revisions.Sort(revs)
+	history.Sort(revs)
 
 	next, err := NewRevision(ss, namespace, nextRevision(revs), collisionCount)
 	if err != nil {
@@ -92,11 +92,11 @@ func Revisions(ss *v1alpha1.SidecarSet, existing []*appsv1.ControllerRevision, p
 }
 
 // NewRevision builds the ControllerRevision recording ss's current spec (ref §1.10): data.raw
-// from revisions.Raw, name from revisions.Name, labels = ss's labels + kruise.io/sidecarset-name +
+// from history.Raw, name from history.Name, labels = ss's labels + kruise.io/sidecarset-name +
 // controller.kubernetes.io/hash (the custom-version label comes with ss's labels), annotations =
 // all of ss's, and a controller owner reference to ss.
 func NewRevision(ss *v1alpha1.SidecarSet, namespace string, revision int64, collisionCount int32) (*appsv1.ControllerRevision, error) {
-	raw, err := revisions.Raw(ss)
+	raw, err := history.Raw(ss)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func NewRevision(ss *v1alpha1.SidecarSet, namespace string, revision int64, coll
 		lbls[k] = v
 	}
 	lbls[v1alpha1.SidecarSetNameLabel] = ss.Name
-	lbls[v1alpha1.ControllerRevisionHashLabel] = revisions.Hash(raw, collisionCount)
+	lbls[v1alpha1.ControllerRevisionHashLabel] = history.Hash(raw, collisionCount)
 	ann := map[string]string{}
 	for k, v := range ss.Annotations {
 		ann[k] = v
@@ -113,7 +113,7 @@ func NewRevision(ss *v1alpha1.SidecarSet, namespace string, revision int64, coll
 	isController, block := true, true
 	return &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        revisions.Name(ss, raw, collisionCount),
+			Name:        history.Name(ss, raw, collisionCount),
 			Namespace:   namespace,
 			Labels:      lbls,
 			Annotations: ann,
@@ -169,7 +169,7 @@ func ActiveRevisions(ss *v1alpha1.SidecarSet, revs []*appsv1.ControllerRevision,
 				}
 			}
 			if len(match) > 0 {
-				revisions.Sort(match)
+				history.Sort(match)
 				active[match[len(match)-1].Name] = true
 			}
 		}

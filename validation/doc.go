@@ -13,7 +13,7 @@
 // API, extending design.md's `SidecarSet(ss, old, revs)` with the one piece of outside state the
 // canary rules need:
 //
-//	func SidecarSet(ss, old *v1alpha1.SidecarSet, revs revisions.Source, others Lookup) field.ErrorList
+//	func SidecarSet(ss, old *v1alpha1.SidecarSet, revs history.Source, others Lookup) field.ErrorList
 //
 // old is nil on CREATE. revs resolves injectionStrategy.revision (nil means "no revisions").
 // others finds the canary base by name (nil means "no other SidecarSets", so a canary is then

@@ -12,7 +12,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
-	"github.com/sidecarops/sidecarops/revisions"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
 
 // Fixtures restate the ones of OpenKruise's validating-webhook tests (ref §4.4): a SidecarSet
@@ -49,8 +49,8 @@ func rawSidecar(name string) v1alpha1.SidecarContainer {
 	}
 }
 
-func testRevisions() revisions.Source {
-	return revisions.NewStaticSource(
+func testRevisions() history.Source {
+	return history.NewStaticSource(
 		&appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "test-sidecarset-01234"}},
 		&appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "test-sidecarset-56789"}},
 	)

@@ -18,11 +18,11 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/fieldpath"
-	"github.com/sidecarops/sidecarops/revisions"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
 
 // validateSpec is OpenKruise's validateSidecarSetSpec (ref §2 step 3, except the whitelist).
-func validateSpec(ss *v1alpha1.SidecarSet, revs revisions.Source, fldPath *field.Path) field.ErrorList {
+func validateSpec(ss *v1alpha1.SidecarSet, revs history.Source, fldPath *field.Path) field.ErrorList {
 	spec := &ss.Spec
 	var allErrs field.ErrorList
 
@@ -103,7 +103,7 @@ func validateNamespaceScope(spec *v1alpha1.SidecarSetSpec, fldPath *field.Path) 
 
 // validateInjectionStrategy requires that a configured revision exists now, as OpenKruise does:
 // otherwise every pod creation would be denied later (ref §1.5 step 2).
-func validateInjectionStrategy(ss *v1alpha1.SidecarSet, revs revisions.Source, fldPath *field.Path) field.ErrorList {
+func validateInjectionStrategy(ss *v1alpha1.SidecarSet, revs history.Source, fldPath *field.Path) field.ErrorList {
 	rev := ss.Spec.InjectionStrategy.Revision
 	if rev == nil {
 		return nil
@@ -122,7 +122,7 @@ func validateInjectionStrategy(ss *v1alpha1.SidecarSet, revs revisions.Source, f
 		if rev.RevisionName != nil {
 			p, v = revPath.Child("revisionName"), *rev.RevisionName
 		}
-		cr, err := revisions.Find(ss, revs)
+		cr, err := history.Find(ss, revs)
 		if err == nil && cr == nil {
 			err = fmt.Errorf("no ControllerRevision found")
 		}

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/revisions"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
 
 // Lookup finds another SidecarSet by name. It is how validation reads the canary base; the
@@ -43,7 +43,7 @@ func NewStaticLookup(sets ...*v1alpha1.SidecarSet) Lookup {
 // order: metadata, canary annotations, spec, then — when old is not nil, i.e. on UPDATE — the
 // rules that compare with the previous version. See the package documentation for the
 // parameters.
-func SidecarSet(ss, old *v1alpha1.SidecarSet, revs revisions.Source, others Lookup) field.ErrorList {
+func SidecarSet(ss, old *v1alpha1.SidecarSet, revs history.Source, others Lookup) field.ErrorList {
 	if ss == nil {
 		return field.ErrorList{field.Required(field.NewPath("spec"), "no SidecarSet given")}
 	}

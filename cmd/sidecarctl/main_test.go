@@ -27,7 +27,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
-	"github.com/sidecarops/sidecarops/revisions"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -391,11 +391,11 @@ func TestInjectHistoricalRevision(t *testing.T) {
 		},
 	}
 	require.NoError(t, defaults.SidecarSetAndHash(old))
-	raw, err := revisions.Raw(old)
+	raw, err := history.Raw(old)
 	require.NoError(t, err)
 	cr := &appsv1.ControllerRevision{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ControllerRevision"},
-		ObjectMeta: metav1.ObjectMeta{Name: revisions.Name(old, raw, 0), Namespace: "kruise-system", Labels: map[string]string{v1alpha1.SidecarSetNameLabel: "agent"}},
+		ObjectMeta: metav1.ObjectMeta{Name: history.Name(old, raw, 0), Namespace: "kruise-system", Labels: map[string]string{v1alpha1.SidecarSetNameLabel: "agent"}},
 		Data:       runtime.RawExtension{Raw: raw},
 		Revision:   1,
 	}

@@ -1,4 +1,4 @@
-package revisions
+package history
 
 import (
 	"encoding/json"
