@@ -13,7 +13,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
-	"github.com/sidecarops/sidecarops/resources"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/resourcespolicy"
 )
 
 // Injector injects SidecarSets into pods. Its clock and random source are the only non-determinism
@@ -233,7 +233,7 @@ func (b *builder) addSidecarSet(ss *v1alpha1.SidecarSet) error {
 // own, IS_INJECTED, transferred, subPathExpr.
 func (b *builder) build(ss *v1alpha1.SidecarSet, field string, sc *v1alpha1.SidecarContainer, cat catalogue) error {
 	if sc.ResourcesPolicy != nil {
-		r, err := resources.Compute(b.pod, sc, b.exclude)
+		r, err := resourcespolicy.Compute(b.pod, sc, b.exclude)
 		if err != nil {
 			return fieldErr(ss.Name, field+".resourcesPolicy", err)
 		}

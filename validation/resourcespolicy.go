@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/resources"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/resourcespolicy"
 )
 
 var targetContainersModes = []v1alpha1.TargetContainersModeType{v1alpha1.TargetContainersModeSum, v1alpha1.TargetContainersModeMax}
@@ -56,7 +56,7 @@ func validateResourcesPolicy(c *v1alpha1.SidecarContainer, fldPath *field.Path) 
 }
 
 func validateExpr(expr, variable string, fldPath *field.Path) field.ErrorList {
-	if err := resources.ValidateExpr(expr, variable); err != nil {
+	if err := resourcespolicy.ValidateExpr(expr, variable); err != nil {
 		return field.ErrorList{field.Invalid(fldPath, expr, fmt.Sprintf("invalid expression: %v", err))}
 	}
 	return nil

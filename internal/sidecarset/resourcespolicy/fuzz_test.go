@@ -1,4 +1,4 @@
-package resources
+package resourcespolicy
 
 import (
 	"testing"
