@@ -12,7 +12,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
-	"github.com/sidecarops/sidecarops/validation"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/validation"
 )
 
 // SidecarSetDefaulter is the SidecarSet defaulting webhook (SidecarSetDefaultPath, ref §1.8): it

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sidecarops/sidecarops/validation"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/validation"
 )
 
 func checkCmd() *cobra.Command {
