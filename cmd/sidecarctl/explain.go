@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sidecarops/sidecarops/manifest"
+	"github.com/sidecarops/sidecarops/internal/manifest"
 )
 
 func explainCmd() *cobra.Command {

@@ -29,8 +29,8 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/internal/devcluster"
 	"github.com/sidecarops/sidecarops/internal/kwok"
+	"github.com/sidecarops/sidecarops/internal/manifest"
 	"github.com/sidecarops/sidecarops/manager"
-	"github.com/sidecarops/sidecarops/manifest"
 	"github.com/sidecarops/sidecarops/prefilter"
 )
 
