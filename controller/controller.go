@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/rollout"
+	"github.com/sidecarops/sidecarops/controller/rollout"
 )
 
 // Name is the controller's name in logs, metrics and as the Events' reporting controller.

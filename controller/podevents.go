@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/rollout"
+	"github.com/sidecarops/sidecarops/controller/rollout"
 )
 
 // podEvents maps pod events to the SidecarSets that manage the pod (ref §3.1): those named in its

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/rollout"
+	"github.com/sidecarops/sidecarops/controller/rollout"
 )
 
 // errSettled ends a conflict retry when the fresh pod no longer needs the write.

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/rollout"
+	"github.com/sidecarops/sidecarops/controller/rollout"
 )
 
 // maxCollisions bounds the name-collision retries of one round; each needs another object with
