@@ -32,8 +32,8 @@ import (
 	"github.com/sidecarops/sidecarops/controller"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/loader"
-	"github.com/sidecarops/sidecarops/prefilter"
 	"github.com/sidecarops/sidecarops/webhook"
+	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )
 
 // Certificate modes.

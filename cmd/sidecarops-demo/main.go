@@ -31,7 +31,7 @@ import (
 	"github.com/sidecarops/sidecarops/internal/kwok"
 	"github.com/sidecarops/sidecarops/internal/manifest"
 	"github.com/sidecarops/sidecarops/manager"
-	"github.com/sidecarops/sidecarops/prefilter"
+	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )
 
 // exampleDirs are applied in this order; examples/policies and examples/whitelist-bundle are the

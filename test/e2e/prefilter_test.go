@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/manager"
-	"github.com/sidecarops/sidecarops/prefilter"
+	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )
 
 // registeredCondition is the expression of the prefilter's match condition on the pod webhook's
