@@ -31,7 +31,7 @@ import (
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/controller"
 	"github.com/sidecarops/sidecarops/engine"
-	"github.com/sidecarops/sidecarops/loader"
+	"github.com/sidecarops/sidecarops/internal/loader"
 	"github.com/sidecarops/sidecarops/webhook"
 	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )
@@ -169,7 +169,7 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	}
 
 	var eng engine.Engine
-	st, err := loader.NewState(&eng, loader.Options{Debounce: o.Debounce, DefaultsAllowed: o.DefaultsAllowed})
+	st, err := loader.New(&eng, loader.Options{Debounce: o.Debounce, DefaultsAllowed: o.DefaultsAllowed})
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +268,7 @@ func (a afterCerts) Start(ctx context.Context) error {
 }
 
 // addBundleSources registers every administrators' bundle source with the loader.
-func addBundleSources(mgr ctrlmanager.Manager, st *loader.State, o Options) error {
+func addBundleSources(mgr ctrlmanager.Manager, st *loader.Loader, o Options) error {
 	var v *bundles.Verification
 	if len(o.VerificationKeys) > 0 {
 		var err error

@@ -44,7 +44,7 @@ const (
 	defaultCompileMaxDelay = 2 * time.Second
 )
 
-// Options configure a State. The zero value is usable.
+// Options configure a Loader. The zero value is usable.
 type Options struct {
 	// Debounce is the quiet period after a change before recompiling (default 200ms): a rollout that
 	// touches many objects compiles once, not once per object.
@@ -66,11 +66,11 @@ type Options struct {
 	Clock clock.Clock
 }
 
-// State holds everything a policy snapshot is compiled from: SidecarSets, Namespaces and
+// Loader holds everything a policy snapshot is compiled from: SidecarSets, Namespaces and
 // ControllerRevisions by name, the kruise-configuration whitelist, and the administrators' bundles by
 // source. Every Set/Delete that changes what the bundle reads marks the state dirty; Start compiles
-// dirty state (debounced) and swaps the engine's snapshot. State is safe for concurrent use.
-type State struct {
+// dirty state (debounced) and swaps the engine's snapshot. Loader is safe for concurrent use.
+type Loader struct {
 	eng     *engine.Engine
 	opts    Options
 	log     logr.Logger
@@ -111,9 +111,9 @@ type source struct {
 	rejected *bundle.Bundle // an offered bundle that did not compile; not retried until a source offers anew
 }
 
-// NewState returns a State feeding eng. Nothing is compiled before Start runs and SetClusterSynced
+// New returns a Loader feeding eng. Nothing is compiled before Start runs and SetClusterSynced
 // has been called.
-func NewState(eng *engine.Engine, opts Options) (*State, error) {
+func New(eng *engine.Engine, opts Options) (*Loader, error) {
 	if eng == nil {
 		return nil, errors.New("loader: nil engine")
 	}
@@ -140,7 +140,7 @@ func NewState(eng *engine.Engine, opts Options) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &State{
+	s := &Loader{
 		eng:         eng,
 		opts:        opts,
 		log:         log,
@@ -167,10 +167,10 @@ func NewState(eng *engine.Engine, opts Options) (*State, error) {
 }
 
 // NeedLeaderElection is false: every replica serves webhooks and needs its own snapshot.
-func (s *State) NeedLeaderElection() bool { return false }
+func (s *Loader) NeedLeaderElection() bool { return false }
 
 // changedLocked bumps the generation and wakes the loop. Callers hold s.mu.
-func (s *State) changedLocked() {
+func (s *Loader) changedLocked() {
 	s.gen++
 	select {
 	case s.wake <- struct{}{}:
@@ -182,7 +182,7 @@ func (s *State) changedLocked() {
 // defaulted by the defaulting webhook, but not those created before it existed; defaulting a copy
 // keeps the hashes right either way. An update that changes nothing the policies or the injection
 // read (status counters, resourceVersion, managed fields) does not recompile.
-func (s *State) SetSidecarSet(ss *v1alpha1.SidecarSet) error {
+func (s *Loader) SetSidecarSet(ss *v1alpha1.SidecarSet) error {
 	if ss == nil {
 		return errors.New("loader: nil SidecarSet")
 	}
@@ -205,10 +205,10 @@ func sameSidecarSet(a, b *v1alpha1.SidecarSet) bool {
 }
 
 // DeleteSidecarSet removes a SidecarSet by name.
-func (s *State) DeleteSidecarSet(name string) { remove(s, s.sidecarSets, name) }
+func (s *Loader) DeleteSidecarSet(name string) { remove(s, s.sidecarSets, name) }
 
 // SetNamespace stores a Namespace's labels, the only part namespaceSelector reads.
-func (s *State) SetNamespace(ns *corev1.Namespace) {
+func (s *Loader) SetNamespace(ns *corev1.Namespace) {
 	if ns == nil {
 		return
 	}
@@ -217,10 +217,10 @@ func (s *State) SetNamespace(ns *corev1.Namespace) {
 }
 
 // DeleteNamespace removes a Namespace by name.
-func (s *State) DeleteNamespace(name string) { remove(s, s.namespaces, name) }
+func (s *Loader) DeleteNamespace(name string) { remove(s, s.namespaces, name) }
 
 // SetRevision stores a copy of a SidecarSet's ControllerRevision.
-func (s *State) SetRevision(cr *appsv1.ControllerRevision) {
+func (s *Loader) SetRevision(cr *appsv1.ControllerRevision) {
 	if cr == nil {
 		return
 	}
@@ -232,12 +232,12 @@ func (s *State) SetRevision(cr *appsv1.ControllerRevision) {
 }
 
 // DeleteRevision removes a ControllerRevision by name.
-func (s *State) DeleteRevision(name string) { remove(s, s.revisions, name) }
+func (s *Loader) DeleteRevision(name string) { remove(s, s.revisions, name) }
 
-// put stores v under name in one of the State's object maps and wakes the compile loop, unless
+// put stores v under name in one of the Loader's object maps and wakes the compile loop, unless
 // same says the stored object already reads the same: updates that change nothing compiled or
 // injected (status counters, resourceVersion) cost no compile.
-func put[T any](s *State, m map[string]T, name string, v T, same func(old, v T) bool) {
+func put[T any](s *Loader, m map[string]T, name string, v T, same func(old, v T) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := m[name]; ok && same(old, v) {
@@ -247,8 +247,8 @@ func put[T any](s *State, m map[string]T, name string, v T, same func(old, v T) 
 	s.changedLocked()
 }
 
-// remove deletes name from one of the State's object maps, waking the compile loop if it was there.
-func remove[T any](s *State, m map[string]T, name string) {
+// remove deletes name from one of the Loader's object maps, waking the compile loop if it was there.
+func remove[T any](s *Loader, m map[string]T, name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := m[name]; ok {
@@ -260,7 +260,7 @@ func remove[T any](s *State, m map[string]T, name string) {
 // SetConfigMap converts OpenKruise's kruise-configuration ConfigMap (nil: absent) into the whitelist
 // data document with manifest.Whitelist. It is used only while no administrators' bundle provides the
 // whitelist root. A value that does not convert is refused and the previous whitelist keeps serving.
-func (s *State) SetConfigMap(cm *corev1.ConfigMap) {
+func (s *Loader) SetConfigMap(cm *corev1.ConfigMap) {
 	var value *string
 	if cm != nil {
 		if v, ok := cm.Data[v1alpha1.PatchPodMetadataWhiteListKey]; ok {
@@ -301,7 +301,7 @@ var sourceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 // registered source has offered a bundle (fetched, read from disk or restored from its persisted
 // copy): serving without an administrator's gates would inject pods the gates exclude. The name is
 // a metrics label and a directory name under the persistence directory.
-func (s *State) RegisterSource(name string) error {
+func (s *Loader) RegisterSource(name string) error {
 	if !sourceName.MatchString(name) || strings.Contains(name, "..") {
 		return fmt.Errorf("loader: invalid source name %q (letters, digits, '.', '_', '-'; at most 63)", name)
 	}
@@ -320,7 +320,7 @@ func (s *State) RegisterSource(name string) error {
 // SetBundle offers b, already verified, as the bundle of a registered source. It replaces the
 // source's previous bundle once a snapshot including it compiles; if it does not compile, the
 // previous one keeps serving.
-func (s *State) SetBundle(sourceName string, b *bundle.Bundle) error {
+func (s *Loader) SetBundle(sourceName string, b *bundle.Bundle) error {
 	if b == nil {
 		return fmt.Errorf("loader: source %q offered no bundle", sourceName)
 	}
@@ -341,9 +341,9 @@ func (s *State) SetBundle(sourceName string, b *bundle.Bundle) error {
 	return nil
 }
 
-// SetClusterSynced tells the State that the informers have delivered every existing object. Until
+// SetClusterSynced tells the Loader that the informers have delivered every existing object. Until
 // then a snapshot would miss SidecarSets and inject too little.
-func (s *State) SetClusterSynced() {
+func (s *Loader) SetClusterSynced() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.clusterSynced {
@@ -352,8 +352,8 @@ func (s *State) SetClusterSynced() {
 	}
 }
 
-// Ready returns nil once a snapshot compiled by this State is serving, else why not.
-func (s *State) Ready() error {
+// Ready returns nil once a snapshot compiled by this Loader is serving, else why not.
+func (s *Loader) Ready() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ready {
@@ -376,9 +376,9 @@ func (s *State) Ready() error {
 }
 
 // Check is Ready as a healthz.Checker, for the manager's readyz endpoint.
-func (s *State) Check(*http.Request) error { return s.Ready() }
+func (s *Loader) Check(*http.Request) error { return s.Ready() }
 
-func (s *State) pendingLocked() []string {
+func (s *Loader) pendingLocked() []string {
 	var p []string
 	for _, name := range s.order {
 		if !s.sources[name].reported {
@@ -391,7 +391,7 @@ func (s *State) pendingLocked() []string {
 // Start runs the compile loop until ctx ends: wait for a change, let changes settle for the
 // debounce period (at most MaxDelay), compile, swap. It never returns an error: a failed compile keeps
 // the previous snapshot and is retried on the next change.
-func (s *State) Start(ctx context.Context) error {
+func (s *Loader) Start(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -415,7 +415,7 @@ func (s *State) Start(ctx context.Context) error {
 }
 
 // settle waits until no change arrived for Debounce, or MaxDelay passed; false when ctx ended.
-func (s *State) settle(ctx context.Context) bool {
+func (s *Loader) settle(ctx context.Context) bool {
 	deadline := s.clock.Now().Add(s.opts.MaxDelay)
 	for {
 		wait := min(s.opts.Debounce, deadline.Sub(s.clock.Now()))
@@ -447,7 +447,7 @@ type sourceBundle struct {
 	bundle *bundle.Bundle
 }
 
-func (s *State) compile(ctx context.Context) {
+func (s *Loader) compile(ctx context.Context) {
 	s.mu.Lock()
 	s.attemptedGen = s.gen
 	// Before the first snapshot, wait for everything it must contain. Afterwards a source registered
@@ -520,7 +520,7 @@ func (s *State) compile(ctx context.Context) {
 
 // planLocked reads the state for one compile, SidecarSets in name order so that identical state gives
 // an identical bundle revision on every replica.
-func (s *State) planLocked() plan {
+func (s *Loader) planLocked() plan {
 	var p plan
 	for _, name := range slices.Sorted(maps.Keys(s.sidecarSets)) {
 		p.state.SidecarSets = append(p.state.SidecarSets, s.sidecarSets[name])
@@ -562,7 +562,7 @@ func (s *State) planLocked() plan {
 
 // adminLocked lists each source's bundle chosen by pick, in registration order; the ConfigMap's
 // whitelist comes last and only when no bundle provides the whitelist root.
-func (s *State) adminLocked(pick func(*source) *bundle.Bundle) []*sourceBundle {
+func (s *Loader) adminLocked(pick func(*source) *bundle.Bundle) []*sourceBundle {
 	var out []*sourceBundle
 	for _, name := range s.order {
 		if b := pick(s.sources[name]); b != nil {
@@ -582,13 +582,13 @@ func (s *State) adminLocked(pick func(*source) *bundle.Bundle) []*sourceBundle {
 // skipped: it returns nil when the objects are the same too, else the snapshot in force with the
 // new objects, so that a change the bundle does not record (injectionStrategy.revision,
 // status.latestRevision) still reaches injection.
-func (s *State) build(ctx context.Context, st bundles.State, admin []*sourceBundle) (*engine.Snapshot, error) {
+func (s *Loader) build(ctx context.Context, st bundles.State, admin []*sourceBundle) (*engine.Snapshot, error) {
 	core, err := bundles.Compile(st)
 	if err != nil {
 		return nil, err
 	}
 	if cur := s.eng.Current(); cur != nil && cur.Revision() == core.Manifest.Revision && s.unchangedAdmin(admin) {
-		// The State replaces an object whenever anything injection reads of it changes, so
+		// The Loader replaces an object whenever anything injection reads of it changes, so
 		// the same pointers mean the snapshot in force is this one.
 		if slices.Equal(s.served.SidecarSets, st.SidecarSets) && slices.Equal(s.served.Revisions, st.Revisions) {
 			return nil, nil
@@ -602,7 +602,7 @@ func (s *State) build(ctx context.Context, st bundles.State, admin []*sourceBund
 	return engine.Prepare(ctx, engine.Inputs{Core: core, SidecarSets: st.SidecarSets, Revisions: st.Revisions, Admin: bs})
 }
 
-func (s *State) unchangedAdmin(admin []*sourceBundle) bool {
+func (s *Loader) unchangedAdmin(admin []*sourceBundle) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.ready {
@@ -626,7 +626,7 @@ func (s *State) unchangedAdmin(admin []*sourceBundle) bool {
 }
 
 // newSources names the sources (not the ConfigMap) whose bundle in admin is not the active one.
-func (s *State) newSources(admin []*sourceBundle) []string {
+func (s *Loader) newSources(admin []*sourceBundle) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
@@ -640,7 +640,7 @@ func (s *State) newSources(admin []*sourceBundle) []string {
 
 // activate records that the bundles in admin serve now, marks the rejected ones, and reports every
 // source whose bundle changed.
-func (s *State) activate(admin []*sourceBundle, rejected []string) {
+func (s *Loader) activate(admin []*sourceBundle, rejected []string) {
 	type activation struct{ source, revision string }
 	var done []activation
 	s.mu.Lock()
@@ -673,19 +673,19 @@ func (s *State) activate(admin []*sourceBundle, rejected []string) {
 
 // refuse reports a bundle that cannot serve (unverifiable, unreadable, not compiling); the source's
 // previous bundle keeps serving.
-func (s *State) refuse(sourceName string, err error) {
+func (s *Loader) refuse(sourceName string, err error) {
 	s.log.Error(err, "bundle refused; the source's last good bundle keeps serving", "source", sourceName)
 	s.event(corev1.EventTypeWarning, "BundleActivationFailed", "Activate", "bundle from source %s refused, last good bundle keeps serving: %v", sourceName, err)
 	s.metrics.activations.WithLabelValues(sourceName, resultFailure).Inc()
 }
 
 // sourceError reports that a source could not be read or reached; nothing was refused.
-func (s *State) sourceError(sourceName string, err error) {
+func (s *Loader) sourceError(sourceName string, err error) {
 	s.log.Error(err, "bundle source unavailable; its last good bundle keeps serving", "source", sourceName)
 	s.metrics.sourceErrors.WithLabelValues(sourceName).Inc()
 }
 
-func (s *State) event(eventType, reason, action, note string, args ...any) {
+func (s *Loader) event(eventType, reason, action, note string, args ...any) {
 	s.mu.Lock()
 	rec, obj := s.events, s.eventObject
 	s.mu.Unlock()
@@ -701,7 +701,7 @@ func (s *State) event(eventType, reason, action, note string, args ...any) {
 }
 
 // setEvents installs an Event recorder and object unless Options set them.
-func (s *State) setEvents(rec events.EventRecorder, obj runtime.Object) {
+func (s *Loader) setEvents(rec events.EventRecorder, obj runtime.Object) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.events == nil {

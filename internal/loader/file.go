@@ -30,14 +30,14 @@ type FileOptions struct {
 	PersistDir string
 }
 
-// FileSource offers the bundle at a path to a State and re-reads it when it changes.
+// FileSource offers the bundle at a path to a Loader and re-reads it when it changes.
 //
 // It polls rather than using inotify: a bundle mounted from a ConfigMap or Secret is replaced by
 // swapping a symlink, which inotify reports on the parent directory only, and polling a few KB every
 // few seconds costs nothing. A change is a change of content (a digest of what OPA's loader reads),
 // so touching a file or rewriting it identically does not recompile.
 type FileSource struct {
-	st   *State
+	st   *Loader
 	opts FileOptions
 	p    persister
 
@@ -49,7 +49,7 @@ type FileSource struct {
 }
 
 // NewFileSource registers a file source with st; Start (or Poll) reads it.
-func NewFileSource(st *State, opts FileOptions) (*FileSource, error) {
+func NewFileSource(st *Loader, opts FileOptions) (*FileSource, error) {
 	if opts.Path == "" {
 		return nil, fmt.Errorf("loader: file source %q: no path", opts.Name)
 	}

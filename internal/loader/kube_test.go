@@ -143,7 +143,7 @@ func TestHandlersTombstones(t *testing.T) {
 	require.NotContains(t, h.st.sidecarSets, "a")
 	ssH.OnAdd("not an object", false) // ignored, no panic
 
-	// The cache's objects are shared: the State stores a defaulted copy and leaves them alone.
+	// The cache's objects are shared: the Loader stores a defaulted copy and leaves them alone.
 	ssH.OnUpdate(nil, ss)
 	assert.Empty(t, ss.Annotations, "the informer's object is not modified")
 	assert.NotEmpty(t, h.st.sidecarSets["a"].Annotations[v1alpha1.SidecarSetHashAnnotation])

@@ -52,13 +52,13 @@ type HTTPOptions struct {
 
 // HTTPSource polls an OPA bundle service with OPA's downloader: it sends the last bundle's ETag in
 // If-None-Match, takes 304 Not Modified as "unchanged", and verifies every new bundle with
-// bundles.ReadBytes before offering it to the State.
+// bundles.ReadBytes before offering it to the Loader.
 //
 // The downloader runs in manual trigger mode and this source drives it, rather than OPA's own
 // periodic loop: that loop stops only through Stop (not a context), schedules in whole seconds, and
 // cannot be stepped in tests; the HTTP exchange, ETag handling and bundle parsing stay OPA's.
 type HTTPSource struct {
-	st   *State
+	st   *Loader
 	opts HTTPOptions
 	p    persister
 	dl   *download.Downloader
@@ -73,7 +73,7 @@ type HTTPSource struct {
 }
 
 // NewHTTPSource registers an HTTP bundle source with st; Start (or Poll) downloads.
-func NewHTTPSource(st *State, opts HTTPOptions) (*HTTPSource, error) {
+func NewHTTPSource(st *Loader, opts HTTPOptions) (*HTTPSource, error) {
 	if opts.URL == "" || opts.Resource == "" {
 		return nil, fmt.Errorf("loader: HTTP source %q: URL and Resource are required", opts.Name)
 	}
@@ -94,7 +94,7 @@ func NewHTTPSource(st *State, opts HTTPOptions) (*HTTPSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	// OPA's own logger would write to stderr in its format; this source logs through the State.
+	// OPA's own logger would write to stderr in its format; this source logs through the Loader.
 	client, err := rest.New(raw, nil, rest.Name(opts.Name), rest.Logger(logging.NewNoOpLogger()))
 	if err != nil {
 		return nil, fmt.Errorf("loader: HTTP source %q: %w", opts.Name, err)

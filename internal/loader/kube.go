@@ -46,7 +46,7 @@ type ManagerOptions struct {
 // The feed reads only from the manager's cache: informers for SidecarSets, Namespaces,
 // ControllerRevisions and ConfigMaps, with event handlers. Merge CacheByObject into the manager's
 // cache options so that only the namespace's SidecarSet revisions and the one ConfigMap are cached.
-func SetupWithManager(mgr manager.Manager, st *State, opts ManagerOptions) error {
+func SetupWithManager(mgr manager.Manager, st *Loader, opts ManagerOptions) error {
 	if opts.Namespace == "" {
 		return errors.New("loader: ManagerOptions.Namespace is required")
 	}
@@ -84,10 +84,10 @@ func CacheByObject(namespace string) map[client.Object]cache.ByObject {
 	}
 }
 
-// feed registers the handlers on the cache's informers and tells the State when they have
+// feed registers the handlers on the cache's informers and tells the Loader when they have
 // delivered every existing object.
 type feed struct {
-	st       *State
+	st       *Loader
 	cache    cache.Informers
 	handlers []kindHandler
 }
@@ -124,7 +124,7 @@ func (f *feed) Start(ctx context.Context) error {
 // newHandlers returns the event handlers that feed st. They filter what they are given (namespace,
 // label, name) even though CacheByObject restricts the cache, so that a manager without those
 // restrictions still feeds only the right objects.
-func newHandlers(st *State, namespace string) []kindHandler {
+func newHandlers(st *Loader, namespace string) []kindHandler {
 	isRevision := func(cr *appsv1.ControllerRevision) bool {
 		_, ok := cr.Labels[v1alpha1.SidecarSetNameLabel]
 		return cr.Namespace == namespace && ok
@@ -170,7 +170,7 @@ func newHandlers(st *State, namespace string) []kindHandler {
 }
 
 // handlerFor adapts typed set/delete functions to an informer's event handler. Objects come from the
-// cache and are shared: the State copies what it keeps and never modifies them.
+// cache and are shared: the Loader copies what it keeps and never modifies them.
 func handlerFor[T client.Object](set, del func(T)) toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {

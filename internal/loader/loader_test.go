@@ -390,8 +390,8 @@ func TestMetrics(t *testing.T) {
 	// gates and of the ConfigMap), 2 bundle infos.
 	assert.Equal(t, 1+2+1+1+4+2, n)
 
-	// A second State on the same registry shares the collectors instead of failing.
-	_, err = NewState(h.eng, Options{Registerer: h.reg})
+	// A second Loader on the same registry shares the collectors instead of failing.
+	_, err = New(h.eng, Options{Registerer: h.reg})
 	require.NoError(t, err)
 }
 

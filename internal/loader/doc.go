@@ -14,11 +14,11 @@
 //
 // # Shape
 //
-// State is a pure core that needs no Kubernetes: Set*/Delete* store copies and mark it dirty; Start
+// Loader is a pure core that needs no Kubernetes: Set*/Delete* store copies and mark it dirty; Start
 // runs the compile loop. SetupWithManager wires it to a controller-runtime manager with informer
 // event handlers (not reconcilers: a reconciler would re-read each object by key, while the handler
-// already holds the cached object, and the State needs every object, not a work queue). FileSource
-// and HTTPSource offer verified bundles to the State. Every runnable reports NeedLeaderElection
+// already holds the cached object, and the Loader needs every object, not a work queue). FileSource
+// and HTTPSource offer verified bundles to the Loader. Every runnable reports NeedLeaderElection
 // false: webhooks serve on every replica, and each replica needs its own snapshot.
 //
 // # Compiling
@@ -48,7 +48,7 @@
 // # Readiness
 //
 // Ready (and Check, a healthz.Checker added as ReadyzCheckName) fails until a snapshot compiled by
-// this State serves; afterwards it stays ready through failed compiles, because the previous
+// this Loader serves; afterwards it stays ready through failed compiles, because the previous
 // snapshot still serves. It waits for the informers' initial lists (a snapshot without them would
 // miss SidecarSets) and for every registered source.
 //

@@ -35,9 +35,9 @@ import (
 	"github.com/sidecarops/sidecarops/engine"
 )
 
-// harness is a running State with its own registry, engine and Event recorder.
+// harness is a running Loader with its own registry, engine and Event recorder.
 type harness struct {
-	st     *State
+	st     *Loader
 	eng    *engine.Engine
 	reg    *prometheus.Registry
 	events *events.FakeRecorder
@@ -55,7 +55,7 @@ func newHarness(t *testing.T, opts Options) *harness {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = testr.NewWithOptions(t, testr.Options{Verbosity: 0})
 	}
-	st, err := NewState(h.eng, opts)
+	st, err := New(h.eng, opts)
 	require.NoError(t, err)
 	h.st = st
 	return h
