@@ -30,7 +30,7 @@ import (
 	"github.com/sidecarops/sidecarops/internal/devcluster"
 	"github.com/sidecarops/sidecarops/internal/kwok"
 	"github.com/sidecarops/sidecarops/internal/manifest"
-	"github.com/sidecarops/sidecarops/manager"
+	"github.com/sidecarops/sidecarops/internal/wiring"
 	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )
 
@@ -58,7 +58,7 @@ func run(root string, once bool, out io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	step(out, "starting etcd, kube-apiserver and the sidecarops manager")
-	c, err := devcluster.Start(ctx, devcluster.Options{Root: root, Manager: manager.Options{
+	c, err := devcluster.Start(ctx, devcluster.Options{Root: root, Manager: wiring.Options{
 		Bundles:            []string{filepath.Join(root, "examples", "policies"), filepath.Join(root, "examples", "whitelist-bundle")},
 		BundlePollInterval: time.Second,
 		DecisionLog:        true,
@@ -273,10 +273,10 @@ func printPod(out io.Writer, p *corev1.Pod) error {
 // printPrefilter prints the condition package prefilter keeps on the pod webhook.
 func printPrefilter(ctx context.Context, out io.Writer, cl client.Client) error {
 	var cfg admissionv1.MutatingWebhookConfiguration
-	if err := cl.Get(ctx, client.ObjectKey{Name: manager.WebhookConfigurationName}, &cfg); err != nil {
+	if err := cl.Get(ctx, client.ObjectKey{Name: wiring.WebhookConfigurationName}, &cfg); err != nil {
 		return err
 	}
-	expr, _ := prefilter.Registered(&cfg, manager.PodWebhookName)
+	expr, _ := prefilter.Registered(&cfg, wiring.PodWebhookName)
 	if expr == "" {
 		expr = "(none yet: every pod is sent to the webhook)"
 	}

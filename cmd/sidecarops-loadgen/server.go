@@ -31,7 +31,7 @@ import (
 )
 
 // server is a webhook server started in this process, configured as the manager configures its
-// own (manager.New): controller-runtime's webhook server, TLS ≥ 1.2, the three handlers mounted by
+// own (wiring.New): controller-runtime's webhook server, TLS ≥ 1.2, the three handlers mounted by
 // webhook.Register, Prometheus metrics, and the decision log unless turned off.
 type server struct {
 	url    string

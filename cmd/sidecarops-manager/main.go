@@ -14,7 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/sidecarops/sidecarops/manager"
+	"github.com/sidecarops/sidecarops/internal/wiring"
 )
 
 // DefaultGCPercent is the manager's GC target (--gc-percent). The manager's live heap is small (the
@@ -32,7 +32,7 @@ func (r *repeated) String() string     { return strings.Join(*r, ",") }
 func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
 
 func main() {
-	o := manager.Options{
+	o := wiring.Options{
 		Namespace: os.Getenv("POD_NAMESPACE"),
 		PodName:   os.Getenv("POD_NAME"),
 		PodUID:    types.UID(os.Getenv("POD_UID")),
@@ -45,7 +45,7 @@ func main() {
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", false, "let the webhook server speak HTTP/2 (off: HTTP/1.1 only)")
 	prefilterOn := fs.Bool("pod-webhook-prefilter", true, "keep a match condition on the pod webhook's registration so the API server calls it only for pods some SidecarSet may inject into (false: every pod)")
 	fs.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory of tls.crt and tls.key")
-	fs.StringVar(&o.CertMode, "cert-mode", manager.CertSelf, "self: generate and rotate certificates (cert-controller) and inject the CA into the webhook configurations; external: use the files in --cert-dir (cert-manager)")
+	fs.StringVar(&o.CertMode, "cert-mode", wiring.CertSelf, "self: generate and rotate certificates (cert-controller) and inject the CA into the webhook configurations; external: use the files in --cert-dir (cert-manager)")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Prometheus metrics address (0 disables)")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address (0 disables)")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader for controllers (webhooks serve on every replica)")
@@ -74,7 +74,7 @@ func main() {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
-	mgr, err := manager.New(ctrl.GetConfigOrDie(), o)
+	mgr, err := wiring.New(ctrl.GetConfigOrDie(), o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sidecarops-manager:", err)
 		os.Exit(1)

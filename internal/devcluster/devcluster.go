@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/sidecarops/sidecarops/manager"
+	"github.com/sidecarops/sidecarops/internal/wiring"
 )
 
 // Namespace is where the manager "runs": ControllerRevisions, the whitelist ConfigMap, Events.
@@ -38,7 +38,7 @@ type Cluster struct {
 	// Kubeconfig is a kubeconfig file for kubectl.
 	Kubeconfig string
 	// Manager are the options the manager was started with.
-	Manager manager.Options
+	Manager wiring.Options
 
 	cancel context.CancelFunc
 	done   chan error
@@ -49,13 +49,13 @@ type Options struct {
 	// Root is the repository root (config/crd and config/webhook are read from it).
 	Root string
 	// Manager options; addresses, certificates and namespace are filled in by Start.
-	Manager manager.Options
+	Manager wiring.Options
 	// SkipWebhookConfigurations installs no webhook configuration through envtest (the API server
 	// never calls the manager).
 	SkipWebhookConfigurations bool
 	// BeforeManager runs after the control plane is up, before the manager starts, with the options
 	// the manager will get.
-	BeforeManager func(client.Client, manager.Options) error
+	BeforeManager func(client.Client, wiring.Options) error
 	// SelfManagedCerts runs the manager with its own certificate rotation (cert-controller) in a
 	// fresh directory instead of envtest's certificate.
 	SelfManagedCerts bool
@@ -84,7 +84,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		_ = c.Stop()
 		return nil, err
 	}
-	scheme, err := manager.Scheme()
+	scheme, err := wiring.Scheme()
 	if err != nil {
 		return fail(err)
 	}
@@ -100,7 +100,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 
 	mo := o.Manager
 	mo.Namespace = Namespace
-	mo.CertMode = manager.CertExternal
+	mo.CertMode = wiring.CertExternal
 	wio := &env.WebhookInstallOptions
 	if o.SkipWebhookConfigurations {
 		// No API server calls the webhook; it still needs somewhere to listen and a certificate.
@@ -110,7 +110,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	mo.WebhookHost, mo.WebhookPort, mo.CertDir = wio.LocalServingHost, wio.LocalServingPort, wio.LocalServingCertDir
 	if o.SelfManagedCerts {
-		mo.CertMode = manager.CertSelf
+		mo.CertMode = wiring.CertSelf
 		if mo.CertDir, err = os.MkdirTemp("", "sidecarops-certs-"); err != nil {
 			return fail(err)
 		}
@@ -137,7 +137,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 
 // startManager starts a manager with c.Manager's options and waits until it is ready.
 func (c *Cluster) startManager(ctx context.Context) error {
-	mgr, err := manager.New(c.Config, c.Manager)
+	mgr, err := wiring.New(c.Config, c.Manager)
 	if err != nil {
 		return err
 	}

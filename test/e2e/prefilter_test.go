@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sidecarops/sidecarops/manager"
+	"github.com/sidecarops/sidecarops/internal/wiring"
 	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )
 
@@ -21,9 +21,9 @@ import (
 func registeredCondition(t *testing.T) (expr, owner string) {
 	t.Helper()
 	var m admissionv1.MutatingWebhookConfiguration
-	require.NoError(t, cluster.Client.Get(ctx(t), client.ObjectKey{Name: manager.WebhookConfigurationName}, &m))
-	expr, found := prefilter.Registered(&m, manager.PodWebhookName)
-	require.True(t, found, "no pod webhook %s", manager.PodWebhookName)
+	require.NoError(t, cluster.Client.Get(ctx(t), client.ObjectKey{Name: wiring.WebhookConfigurationName}, &m))
+	expr, found := prefilter.Registered(&m, wiring.PodWebhookName)
+	require.True(t, found, "no pod webhook %s", wiring.PodWebhookName)
 	for _, f := range m.ManagedFields {
 		if f.FieldsV1 != nil && strings.Contains(string(f.FieldsV1.Raw), prefilter.ConditionName) {
 			owner = f.Manager

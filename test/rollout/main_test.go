@@ -18,7 +18,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/internal/devcluster"
 	"github.com/sidecarops/sidecarops/internal/kwok"
-	"github.com/sidecarops/sidecarops/manager"
+	"github.com/sidecarops/sidecarops/internal/wiring"
 )
 
 // imageChangeDelay is how long kwok takes to report a changed image: long enough that a watch sees
@@ -39,7 +39,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var err error
-	cluster, err = devcluster.Start(ctx, devcluster.Options{Root: "../..", Manager: manager.Options{
+	cluster, err = devcluster.Start(ctx, devcluster.Options{Root: "../..", Manager: wiring.Options{
 		Debounce:             50 * time.Millisecond,
 		RestartableInProcess: true,
 	}})

@@ -1,4 +1,4 @@
-// Package manager assembles the sidecarops manager process on controller-runtime: the webhook
+// Package wiring assembles the sidecarops manager process on controller-runtime: the webhook
 // server with its three admission handlers, the loader that keeps the policy snapshot current,
 // certificates (self-managed with cert-controller, or provided), health and readiness, metrics and
 // leader election. cmd/sidecarops-manager parses flags into Options; the e2e tests start the same
@@ -6,4 +6,4 @@
 //
 // It owns wiring and process concerns only. It must not decide (policies do), mutate (package
 // mutation does) or load policy state itself (package loader does).
-package manager
+package wiring
