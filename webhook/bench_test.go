@@ -14,7 +14,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 
-	"github.com/sidecarops/sidecarops/internal/fleet"
+	"github.com/sidecarops/sidecarops/internal/testing/fleet"
 )
 
 // benchFleet is internal/fleet's SidecarSets, the workload of every benchmark.

@@ -27,9 +27,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/internal/devcluster"
-	"github.com/sidecarops/sidecarops/internal/kwok"
 	"github.com/sidecarops/sidecarops/internal/manifest"
+	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
+	"github.com/sidecarops/sidecarops/internal/testing/kwok"
 	"github.com/sidecarops/sidecarops/internal/wiring"
 	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )

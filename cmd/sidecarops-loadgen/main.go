@@ -39,7 +39,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/sidecarops/sidecarops/internal/fleet"
+	"github.com/sidecarops/sidecarops/internal/testing/fleet"
 	"github.com/sidecarops/sidecarops/webhook"
 )
 

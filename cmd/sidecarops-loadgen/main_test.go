@@ -15,7 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/sidecarops/sidecarops/internal/fleet"
+	"github.com/sidecarops/sidecarops/internal/testing/fleet"
 )
 
 func TestTargetURL(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/sidecarops/sidecarops/internal/fleet"
+	"github.com/sidecarops/sidecarops/internal/testing/fleet"
 )
 
 // podNamespace is where the pod is created; the fleet's matching SidecarSets are cluster-scoped.

@@ -12,7 +12,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
-	fleetpkg "github.com/sidecarops/sidecarops/internal/fleet"
+	fleetpkg "github.com/sidecarops/sidecarops/internal/testing/fleet"
 	"github.com/sidecarops/sidecarops/mutation"
 )
 

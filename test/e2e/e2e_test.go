@@ -18,7 +18,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/hashes"
-	"github.com/sidecarops/sidecarops/internal/wait"
+	"github.com/sidecarops/sidecarops/internal/testing/wait"
 )
 
 const timeout = 15 * time.Second

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/sidecarops/sidecarops/bundles"
-	"github.com/sidecarops/sidecarops/internal/devcluster"
+	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
 	"github.com/sidecarops/sidecarops/internal/wiring"
 )
 

@@ -24,8 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sidecarops/sidecarops/internal/devcluster"
-	"github.com/sidecarops/sidecarops/internal/kwok"
+	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
+	"github.com/sidecarops/sidecarops/internal/testing/kwok"
 	"github.com/sidecarops/sidecarops/internal/wiring"
 )
 

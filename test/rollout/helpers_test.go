@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/internal/wait"
+	"github.com/sidecarops/sidecarops/internal/testing/wait"
 )
 
 // timeout bounds every wait: rollouts here take a few kwok delays.

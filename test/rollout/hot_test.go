@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/internal/kwok"
+	"github.com/sidecarops/sidecarops/internal/testing/kwok"
 )
 
 const emptyImage = "example.com/empty:1"

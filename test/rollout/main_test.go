@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidecarops/sidecarops/internal/devcluster"
-	"github.com/sidecarops/sidecarops/internal/kwok"
+	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
+	"github.com/sidecarops/sidecarops/internal/testing/kwok"
 	"github.com/sidecarops/sidecarops/internal/wiring"
 )
 

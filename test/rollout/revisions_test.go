@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/internal/devcluster"
+	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
 )
 
 // revision is a ControllerRevision reduced to what the tests compare.

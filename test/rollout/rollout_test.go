@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/internal/kwok"
+	"github.com/sidecarops/sidecarops/internal/testing/kwok"
 )
 
 // budgetWatch checks, at every state the watch shows, that at most max pods have been moved to

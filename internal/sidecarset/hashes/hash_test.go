@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/internal/vectors"
+	"github.com/sidecarops/sidecarops/internal/testing/vectors"
 )
 
 func plain(name, image string) v1alpha1.SidecarContainer {
