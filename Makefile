@@ -30,7 +30,7 @@ DEMO_ARGS ?=
 demo:
 	hack/kwok-bin.sh >/dev/null
 	assets=$$(hack/envtest-bins.sh | tail -n 1); \
-	KUBEBUILDER_ASSETS=$$assets $(GO) run ./cmd/sidecarops-demo $(DEMO_ARGS)
+	KUBEBUILDER_ASSETS=$$assets $(GO) run ./hack/demo $(DEMO_ARGS)
 
 tools: $(OPA) $(CONTROLLER_GEN)
 
