@@ -90,7 +90,7 @@ test-go: $(OPA)
 
 # Each fuzz target for FUZZTIME; new interesting inputs land in the package's testdata/fuzz corpus.
 FUZZTIME ?= 2m
-FUZZ_TARGETS := ./mutation:FuzzInject ./manifest:FuzzDecode ./resources:FuzzParse ./validation:FuzzSidecarSet ./defaults:FuzzIdempotent
+FUZZ_TARGETS := ./mutation:FuzzInject ./internal/manifest:FuzzDecode ./internal/sidecarset/resourcespolicy:FuzzParse ./internal/sidecarset/validation:FuzzSidecarSet ./internal/sidecarset/defaults:FuzzIdempotent
 fuzz:
 	for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; fn=$${t##*:}; \
@@ -98,7 +98,7 @@ fuzz:
 	done
 
 bench:
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) ./test/bench/ ./mutation/ ./resources/
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) ./test/bench/ ./mutation/ ./internal/sidecarset/resourcespolicy/
 
 clean:
 	rm -rf bin
