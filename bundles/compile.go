@@ -23,6 +23,10 @@ import (
 // Root is the data path the compiled bundle owns. Administrators' bundles use other roots.
 const Root = "sidecarops"
 
+// WhitelistRoot is the data root of the administrators' patchPodMetadata whitelist (docs/design.md,
+// data.whitelist), whether it arrives as a bundle or converted from the kruise-configuration ConfigMap.
+const WhitelistRoot = "whitelist"
+
 // IndexModulePath is where the generated candidate-index module sits in the bundle.
 const IndexModulePath = "sidecarops/index.rego"
 

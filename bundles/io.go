@@ -133,6 +133,19 @@ func readWith(name string, loader bundle.DirectoryLoader, v *Verification) (*bun
 	return &b, nil
 }
 
+// OwnsRoot reports whether b claims root or a path that overlaps it.
+func OwnsRoot(b *bundle.Bundle, root string) bool {
+	if b.Manifest.Roots == nil {
+		return false
+	}
+	for _, r := range *b.Manifest.Roots {
+		if bundle.RootPathsOverlap(r, root) {
+			return true
+		}
+	}
+	return false
+}
+
 // DataBundle wraps a data document as a bundle that owns root: how a whitelist that arrives as
 // data (OpenKruise's kruise-configuration ConfigMap) reaches the policies exactly as an
 // administrator's whitelist bundle would. An empty revision is replaced by a digest of the data.

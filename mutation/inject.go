@@ -49,7 +49,7 @@ func (in *Injector) Inject(input Input) (Result, error) {
 		return Result{}, errors.New("mutation: Input.Pod is nil")
 	}
 	pod := input.Pod.DeepCopy()
-	if !isActive(pod) || len(input.SidecarSets) == 0 {
+	if !IsActive(pod) || len(input.SidecarSets) == 0 {
 		return Result{Pod: pod, Patch: []jsonpatch.JsonPatchOperation{}}, nil
 	}
 	sets, err := in.chooseRevisions(input)
@@ -68,10 +68,12 @@ func (in *Injector) Inject(input Input) (Result, error) {
 	return b.result(input.Pod.Annotations), nil
 }
 
-// isActive is Kubernetes' controller.IsPodActive, which OpenKruise uses to skip pods.
-func isActive(pod *corev1.Pod) bool {
-	return pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed &&
-		pod.DeletionTimestamp == nil
+// IsActive is Kubernetes' controller.IsPodActive, which OpenKruise uses to skip pods: a pod that
+// has finished or is being deleted will never start a sidecar and no longer counts for a rollout.
+// It is the one such predicate: the injection path and the controller both use it.
+func IsActive(pod *corev1.Pod) bool {
+	return pod != nil && pod.DeletionTimestamp == nil &&
+		pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
 // chooseRevisions replaces each SidecarSet by the revision to inject (ref §1.5, W6–W14); the

@@ -22,7 +22,7 @@
 //
 // Metrics (NewMetrics, on controller-runtime's registry by default):
 // sidecarops_webhook_admission_duration_seconds{webhook=<path>} and
-// sidecarops_webhook_pod_decisions_total{result=injected|not-matched|gated|error}. The decision log
+// sidecarops_webhook_pod_decisions_total{result=injected|not-matched|gated|inactive|error}. The decision log
 // is PodInjector.DecisionLog, off when it is the zero logr.Logger.
 //
 // Response codes, and why:

@@ -14,6 +14,7 @@ const (
 	ResultInjected   = "injected"    // SidecarSets matched and were applied
 	ResultNotMatched = "not-matched" // no SidecarSet matched the pod
 	ResultGated      = "gated"       // an administrator's gate vetoed injection; the pod was admitted as is
+	ResultInactive   = "inactive"    // the pod had finished or was being deleted; admitted as is, nothing decided
 	ResultError      = "error"       // the pod was not admitted: bad request, no policies, engine or injection failure
 )
 
@@ -51,7 +52,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	for _, p := range []string{PodPath, SidecarSetDefaultPath, SidecarSetValidatePath} {
 		latency.WithLabelValues(p)
 	}
-	for _, r := range []string{ResultInjected, ResultNotMatched, ResultGated, ResultError} {
+	for _, r := range []string{ResultInjected, ResultNotMatched, ResultGated, ResultInactive, ResultError} {
 		decisions.WithLabelValues(r)
 	}
 	return &Metrics{latency: latency, decisions: decisions}, nil

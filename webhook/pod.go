@@ -2,7 +2,7 @@ package webhook
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/mutation"
 )
 
@@ -57,7 +58,7 @@ type podDecision struct {
 func (p *PodInjector) admitPod(ctx context.Context, req *reviewRequest, start time.Time) reviewResponse {
 	defer p.Metrics.observe(PodPath, start)
 
-	// Ref §1.12 step 1: only the creation of a pod itself is injected. OpenKruise's UPDATE branch
+	// compat §1.12 step 1: only the creation of a pod itself is injected. OpenKruise's UPDATE branch
 	// re-injects nothing with the open-source control, so UPDATE is let through like anything else.
 	if req.SubResource != "" || req.Operation != admissionv1.Create ||
 		req.Resource.Group != podResource.Group || req.Resource.Resource != podResource.Resource {
@@ -68,23 +69,11 @@ func (p *PodInjector) admitPod(ctx context.Context, req *reviewRequest, start ti
 		d := podDecision{namespace: req.Namespace, pod: req.Name, result: ResultError, err: err}
 		return p.finish(req, d, start, errored(http.StatusBadRequest, err))
 	}
-	if pod.Namespace == "" {
-		pod.Namespace = req.Namespace
-	}
-	if pod.Namespace == "" {
-		// OpenKruise looks a namespace-less pod's SidecarSets up under "default" (ref §1.12 step 2).
-		pod.Namespace = metav1.NamespaceDefault
-	}
-	// A pod that will never run its containers gains nothing from sidecars (ref §1.12 step 1);
-	// deciding for it would only cost an evaluation and count a decision that injects nothing.
-	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || pod.DeletionTimestamp != nil {
-		return allowed("")
-	}
 	resp, d := p.admit(ctx, req, pod)
 	return p.finish(req, d, start, resp)
 }
 
-// admit decides and injects with one snapshot.
+// admit runs the one injection path with one snapshot and turns its result into the answer.
 func (p *PodInjector) admit(ctx context.Context, req *reviewRequest, pod *corev1.Pod) (reviewResponse, podDecision) {
 	d := podDecision{namespace: pod.Namespace, pod: podName(pod), result: ResultError}
 	snap := current(p.Snapshots)
@@ -93,36 +82,35 @@ func (p *PodInjector) admit(ctx context.Context, req *reviewRequest, pod *corev1
 		return errored(http.StatusServiceUnavailable, errNotLoaded), d
 	}
 	d.revision = snap.Revision()
-	// The decision reads the request's own bytes: re-marshalling the decoded pod would cost as much
-	// as the decision and could only lose what the policies might read.
-	dec, err := snap.Decide(ctx, pod.Namespace, req.Object)
-	if err != nil {
-		d.err = err
-		return errored(http.StatusInternalServerError, err), d
-	}
-	d.matched = dec.MatchedNames()
-	d.denied = dec.Denied
-	if len(dec.Denied) > 0 {
-		d.result = ResultGated
-		resp := allowed("no sidecars injected: denied by policy: " + strings.Join(dec.Denied, "; "))
-		resp.warnings = make([]string, len(dec.Denied))
-		for i, r := range dec.Denied {
-			resp.warnings[i] = "sidecarops: no sidecars injected: " + r
-		}
-		return resp, d
-	}
-	if len(dec.Matched) == 0 {
-		d.result = ResultNotMatched
-		return allowed(""), d
-	}
 	inj := p.Injector
 	if inj == nil {
 		inj = defaultInjector
 	}
-	res, err := inj.Inject(mutation.Input{Pod: pod, SidecarSets: dec.Matched, Revisions: snap.Revisions()})
+	res, err := injector.Pod(ctx, snap, inj, injector.PodRequest{Pod: pod, Raw: req.Object, Namespace: req.Namespace})
+	d.namespace, d.matched, d.denied = res.Namespace, res.Matched, res.Denied
+	if ie := (*injector.InjectionError)(nil); errors.As(err, &ie) {
+		d.err = err
+		return denied(err.Error()), d
+	}
 	if err != nil {
 		d.err = err
-		return denied(fmt.Sprintf("sidecar injection failed: %v", err)), d
+		return errored(http.StatusInternalServerError, err), d
+	}
+	switch res.Outcome {
+	case injector.Inactive:
+		d.result = ResultInactive
+		return allowed(""), d
+	case injector.Gated:
+		d.result = ResultGated
+		resp := allowed("no sidecars injected: denied by policy: " + strings.Join(res.Denied, "; "))
+		resp.warnings = make([]string, len(res.Denied))
+		for i, r := range res.Denied {
+			resp.warnings[i] = "sidecarops: no sidecars injected: " + r
+		}
+		return resp, d
+	case injector.NotMatched:
+		d.result = ResultNotMatched
+		return allowed(""), d
 	}
 	d.result = ResultInjected
 	d.injected = res.Injected

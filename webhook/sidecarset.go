@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/validation"
 )
 
 // SidecarSetDefaulter is the SidecarSet defaulting webhook (SidecarSetDefaultPath, ref §1.8): it
@@ -73,17 +73,9 @@ func (h *SidecarSetValidator) Handle(ctx context.Context, req admission.Request)
 		return admission.Errored(http.StatusServiceUnavailable, errNotLoaded)
 	}
 
-	// In a cluster the defaulting webhook has already run, and defaulting twice changes nothing;
-	// offline callers and a reordered webhook configuration get the same answer. The old object
-	// is validated as stored: defaulting it could make an upgradeType that was never set look
-	// immutable.
-	defaults.SidecarSet(ss)
-	errs := validation.SidecarSet(ss, old, snap.Revisions(), snap)
-	if len(errs) == 0 {
-		var err error
-		if errs, err = snap.PolicyErrors(ctx, ss); err != nil {
-			return admission.Errored(http.StatusInternalServerError, err)
-		}
+	errs, err := injector.ValidateSidecarSet(ctx, snap, ss, old)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	if len(errs) > 0 {
 		status := apierrors.NewInvalid(sidecarSetKind.GroupKind(), ss.Name, errs).Status()

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sidecarops/sidecarops/internal/sidecarset/validation"
+	"github.com/sidecarops/sidecarops/internal/injector"
 )
 
 func checkCmd() *cobra.Command {
@@ -39,13 +39,9 @@ func checkCmd() *cobra.Command {
 func (w *workspace) check(ctx context.Context) error {
 	var lines []string
 	for _, ss := range w.sidecarSets {
-		errs := validation.SidecarSet(ss, nil, w.snapshot.Revisions(), w.snapshot)
-		// As the webhook does, cross-object checks only run on an object that is valid by itself.
-		if len(errs) == 0 {
-			var err error
-			if errs, err = w.snapshot.PolicyErrors(ctx, ss); err != nil {
-				return err
-			}
+		errs, err := injector.ValidateSidecarSet(ctx, w.snapshot, ss, nil)
+		if err != nil {
+			return err
 		}
 		for _, e := range errs {
 			lines = append(lines, fmt.Sprintf("%s: SidecarSet/%s: %s", w.origin[ss].Source, ss.Name, e.Error()))

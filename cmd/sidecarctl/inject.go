@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/manifest"
 	"github.com/sidecarops/sidecarops/mutation"
 )
@@ -46,28 +47,20 @@ func injectCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			injector := &mutation.Injector{Now: now, Rand: rand.Float64}
+			m := &mutation.Injector{Now: now, Rand: rand.Float64}
 			var outObjs []runtime.Object
 			var patches []workloadPatch
 			for _, o := range w.workloads {
 				pod, _ := manifest.PodTemplate(o.Obj, src.namespace)
-				raw, err := json.Marshal(pod)
+				res, err := injector.Pod(cmd.Context(), w.snapshot, m, injector.PodRequest{Pod: pod})
 				if err != nil {
 					return fmt.Errorf("%s: %w", o, err)
 				}
-				d, err := w.snapshot.Decide(cmd.Context(), pod.Namespace, raw)
-				if err != nil {
-					return fmt.Errorf("%s: %w", o, err)
-				}
-				for _, reason := range d.Denied {
+				for _, reason := range res.Denied {
 					fmt.Fprintf(cmd.ErrOrStderr(), "%s: not injected: denied by gate: %s\n", o, reason)
 				}
-				res, err := injector.Inject(mutation.Input{Pod: pod, SidecarSets: d.Matched, Revisions: w.snapshot.Revisions()})
-				if err != nil {
-					return fmt.Errorf("%s: %w", o, err)
-				}
 				if patch {
-					patches = append(patches, newWorkloadPatch(o, pod.Namespace, res.Patch))
+					patches = append(patches, newWorkloadPatch(o, res.Namespace, res.Patch))
 					continue
 				}
 				if err := manifest.SetPodTemplate(o.Obj, res.Pod); err != nil {

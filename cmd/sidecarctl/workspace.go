@@ -15,6 +15,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
+	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/manifest"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 )
@@ -106,24 +107,22 @@ func (f *sourceFlags) load(ctx context.Context, stdin io.Reader) (*workspace, er
 	if len(problems) > 0 {
 		return nil, errors.New(strings.Join(problems, "\n"))
 	}
-	if !hasRoot(admin, "whitelist") {
-		var cm *corev1.ConfigMap
-		source := "--patch-metadata-defaults-allowed"
-		if len(configMaps) == 1 {
-			cm, source = configMaps[0].Obj.(*corev1.ConfigMap), configMaps[0].String()
-		}
-		wl, err := manifest.Whitelist(cm, f.defaultsAllowed)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", source, err)
-		}
-		admin = append(admin, bundles.DataBundle("whitelist", "configmap", wl))
-	}
-
-	w.core, err = bundles.Compile(bundles.State{SidecarSets: w.sidecarSets, Namespaces: w.namespaces, Revisions: w.revisions})
-	if err != nil {
-		return nil, err
-	}
-	w.snapshot, err = engine.Prepare(ctx, engine.Inputs{Core: w.core, SidecarSets: w.sidecarSets, Revisions: w.revisions, Admin: admin})
+	w.snapshot, w.core, err = injector.Snapshot(ctx, injector.Policies{
+		State: bundles.State{SidecarSets: w.sidecarSets, Namespaces: w.namespaces, Revisions: w.revisions},
+		Admin: admin,
+		Whitelist: func() (*bundle.Bundle, error) {
+			var cm *corev1.ConfigMap
+			source := "--patch-metadata-defaults-allowed"
+			if len(configMaps) == 1 {
+				cm, source = configMaps[0].Obj.(*corev1.ConfigMap), configMaps[0].String()
+			}
+			wl, err := manifest.Whitelist(cm, f.defaultsAllowed)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", source, err)
+			}
+			return bundles.DataBundle(bundles.WhitelistRoot, "configmap", wl), nil
+		},
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -155,18 +154,4 @@ func (f *sourceFlags) adminBundleList() ([]*bundle.Bundle, error) {
 		return nil, errors.New(strings.Join(problems, "\n"))
 	}
 	return out, nil
-}
-
-func hasRoot(bs []*bundle.Bundle, root string) bool {
-	for _, b := range bs {
-		if b.Manifest.Roots == nil {
-			continue
-		}
-		for _, r := range *b.Manifest.Roots {
-			if bundle.RootPathsOverlap(r, root) {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/mutation"
 )
 
 // UpgradeSpec is one entry of a pod's hash annotations (v1alpha1.SidecarSetUpgradeSpec).
@@ -211,12 +212,6 @@ func HasSidecarContainers(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
 	return true
 }
 
-// IsActive reports whether a pod still counts: not finished and not being deleted.
-func IsActive(pod *corev1.Pod) bool {
-	return pod != nil && pod.DeletionTimestamp == nil &&
-		pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
-}
-
 // IsInjected reports whether the pod's kruise.io/sidecarset-injected-list names ss.
 func IsInjected(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
 	list := podAnnotations(pod)[v1alpha1.SidecarSetListAnnotation]
@@ -235,7 +230,7 @@ func IsInjected(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
 // namespace scope: active, injected by ss, and carrying all of ss's containers. Status and Plan
 // expect pods that passed it.
 func IsManaged(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
-	return IsActive(pod) && IsInjected(pod, ss) && HasSidecarContainers(pod, ss)
+	return mutation.IsActive(pod) && IsInjected(pod, ss) && HasSidecarContainers(pod, ss)
 }
 
 // InPlaceUpdateContainerStatus and InPlaceUpdateState are OpenKruise's pub types stored in

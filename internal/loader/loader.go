@@ -28,6 +28,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
+	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/manifest"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 )
@@ -35,9 +36,6 @@ import (
 // ConfigMapSource is the source name of the whitelist converted from OpenKruise's kruise-configuration
 // ConfigMap, in metrics, logs and Events.
 const ConfigMapSource = v1alpha1.KruiseConfigurationName
-
-// whitelistRoot is the data root of administrators' whitelists (docs/design.md, data.whitelist).
-const whitelistRoot = "whitelist"
 
 const (
 	defaultDebounce        = 200 * time.Millisecond
@@ -160,7 +158,7 @@ func New(eng *engine.Engine, opts Options) (*Loader, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.sources[ConfigMapSource] = &source{name: ConfigMapSource, reported: true, offered: bundles.DataBundle(whitelistRoot, configMapRevision(nil), doc)}
+	s.sources[ConfigMapSource] = &source{name: ConfigMapSource, reported: true, offered: bundles.DataBundle(bundles.WhitelistRoot, configMapRevision(nil), doc)}
 	m.activations.WithLabelValues(ConfigMapSource, resultSuccess)
 	m.activations.WithLabelValues(ConfigMapSource, resultFailure)
 	return s, nil
@@ -278,7 +276,7 @@ func (s *Loader) SetConfigMap(cm *corev1.ConfigMap) {
 		if err != nil {
 			return err
 		}
-		s.sources[ConfigMapSource].offered = bundles.DataBundle(whitelistRoot, configMapRevision(cm), doc)
+		s.sources[ConfigMapSource].offered = bundles.DataBundle(bundles.WhitelistRoot, configMapRevision(cm), doc)
 		s.changedLocked()
 		return nil
 	}()
@@ -569,7 +567,7 @@ func (s *Loader) adminLocked(pick func(*source) *bundle.Bundle) []*sourceBundle 
 			out = append(out, &sourceBundle{name, b})
 		}
 	}
-	if !hasRoot(out, whitelistRoot) {
+	if injector.NeedsWhitelist(bundlesOf(out)) {
 		if b := pick(s.sources[ConfigMapSource]); b != nil {
 			out = append(out, &sourceBundle{ConfigMapSource, b})
 		}
@@ -583,23 +581,23 @@ func (s *Loader) adminLocked(pick func(*source) *bundle.Bundle) []*sourceBundle 
 // new objects, so that a change the bundle does not record (injectionStrategy.revision,
 // status.latestRevision) still reaches injection.
 func (s *Loader) build(ctx context.Context, st bundles.State, admin []*sourceBundle) (*engine.Snapshot, error) {
-	core, err := bundles.Compile(st)
-	if err != nil {
-		return nil, err
-	}
-	if cur := s.eng.Current(); cur != nil && cur.Revision() == core.Manifest.Revision && s.unchangedAdmin(admin) {
-		// The Loader replaces an object whenever anything injection reads of it changes, so
-		// the same pointers mean the snapshot in force is this one.
-		if slices.Equal(s.served.SidecarSets, st.SidecarSets) && slices.Equal(s.served.Revisions, st.Revisions) {
-			return nil, nil
-		}
-		return cur.WithObjects(st.SidecarSets, st.Revisions), nil
-	}
-	bs := make([]*bundle.Bundle, len(admin))
-	for i, a := range admin {
-		bs[i] = a.bundle
-	}
-	return engine.Prepare(ctx, engine.Inputs{Core: core, SidecarSets: st.SidecarSets, Revisions: st.Revisions, Admin: bs})
+	snap, _, err := injector.Snapshot(ctx, injector.Policies{
+		State: st,
+		Admin: bundlesOf(admin),
+		Reuse: func(core *bundle.Bundle) (*engine.Snapshot, bool) {
+			cur := s.eng.Current()
+			if cur == nil || cur.Revision() != core.Manifest.Revision || !s.unchangedAdmin(admin) {
+				return nil, false
+			}
+			// The Loader replaces an object whenever anything injection reads of it changes, so
+			// the same pointers mean the snapshot in force is this one.
+			if slices.Equal(s.served.SidecarSets, st.SidecarSets) && slices.Equal(s.served.Revisions, st.Revisions) {
+				return nil, true
+			}
+			return cur.WithObjects(st.SidecarSets, st.Revisions), true
+		},
+	})
+	return snap, err
 }
 
 func (s *Loader) unchangedAdmin(admin []*sourceBundle) bool {
@@ -712,16 +710,10 @@ func (s *Loader) setEvents(rec events.EventRecorder, obj runtime.Object) {
 	}
 }
 
-func hasRoot(bs []*sourceBundle, root string) bool {
-	for _, b := range bs {
-		if b.bundle.Manifest.Roots == nil {
-			continue
-		}
-		for _, r := range *b.bundle.Manifest.Roots {
-			if bundle.RootPathsOverlap(r, root) {
-				return true
-			}
-		}
+func bundlesOf(bs []*sourceBundle) []*bundle.Bundle {
+	out := make([]*bundle.Bundle, len(bs))
+	for i, b := range bs {
+		out[i] = b.bundle
 	}
-	return false
+	return out
 }

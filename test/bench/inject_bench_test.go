@@ -12,6 +12,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
+	"github.com/sidecarops/sidecarops/internal/injector"
 	fleetpkg "github.com/sidecarops/sidecarops/internal/testing/fleet"
 	"github.com/sidecarops/sidecarops/mutation"
 )
@@ -38,28 +39,21 @@ func pod(tb testing.TB) []byte {
 
 func snapshot(tb testing.TB, sets []*v1alpha1.SidecarSet) *engine.Snapshot {
 	tb.Helper()
-	core, err := bundles.Compile(bundles.State{SidecarSets: sets})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s, err := engine.Prepare(context.Background(), engine.Inputs{Core: core, SidecarSets: sets})
+	s, _, err := injector.Snapshot(context.Background(), injector.Policies{State: bundles.State{SidecarSets: sets}})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return s
 }
 
-// admit is one pod admission minus the HTTP layer: decide, decode the pod, inject.
-func admit(ctx context.Context, s *engine.Snapshot, inj *mutation.Injector, raw []byte) (mutation.Result, error) {
-	d, err := s.Decide(ctx, "shop", raw)
-	if err != nil {
-		return mutation.Result{}, err
-	}
+// admit is one pod admission minus the HTTP layer: decode the pod, then the webhook's own path
+// (internal/injector) with the snapshot's revisions.
+func admit(ctx context.Context, s *engine.Snapshot, inj *mutation.Injector, raw []byte) (injector.PodResult, error) {
 	var p corev1.Pod
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return mutation.Result{}, err
+		return injector.PodResult{}, err
 	}
-	return inj.Inject(mutation.Input{Pod: &p, SidecarSets: d.Matched})
+	return injector.Pod(ctx, s, inj, injector.PodRequest{Pod: &p, Raw: raw, Namespace: "shop"})
 }
 
 // BenchmarkAdmission: decide+mutate per pod. "matching=1" keeps one matching SidecarSet whatever the

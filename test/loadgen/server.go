@@ -27,6 +27,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
+	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/webhook"
 )
 
@@ -39,7 +40,7 @@ type server struct {
 	caFile string         // the generated CA, PEM, for a client in another process (--ca-file)
 	// mux serves the handlers without the network, for the in-process measure beside the run.
 	mux *http.ServeMux
-	// compile is the time bundles.Compile + engine.Prepare took for the fleet.
+	// compile is the time injector.Snapshot (compile and prepare) took for the fleet.
 	compile time.Duration
 	stop    func() error
 }
@@ -49,13 +50,9 @@ type server struct {
 // io.Discard: the encoding is the webhook's cost, writing the line to a terminal is not.
 func startServer(ctx context.Context, sets []*v1alpha1.SidecarSet, decisionLog bool) (*server, error) {
 	began := time.Now()
-	core, err := bundles.Compile(bundles.State{SidecarSets: sets})
+	snap, _, err := injector.Snapshot(ctx, injector.Policies{State: bundles.State{SidecarSets: sets}})
 	if err != nil {
 		return nil, fmt.Errorf("compiling the fleet: %w", err)
-	}
-	snap, err := engine.Prepare(ctx, engine.Inputs{Core: core, SidecarSets: sets})
-	if err != nil {
-		return nil, fmt.Errorf("preparing the snapshot: %w", err)
 	}
 	var eng engine.Engine
 	eng.Swap(snap)

@@ -1,0 +1,12 @@
+// Package injector is the one path from an object to what sidecarops does with it. Every face goes
+// through it — the webhooks, sidecarctl, the benchmarks — so the CLI cannot disagree with a cluster
+// by construction:
+//
+//   - Pod: namespace defaulting, the inactive-pod skip, the policy decision (gates included) and the
+//     injection with the snapshot's ControllerRevisions, answered as a PodResult.
+//   - ValidateSidecarSet: defaults, the single-object rules, then the policy checks.
+//   - Snapshot: the whitelist fallback, the compile of the SidecarSets and the engine's prepare.
+//
+// It composes bundles, engine, mutation and internal/sidecarset; it must not decide (the policies
+// do), render pods (package mutation does), or know about HTTP, files, metrics or logs (the faces do).
+package injector

@@ -1,0 +1,104 @@
+package injector
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"gomodules.xyz/jsonpatch/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarops/sidecarops/engine"
+	"github.com/sidecarops/sidecarops/mutation"
+)
+
+// Outcome says what happened to a pod.
+type Outcome string
+
+const (
+	Injected   Outcome = "injected"    // SidecarSets matched and were applied
+	NotMatched Outcome = "not-matched" // no SidecarSet matched the pod
+	Gated      Outcome = "gated"       // an administrator's gate vetoed injection; the pod stays as it is
+	Inactive   Outcome = "inactive"    // the pod has finished or is being deleted: it will never run a sidecar
+)
+
+// PodRequest is one pod to inject.
+type PodRequest struct {
+	// Pod is the decoded pod. Its namespace is defaulted in place; it is otherwise left alone.
+	Pod *corev1.Pod
+	// Raw is the pod's JSON as received, which the decision reads; nil marshals Pod. Passing what
+	// arrived saves a marshal as costly as the decision and cannot lose a field a policy reads.
+	Raw []byte
+	// Namespace is the namespace the pod is created in (the admission request's), used when the
+	// pod names none.
+	Namespace string
+}
+
+// PodResult is what the one injection path did with a pod.
+type PodResult struct {
+	Outcome   Outcome
+	Namespace string   // the pod's namespace after defaulting
+	Matched   []string // SidecarSets the policies matched, in injection order
+	Denied    []string // the gates' reasons (Outcome Gated)
+	Injected  []string // SidecarSets that injected something (Outcome Injected)
+	// Pod is the injected pod (Outcome Injected), else the request's pod. Patch turns the request's
+	// pod into it (empty unless Injected). Both share memory: treat them as read-only.
+	Pod   *corev1.Pod
+	Patch []jsonpatch.JsonPatchOperation
+}
+
+// InjectionError is a pod the matched SidecarSets cannot be injected into (an invalid
+// MergePatchJson, a missing revision, a resourcesPolicy that selects nothing). It is a property of
+// the pod and the SidecarSets, not a fault of the server: admission denies such a pod.
+type InjectionError struct{ Err error }
+
+func (e *InjectionError) Error() string { return "sidecar injection failed: " + e.Err.Error() }
+func (e *InjectionError) Unwrap() error { return e.Err }
+
+// Pod decides which SidecarSets of snap apply to req.Pod and injects them with m, as the pod
+// webhook does on creation (docs/openkruise-compat.md §1.12). An error is either an
+// *InjectionError or a failure to evaluate the policies.
+func Pod(ctx context.Context, snap *engine.Snapshot, m *mutation.Injector, req PodRequest) (PodResult, error) {
+	pod := req.Pod
+	if pod.Namespace == "" {
+		pod.Namespace = req.Namespace
+	}
+	if pod.Namespace == "" {
+		// OpenKruise looks a namespace-less pod's SidecarSets up under "default" (compat §1.12 step 2).
+		pod.Namespace = metav1.NamespaceDefault
+	}
+	res := PodResult{Namespace: pod.Namespace, Pod: pod, Patch: []jsonpatch.JsonPatchOperation{}}
+	// A pod that will never run its containers gains nothing from sidecars (compat §1.12 step 1);
+	// deciding for it would only cost an evaluation.
+	if !mutation.IsActive(pod) {
+		res.Outcome = Inactive
+		return res, nil
+	}
+	raw := req.Raw
+	if raw == nil {
+		var err error
+		if raw, err = json.Marshal(pod); err != nil {
+			return res, fmt.Errorf("encoding the pod: %w", err)
+		}
+	}
+	dec, err := snap.Decide(ctx, pod.Namespace, raw)
+	if err != nil {
+		return res, err
+	}
+	res.Matched, res.Denied = dec.MatchedNames(), dec.Denied
+	switch {
+	case len(dec.Denied) > 0:
+		res.Outcome = Gated
+		return res, nil
+	case len(dec.Matched) == 0:
+		res.Outcome = NotMatched
+		return res, nil
+	}
+	out, err := m.Inject(mutation.Input{Pod: pod, SidecarSets: dec.Matched, Revisions: snap.Revisions()})
+	if err != nil {
+		return res, &InjectionError{Err: err}
+	}
+	res.Outcome, res.Injected, res.Pod, res.Patch = Injected, out.Injected, out.Pod, out.Patch
+	return res, nil
+}
