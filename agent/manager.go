@@ -197,7 +197,7 @@ func (m *Manager) ordered() []*entry {
 
 // StartAll starts every plugin that is not running, in boot order, each once the previous one's
 // Start returned. A plugin that fails to start is handled by the restart policy; it does not keep
-// the others from starting.
+// the others from starting. ctx carries values only: plugins run until StopAll or Apply stops them.
 func (m *Manager) StartAll(ctx context.Context) {
 	m.mu.Lock()
 	var todo []*entry
@@ -223,9 +223,11 @@ func (m *Manager) StopAll() {
 }
 
 // start runs the first Start synchronously (so boot order is start order) and leaves the plugin
-// to a supervisor goroutine that applies the restart policy.
+// to a supervisor goroutine that applies the restart policy. The plugin's life ends with stop
+// alone, not with the caller's ctx: were the supervisors to follow a cancelled ctx, every plugin
+// would stop at once, in no order, and StopAll could not keep the reverse boot order.
 func (m *Manager) start(ctx context.Context, e *entry) {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	m.mu.Lock()
 	e.cancel, e.done = cancel, done

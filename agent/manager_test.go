@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,14 +65,14 @@ type testPlugin struct {
 	name   string
 	j      *journal
 	cfg    *testConfig
-	starts int
+	starts atomic.Int32 // read by Status concurrently with Start (the Plugin contract)
 	stop   chan struct{}
 }
 
 func (p *testPlugin) Name() string    { return p.name }
 func (p *testPlugin) Version() string { return "v1" }
 func (p *testPlugin) ConfigType() any { return &testConfig{} }
-func (p *testPlugin) Status() any     { return map[string]int{"starts": p.starts} }
+func (p *testPlugin) Status() any     { return map[string]int32{"starts": p.starts.Load()} }
 func (p *testPlugin) Init(cfg any, _ Host) error {
 	p.cfg = cfg.(*testConfig)
 	p.j.add(p.name, "init")
@@ -79,10 +80,10 @@ func (p *testPlugin) Init(cfg any, _ Host) error {
 }
 
 func (p *testPlugin) Start(ctx context.Context, failed chan<- error) error {
-	p.starts++
-	if p.starts <= p.cfg.FailStarts {
+	n := p.starts.Add(1)
+	if int(n) <= p.cfg.FailStarts {
 		p.j.add(p.name, "start-failed")
-		return fmt.Errorf("start %d refused", p.starts)
+		return fmt.Errorf("start %d refused", n)
 	}
 	p.j.add(p.name, "start")
 	p.stop = make(chan struct{})

@@ -31,7 +31,9 @@ type Plugin interface {
 	Start(ctx context.Context, failed chan<- error) error
 	// Stop ends the work Start began and returns when it has ended, or when ctx is done.
 	Stop(ctx context.Context) error
-	// Status is the plugin's own state for /status (JSON-encodable).
+	// Status is the plugin's own state for /status (JSON-encodable). The agent calls it whenever
+	// /status is read, from the HTTP server's goroutines, concurrently with Init, Start and Stop
+	// and with the plugin's own work: it must be safe for concurrent use and must not block on it.
 	Status() any
 }
 
