@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -62,8 +61,13 @@ func (r *Reconciler) registerRevision(ctx context.Context, ss *v1alpha1.SidecarS
 			}
 		}
 		if plan.SetCustomVersion != "" {
-			patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, v1alpha1.SidecarSetCustomVersionLabel, plan.SetCustomVersion)
-			if err := r.Client.Patch(ctx, latest.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			// A merge patch of the label alone: the revision's data is immutable and must not be resent.
+			labelled := latest.DeepCopy()
+			if labelled.Labels == nil {
+				labelled.Labels = map[string]string{}
+			}
+			labelled.Labels[v1alpha1.SidecarSetCustomVersionLabel] = plan.SetCustomVersion
+			if err := r.Client.Patch(ctx, labelled, client.MergeFrom(latest)); err != nil {
 				return "", 0, err
 			}
 		}

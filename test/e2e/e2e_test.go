@@ -18,7 +18,6 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/hashes"
-	"github.com/sidecarops/sidecarops/internal/testing/wait"
 )
 
 const timeout = 15 * time.Second
@@ -69,7 +68,8 @@ func containerNames(p *corev1.Pod) []string {
 // Probes go through the API server with dry-run, which calls the webhooks but stores nothing.
 func eventually(t *testing.T, what string, f func() error) {
 	t.Helper()
-	wait.Until(t, timeout, what, f)
+	// Testify's EventuallyWithT reports the last failure, which names what the system still lacks.
+	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.NoError(c, f(), what) }, timeout, 100*time.Millisecond, what)
 }
 
 // dryRunPod asks the API server to admit p without storing it and returns what it would store.

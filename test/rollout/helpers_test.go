@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -20,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/internal/testing/wait"
 )
 
 // timeout bounds every wait: rollouts here take a few kwok delays.
@@ -239,7 +239,8 @@ func buildCommand(t *testing.T, name string) string {
 
 func eventually(t *testing.T, what string, f func() error) {
 	t.Helper()
-	wait.Until(t, timeout, what, f)
+	// Testify's EventuallyWithT reports the last failure, which names what the system still lacks.
+	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.NoError(c, f(), what) }, timeout, 100*time.Millisecond, what)
 }
 
 // podWatch follows the fleet's pods through a watch on the API server and calls observe with the

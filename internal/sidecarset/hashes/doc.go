@@ -3,7 +3,7 @@
 // injected by OpenKruise and by sidecarops carry interchangeable hashes.
 //
 // It owns the encoding (Go encoding/json of the containers, plus all initContainers when a native
-// sidecar exists), the sha256 digest and SafeEncodeString. It does not default: callers hash the
+// sidecar exists), the sha256 digest, encoded with apimachinery's rand.SafeEncodeString. It does not default: callers hash the
 // defaulted object (package defaults, SidecarSetAndHash), because Kubernetes container defaults are
 // part of the encoded bytes. It never modifies its input.
 package hashes

@@ -7,23 +7,10 @@ import (
 	"errors"
 
 	corev1 "k8s.io/api/core/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 )
-
-// alphanums is the alphabet of k8s.io/apimachinery/pkg/util/rand.SafeEncodeString, which OpenKruise
-// uses; reproduced here because the exact mapping is part of the annotation value.
-const alphanums = "bcdfghjklmnpqrstvwxz2456789"
-
-// SafeEncodeString maps every byte of s onto an alphabet without vowels and easily confused
-// characters, as Kubernetes' rand.SafeEncodeString does.
-func SafeEncodeString(s string) string {
-	r := make([]byte, len(s))
-	for i := 0; i < len(s); i++ {
-		r[i] = alphanums[int(s[i])%len(alphanums)]
-	}
-	return string(r)
-}
 
 // SidecarSetHash returns the kruise.io/sidecarset-hash value of ss.
 func SidecarSetHash(ss *v1alpha1.SidecarSet) (string, error) {
@@ -60,7 +47,7 @@ func hashOf(containers, initContainers []v1alpha1.SidecarContainer) (string, err
 		return "", err
 	}
 	sum := sha256.Sum256(b)
-	return SafeEncodeString(hex.EncodeToString(sum[:])), nil
+	return utilrand.SafeEncodeString(hex.EncodeToString(sum[:])), nil
 }
 
 func hasNativeSidecar(cs []v1alpha1.SidecarContainer) bool {

@@ -138,17 +138,3 @@ func TestNil(t *testing.T) {
 	_, err = SidecarSetHashWithoutImage(nil)
 	assert.Error(t, err)
 }
-
-func TestSafeEncodeString(t *testing.T) {
-	cases := map[string]string{
-		"":     "",
-		"0":    "4", // '0' = 48; 48 % 27 = 21; alphabet[21] = '4'
-		"a":    "v", // 'a' = 97; 97 % 27 = 16; alphabet[16] = 'v'
-		"\x00": "b",
-		"\xff": "q", // 255 % 27 = 12; alphabet[12] = 'q'
-		"ab":   "vw",
-	}
-	for in, want := range cases {
-		assert.Equal(t, want, SafeEncodeString(in), "input %q", in)
-	}
-}

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
@@ -118,7 +119,7 @@ func Hash(raw []byte, collisionCount int32) string {
 	h := fnv.New32() // FNV-1, not FNV-1a: Kubernetes' choice, and names must match OpenKruise's
 	h.Write(raw)
 	h.Write([]byte(strconv.FormatInt(int64(collisionCount), 10)))
-	return hashes.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
+	return utilrand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
 }
 
 // Find returns the ControllerRevision ss's injectionStrategy.revision points at: revisionName
