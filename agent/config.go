@@ -22,7 +22,7 @@ const (
 	RestartNever RestartPolicy = "Never"
 )
 
-// Config is config.yaml (seed 002). Field names match case-insensitively, so the seed's
+// Config is config.yaml (docs/agent.md). Field names match case-insensitively, so the seed's
 // lower-case spellings (bootorder, restartpolicy, sidecarstartorder) read the same.
 type Config struct {
 	Plugins       []PluginConfig `json:"plugins"`

@@ -1,4 +1,4 @@
-// Package agent is the sidecar agent of seed 002: a small process a SidecarSet injects into a pod
+// Package agent is the sidecar agent of docs/agent.md: a small process a SidecarSet injects into a pod
 // to do, from inside the pod, what a node daemon cannot do on virtual nodes — probe the app and
 // mark the pod, hot-reload the app's files.
 //

@@ -250,7 +250,7 @@ func TestNormalizeEffectiveNamespaceSelector(t *testing.T) {
 	assert.Equal(t, true, doc["canary"])
 	assert.Equal(t, "base", doc["base"])
 
-	// A canary annotation without a base is not a canary (ref §1.21).
+	// A canary annotation without a base is not a canary (compat §1.21).
 	ss.Annotations = map[string]string{v1alpha1.SidecarSetCanaryAnnotation: "true"}
 	doc, err = Normalize(ss)
 	require.NoError(t, err)

@@ -185,7 +185,7 @@ func contentRevision(data map[string]any, sources map[string]string) (string, er
 // admission test: one `matches` rule per SidecarSet (one per value of its first In expression when it
 // has no matchLabels) whose body holds its selector, its namespace scope and nothing else, written
 // as Rego over the input. A paused SidecarSet, or one whose selector is unset or empty, gets no rule:
-// it never injects (ref §1.3, §1.5).
+// it never injects (compat §1.3, compat §1.5).
 //
 // Equality tests between a ground input reference and a constant come first. OPA's rule index turns
 // them into a lookup on the pod's labels and namespace, so the decision costs about the same with 10

@@ -60,7 +60,7 @@ func Normalize(ss *v1alpha1.SidecarSet) (map[string]any, error) {
 	}, nil
 }
 
-// canaryBase returns the base of a canary SidecarSet (ref §1.21): annotated canary "true"
+// canaryBase returns the base of a canary SidecarSet (compat §1.21): annotated canary "true"
 // (case-sensitive) with a non-empty base.
 func canaryBase(ss *v1alpha1.SidecarSet) (string, bool) {
 	base := ss.Annotations[v1alpha1.SidecarSetBaseAnnotation]

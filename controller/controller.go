@@ -25,7 +25,7 @@ import (
 // Name is the controller's name in logs, metrics and as the Events' reporting controller.
 const Name = "sidecarset"
 
-// requeueExpectations is how soon a round waiting for the cache to catch up is retried (ref §3.11).
+// requeueExpectations is how soon a round waiting for the cache to catch up is retried (compat §3.11).
 const requeueExpectations = time.Second
 
 // Reconciler reconciles one SidecarSet per request.
@@ -34,7 +34,7 @@ type Reconciler struct {
 	Client client.Client
 	// APIReader reads from the API server, for the fresh copy a conflicting write retries with.
 	APIReader client.Reader
-	// Namespace holds the SidecarSets' ControllerRevisions (the manager's own, ref §1.10).
+	// Namespace holds the SidecarSets' ControllerRevisions (the manager's own, compat §1.10).
 	Namespace string
 	Recorder  events.EventRecorder
 	// Now is the clock written into pod annotations and conditions; time.Now when nil.
@@ -75,7 +75,7 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-// Reconcile runs ref §3.2 for one SidecarSet.
+// Reconcile runs compat §3.2 for one SidecarSet.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if r.exp == nil {
 		r.exp = newExpectations()
@@ -166,7 +166,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, upgradeErr
 }
 
-// matchingPods lists the pods ss manages (ref §3.3) from the cache.
+// matchingPods lists the pods ss manages (compat §3.3) from the cache.
 func (r *Reconciler) matchingPods(ctx context.Context, ss *v1alpha1.SidecarSet) ([]*corev1.Pod, error) {
 	return MatchingPods(ctx, r.Client, ss)
 }
@@ -297,7 +297,7 @@ func (r *Reconciler) explainWaiting(ss *v1alpha1.SidecarSet, p rollout.Plan) {
 }
 
 // markNotUpgradable sets the pods' SidecarSetUpgradable entry for ss to false and emits one
-// NotUpgradablePods event for the round (ref §3.6), naming the pods and why.
+// NotUpgradablePods event for the round (compat §3.6), naming the pods and why.
 func (r *Reconciler) markNotUpgradable(ctx context.Context, ss *v1alpha1.SidecarSet, pods []rollout.NotUpgradable) error {
 	if len(pods) == 0 {
 		return nil

@@ -1,4 +1,4 @@
-// Package controller is the SidecarSet controller (ref §3): it reconciles each SidecarSet against
+// Package controller is the SidecarSet controller (compat §3): it reconciles each SidecarSet against
 // the pods it injected — registering ControllerRevisions, writing status, and upgrading sidecars in
 // place (cold and hot) as the update strategy allows — and reports why pods wait.
 //
@@ -9,7 +9,7 @@
 // must not re-derive any of it. It must not inject (the webhook does) nor touch the policy bundles.
 //
 // Deliberate differences from OpenKruise, none of which changes what a rollout does:
-//   - a pod deletion enqueues its SidecarSets, so status never stays stale (quirk 16);
+//   - a pod deletion enqueues its SidecarSets, so status never stays stale (quirk Q16);
 //   - pod events are not filtered out for NotUpdate SidecarSets, so their status stays current;
 //   - a consistency flip enqueues at once rather than after 5 s, and a pod whose hash changed
 //     enqueues too, so the next batch of a rollout starts as soon as the cache has seen the last;

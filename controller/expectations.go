@@ -9,7 +9,7 @@ import (
 )
 
 // expectations remember, per SidecarSet, the pods this controller wrote and the resourceVersion
-// each write returned (ref §3.11). Until the informer cache shows every such pod at that version or
+// each write returned (compat §3.11). Until the informer cache shows every such pod at that version or
 // later, a round must not plan: it would see the pod as not yet upgraded and upgrade it again, or
 // count a budget slot as free. OpenKruise keeps two kinds (by hash for upgrades, by resourceVersion
 // for hot-upgrade resets); a resourceVersion covers both, since the hash is part of the write.

@@ -18,7 +18,7 @@ import (
 	"github.com/sidecarops/sidecarops/controller/rollout"
 )
 
-// podEvents maps pod events to the SidecarSets that manage the pod (ref §3.1): those named in its
+// podEvents maps pod events to the SidecarSets that manage the pod (compat §3.1): those named in its
 // kruise.io/sidecarset-injected-list that exist and whose containers the pod has.
 type podEvents struct {
 	// get reads a SidecarSet from the informer cache.
@@ -68,7 +68,7 @@ func (h podEvents) Update(ctx context.Context, e event.UpdateEvent, q workqueue.
 	}
 }
 
-// Delete enqueues too (OpenKruise only clears expectations, quirk 16): matchedPods must drop.
+// Delete enqueues too (OpenKruise only clears expectations, quirk Q16): matchedPods must drop.
 func (h podEvents) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	pod, ok := e.Object.(*corev1.Pod)
 	if !ok {
@@ -83,7 +83,7 @@ func (h podEvents) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.
 func (h podEvents) Generic(context.Context, event.GenericEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 }
 
-// podChangeMatters is ref §3.1's update filter for one SidecarSet, plus a change of the pod's
+// podChangeMatters is compat §3.1's update filter for one SidecarSet, plus a change of the pod's
 // hash for it (the write of an upgrade reaching the cache, after which the next batch may go).
 func podChangeMatters(old, pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
 	switch {

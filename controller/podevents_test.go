@@ -25,7 +25,7 @@ func testSidecarSet(name string) *v1alpha1.SidecarSet {
 	}
 }
 
-// injectedPod is Pd of ref §4.6: Running & Ready, injected by list, with the sidecar container.
+// injectedPod is Pd of compat §4.6: Running & Ready, injected by list, with the sidecar container.
 func injectedPod(list string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "test-pod-1", Namespace: "default", ResourceVersion: "1",
@@ -154,7 +154,7 @@ func TestUpdateAndDeleteEventsC20(t *testing.T) {
 		})
 	}
 
-	// Deletion enqueues (OpenKruise does not: quirk 16) and forgets the pod's expectations.
+	// Deletion enqueues (OpenKruise does not: quirk Q16) and forgets the pod's expectations.
 	h := handlerWith(testSidecarSet("test-sidecarset"))
 	key := types.NamespacedName{Namespace: "default", Name: "test-pod-1"}
 	h.exp.expect("test-sidecarset", key, "5")

@@ -53,7 +53,7 @@ func (r *Reconciler) writePod(ctx context.Context, pod *corev1.Pod, change func(
 	return written, err
 }
 
-// upgrade upgrades one pod's sidecars in place to ss (ref §3.6) and returns the pod written (nil
+// upgrade upgrades one pod's sidecars in place to ss (compat §3.6) and returns the pod written (nil
 // when a fresh copy showed nothing to do). The caller sets the SidecarSetUpgradable condition.
 func (r *Reconciler) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pod *corev1.Pod) (*corev1.Pod, error) {
 	written, err := r.writePod(ctx, pod,
@@ -72,7 +72,7 @@ func (r *Reconciler) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pod *
 	return written, nil
 }
 
-// reset puts a hot-upgraded pod's old twin back on the empty image (ref §3.9 step 3), with the
+// reset puts a hot-upgraded pod's old twin back on the empty image (compat §3.9 step 3), with the
 // pod events OpenKruise emits.
 func (r *Reconciler) reset(ctx context.Context, ss *v1alpha1.SidecarSet, pod *corev1.Pod) error {
 	written, err := r.writePod(ctx, pod,
@@ -97,7 +97,7 @@ func (r *Reconciler) reset(ctx context.Context, ss *v1alpha1.SidecarSet, pod *co
 	return nil
 }
 
-// setUpgradable sets ss's entry of the pod's SidecarSetUpgradable condition (ref §3.8) when it
+// setUpgradable sets ss's entry of the pod's SidecarSetUpgradable condition (compat §3.8) when it
 // changes. The condition's message holds every SidecarSet's entry, so two SidecarSets reconciled at
 // once must not drop each other's: the JSON patch first tests that status.conditions is still the
 // list the new condition was computed from. That guards exactly what matters, where a

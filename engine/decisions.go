@@ -178,7 +178,7 @@ func (s *Snapshot) sidecarSetViolations(ctx context.Context, query string, pq in
 
 // PolicyErrors is what the policies say against admitting ss beside the others: conflicts, then
 // the whitelist, as field errors in a stable order, each naming the other SidecarSet involved
-// (sidecarops decision 6). On UPDATE the snapshot still holds the old version under the same name;
+// (decision D6). On UPDATE the snapshot still holds the old version under the same name;
 // the conflict policy never compares a SidecarSet with its namesake.
 func (s *Snapshot) PolicyErrors(ctx context.Context, ss *v1alpha1.SidecarSet) (field.ErrorList, error) {
 	conflicts, err := s.Conflicts(ctx, ss)

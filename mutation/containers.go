@@ -16,7 +16,7 @@ type placed struct {
 	policy    v1alpha1.PodInjectPolicyType
 }
 
-// mergeContainers is OpenKruise's mergeSidecarContainers (ref §1.13), for containers and init
+// mergeContainers is OpenKruise's mergeSidecarContainers (compat §1.13), for containers and init
 // containers alike: a sidecar whose name is already in the pod replaces that container where it
 // stands; the others go in front (BeforeAppContainer) or behind (AfterAppContainer, and anything
 // else, since an undefaulted policy behaves as After). The returned growth is the same plan
@@ -65,7 +65,7 @@ func mergeContainers(pod []corev1.Container, sidecars []placed) ([]corev1.Contai
 }
 
 // sortByName orders injected init containers by name, stably, before they are merged: OpenKruise
-// does this (ref §1.12 step 9, W32–W34), so users relying on name order across SidecarSets keep it.
+// does this (compat §1.12 step 9, W32–W34), so users relying on name order across SidecarSets keep it.
 func sortByName(sidecars []placed) {
 	sort.SliceStable(sidecars, func(i, j int) bool {
 		return sidecars[i].container.Name < sidecars[j].container.Name

@@ -1,5 +1,5 @@
 // Package mutation turns a pod and the SidecarSets already matched to it into the injected pod and
-// the RFC 6902 JSON patch that produces it (ref §1.11–§1.20), byte-compatible with what OpenKruise's
+// the RFC 6902 JSON patch that produces it (compat §1.11–compat §1.20), byte-compatible with what OpenKruise's
 // pod webhook writes, so that pods injected by either are indistinguishable to the controller.
 //
 // It owns the mechanics of injection: patchPodMetadata, placing containers and init containers,
@@ -14,6 +14,6 @@
 // the webhook, the controller and the CLI all render the same pod from the same inputs.
 //
 // Two decisions are delegated to sibling packages rather than re-implemented here: the injection
-// revision (package revisions, ref §1.5) and resourcesPolicy arithmetic (package resources, ref
-// §1.19).
+// revision (package revisions, compat §1.5) and resourcesPolicy arithmetic (package resources, ref
+// compat §1.19).
 package mutation

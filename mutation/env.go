@@ -41,7 +41,7 @@ func mergeEnv(base, additional []corev1.EnvVar) []corev1.EnvVar {
 
 type envKey struct{ container, name string }
 
-// transferEnvs resolves a sidecar's transferEnv entries against the pod's app containers (ref §1.16,
+// transferEnvs resolves a sidecar's transferEnv entries against the pod's app containers (compat §1.16,
 // S12–S13). Only spec.containers are a source; of duplicate env names in one container the last
 // wins, as in OpenKruise's lookup map. Entries whose source container cannot be named are skipped,
 // never an error: a pod without the label/annotation simply gets no transferred env.
@@ -117,7 +117,7 @@ func containerNameFromFieldRef(fieldPath string, pod *corev1.Pod) (string, error
 }
 
 // sharedMountsAndEnvs collects, for a sidecar with shareVolumePolicy enabled, every volumeMount of
-// the pod's app containers and the env vars their subPathExpr refers to (ref §1.15, W18–W21): a
+// the pod's app containers and the env vars their subPathExpr refers to (compat §1.15, W18–W21): a
 // shared mount with subPathExpr $(POD_NAME) only resolves in the sidecar if POD_NAME is defined there
 // too. Containers already carrying IS_INJECTED are sidecars and are not shared from; init
 // containers are never a source.

@@ -16,7 +16,7 @@ import (
 	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
 
-// Fixtures restating ref §4 "P1" and "SS1"; every test copies them before changing anything.
+// Fixtures restating compat §4 "P1" and "SS1"; every test copies them before changing anything.
 
 var testNow = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 
@@ -50,7 +50,7 @@ func secrets(names ...string) []corev1.LocalObjectReference {
 	return out
 }
 
-// podP1 is ref §4 "P1".
+// podP1 is compat §4 "P1".
 func podP1() *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -82,7 +82,7 @@ func sc(name, image string, policy v1alpha1.PodInjectPolicyType) v1alpha1.Sideca
 	return v1alpha1.SidecarContainer{Container: corev1.Container{Name: name, Image: image}, PodInjectPolicy: policy}
 }
 
-// ss1 is ref §4 "SS1".
+// ss1 is compat §4 "SS1".
 func ss1() *v1alpha1.SidecarSet {
 	ss := newSidecarSet("sidecarset1", "c4k2dbb95d")
 	ss.Spec.InitContainers = []v1alpha1.SidecarContainer{

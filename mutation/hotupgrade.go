@@ -6,7 +6,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 )
 
-// hotUpgradeTwins turns a fully built HotUpgrade sidecar into its two pod containers (ref §1.20,
+// hotUpgradeTwins turns a fully built HotUpgrade sidecar into its two pod containers (compat §1.20,
 // W31, W39): <name>-1 works with the real image, <name>-2 idles on hotUpgradeEmptyImage until the
 // controller upgrades into it. Both read their own and their twin's version from annotations, which
 // is how a sidecar learns during an upgrade whether it is the new or the old process.

@@ -39,7 +39,7 @@ type Result struct {
 }
 
 // Inject renders input.Pod with input.SidecarSets injected, as OpenKruise's pod webhook does on pod
-// creation (ref §1.12 steps 6–9). Pods that are no longer active are returned unchanged: they will
+// creation (compat §1.12 steps 6–9). Pods that are no longer active are returned unchanged: they will
 // never start the sidecars.
 func (in *Injector) Inject(input Input) (Result, error) {
 	if in == nil || in.Now == nil {
@@ -76,7 +76,7 @@ func IsActive(pod *corev1.Pod) bool {
 		pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
-// chooseRevisions replaces each SidecarSet by the revision to inject (ref §1.5, W6–W14); the
+// chooseRevisions replaces each SidecarSet by the revision to inject (compat §1.5, W6–W14); the
 // choice itself is package revisions'.
 func (in *Injector) chooseRevisions(input Input) ([]*v1alpha1.SidecarSet, error) {
 	out := make([]*v1alpha1.SidecarSet, len(input.SidecarSets))
@@ -111,7 +111,7 @@ type builder struct {
 	pod     *corev1.Pod
 	ann     map[string]string
 	now     metav1.Time
-	exclude map[string]bool // names resourcesPolicy must not aggregate over (ref §1.19)
+	exclude map[string]bool // names resourcesPolicy must not aggregate over (compat §1.19)
 
 	hashes, hashesWithoutImage map[string]upgradeSpec
 	working                    map[string]string
@@ -128,7 +128,7 @@ type builder struct {
 
 func newBuilder(pod *corev1.Pod, sets []*v1alpha1.SidecarSet, now metav1.Time) (*builder, error) {
 	// Metadata is patched first, and everything after reads the patched annotations, as in
-	// OpenKruise (ref §1.12 step 6 before 7).
+	// OpenKruise (compat §1.12 step 6 before 7).
 	ann := make(map[string]string, len(pod.Annotations)+8)
 	for k, v := range pod.Annotations {
 		ann[k] = v
@@ -162,7 +162,7 @@ func newBuilder(pod *corev1.Pod, sets []*v1alpha1.SidecarSet, now metav1.Time) (
 	return b, nil
 }
 
-// addSidecarSet builds one SidecarSet's sidecars (ref §1.12 step 7): init containers, then
+// addSidecarSet builds one SidecarSet's sidecars (compat §1.12 step 7): init containers, then
 // imagePullSecrets, then containers, each in spec order.
 func (b *builder) addSidecarSet(ss *v1alpha1.SidecarSet) error {
 	cat := newCatalogue(ss)
@@ -231,7 +231,7 @@ func (b *builder) addSidecarSet(ss *v1alpha1.SidecarSet) error {
 }
 
 // build completes one sidecar in place (sc is the builder's own copy): resources, then shared
-// mounts, env and devices, in OpenKruise's merge order (ref §1.13), so that the env list reads
+// mounts, env and devices, in OpenKruise's merge order (compat §1.13), so that the env list reads
 // own, IS_INJECTED, transferred, subPathExpr.
 func (b *builder) build(ss *v1alpha1.SidecarSet, field string, sc *v1alpha1.SidecarContainer, cat catalogue) error {
 	if sc.ResourcesPolicy != nil {
@@ -252,7 +252,7 @@ func (b *builder) build(ss *v1alpha1.SidecarSet, field string, sc *v1alpha1.Side
 	return nil
 }
 
-// result merges the plan into the pod (ref §1.12 step 9) and derives the patch from the same plan.
+// result merges the plan into the pod (compat §1.12 step 9) and derives the patch from the same plan.
 func (b *builder) result(origAnnotations map[string]string) Result {
 	pod := b.pod
 	patch := []jsonpatch.JsonPatchOperation{}

@@ -14,7 +14,7 @@ import (
 )
 
 // PatchPodMetadata applies one SidecarSet's spec.patchPodMetadata to the pod annotations, entries in
-// list order (ref §1.18, S14–S17). Injection and the controller's in-place upgrade (ref §3.6 step 5)
+// list order (compat §1.18, S14–S17). Injection and the controller's in-place upgrade (compat §3.6 step 5)
 // both apply it. Policies it does not know are ignored, as OpenKruise ignores
 // them: validation owns rejecting them, and injection must not fail on a value it was never asked to
 // judge.

@@ -35,7 +35,7 @@ func opReplace(path string, v any) jsonpatch.JsonPatchOperation {
 
 // listGrowth is the plan for one list of the original pod: some elements replaced where they are,
 // some inserted in front, some appended. It is the only shape of list change injection makes
-// (ref §1.13), which is what lets the patch address the original indices directly.
+// (compat §1.13), which is what lets the patch address the original indices directly.
 type listGrowth[T any] struct {
 	origLen  int
 	replaced []indexed[T] // ascending by index, at most one per index

@@ -31,7 +31,7 @@ func quantities(l corev1.ResourceList) map[string]string {
 
 func TestInjectResourcesPolicy(t *testing.T) {
 	// R1's pod, plus a container named like another matched SidecarSet's sidecar, which must not
-	// count (ref §1.19, R11).
+	// count (compat §1.19, R11).
 	pod := func() *corev1.Pod {
 		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "p"},

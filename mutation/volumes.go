@@ -9,7 +9,7 @@ import (
 )
 
 // sharedDevices collects the app containers' volumeDevices for a sidecar whose
-// shareVolumeDevicePolicy is enabled (ref §1.15, W35–W36). The policy is a pointer so that older
+// shareVolumeDevicePolicy is enabled (compat §1.15, W35–W36). The policy is a pointer so that older
 // SidecarSets keep their hash; nil means disabled.
 func sharedDevices(sc *v1alpha1.SidecarContainer, pod *corev1.Pod) []corev1.VolumeDevice {
 	if sc.ShareVolumeDevicePolicy == nil || sc.ShareVolumeDevicePolicy.Type != v1alpha1.ShareVolumePolicyEnabled {

@@ -1,13 +1,13 @@
 // Package webhook is the admission face of sidecarops: the three webhooks OpenKruise's would
-// otherwise answer (ref §1.1), and the helper that mounts them. The SidecarSet handlers are
+// otherwise answer (compat §1.1), and the helper that mounts them. The SidecarSet handlers are
 // controller-runtime admission.Handlers; the pod injector, the hot path, is an http.Handler of its
 // own that decodes each admission.k8s.io/v1 AdmissionReview once and encodes its answer by hand
 // (review.go).
 //
-//   - PodInjector (PodPath, pod CREATE): injects the SidecarSets the policies match (ref §1.12).
-//   - SidecarSetDefaulter (SidecarSetDefaultPath, CREATE/UPDATE): defaults and hashes (ref §1.8).
+//   - PodInjector (PodPath, pod CREATE): injects the SidecarSets the policies match (compat §1.12).
+//   - SidecarSetDefaulter (SidecarSetDefaultPath, CREATE/UPDATE): defaults and hashes (compat §1.8).
 //   - SidecarSetValidator (SidecarSetValidatePath, CREATE/UPDATE): single-object rules, then
-//     conflicts and the patchPodMetadata whitelist (ref §2).
+//     conflicts and the patchPodMetadata whitelist (compat §2).
 //
 // It owns the admission plumbing only: which requests a handler looks at (subresources, kinds,
 // versions, operations), decoding the objects, choosing the response (patch, allow, deny and its
@@ -35,7 +35,7 @@
 //     revision, resourcesPolicy that selects nothing, …): denied (403) with the SidecarSet and field
 //     at fault. OpenKruise denies too (with 500); the failure is deterministic, not a server fault.
 //   - A SidecarSet that fails validation: 422 Invalid with every field error as a cause (sidecarops
-//     decision 6; OpenKruise answers 500).
+//     decision D6; OpenKruise answers 500).
 //   - Gates' denials are not admission denials: the pod is admitted without sidecars, and the
 //     reasons are the response message and warnings.
 package webhook

@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// Fixtures restate ref §4 "P1" and "SS1"; every test builds its own copy.
+// Fixtures restate compat §4 "P1" and "SS1"; every test builds its own copy.
 
 var testNow = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 
@@ -53,7 +53,7 @@ func emptyDir(name string) corev1.Volume {
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 }
 
-// podP1 is ref §4 "P1".
+// podP1 is compat §4 "P1".
 func podP1() *corev1.Pod {
 	return &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
@@ -79,7 +79,7 @@ func sidecar(name, image string, policy v1alpha1.PodInjectPolicyType) v1alpha1.S
 	return v1alpha1.SidecarContainer{Container: corev1.Container{Name: name, Image: image}, PodInjectPolicy: policy}
 }
 
-// ss1 is ref §4 "SS1", not yet defaulted.
+// ss1 is compat §4 "SS1", not yet defaulted.
 func ss1() *v1alpha1.SidecarSet {
 	return &v1alpha1.SidecarSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "SidecarSet"},

@@ -17,7 +17,7 @@ import (
 	"github.com/sidecarops/sidecarops/mutation"
 )
 
-// PodInjector is the pod mutating webhook (PodPath, ref §1.12): it asks the policies which
+// PodInjector is the pod mutating webhook (PodPath, compat §1.12): it asks the policies which
 // SidecarSets match a pod being created and answers the mutation core's patch. It is an
 // http.Handler of its own (ServeHTTP, review.go) rather than an admission.Handler: it decodes each
 // AdmissionReview once, keeping the pod as the request's raw bytes for the decision. The zero value

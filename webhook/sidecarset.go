@@ -15,7 +15,7 @@ import (
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 )
 
-// SidecarSetDefaulter is the SidecarSet defaulting webhook (SidecarSetDefaultPath, ref §1.8): it
+// SidecarSetDefaulter is the SidecarSet defaulting webhook (SidecarSetDefaultPath, compat §1.8): it
 // defaults the SidecarSet, writes its two hash annotations and answers the difference as a JSON
 // patch. It needs no policy state.
 type SidecarSetDefaulter struct {
@@ -42,10 +42,10 @@ func (h *SidecarSetDefaulter) Handle(_ context.Context, req admission.Request) a
 	return admission.PatchResponseFromRaw(req.Object.Raw, out)
 }
 
-// SidecarSetValidator is the SidecarSet validating webhook (SidecarSetValidatePath, ref §2). It
-// validates the defaulted object (sidecarops decision 5): its single-object rules first and, only
+// SidecarSetValidator is the SidecarSet validating webhook (SidecarSetValidatePath, compat §2). It
+// validates the defaulted object (decision D5): its single-object rules first and, only
 // when those pass, conflicts with the snapshot's other SidecarSets and the patchPodMetadata
-// whitelist, as OpenKruise does. Failures are denied with 422 Invalid (decision 6).
+// whitelist, as OpenKruise does. Failures are denied with 422 Invalid (decision D6).
 type SidecarSetValidator struct {
 	// Snapshots serves the policy state (other SidecarSets, ControllerRevisions, whitelist);
 	// *engine.Engine satisfies it.

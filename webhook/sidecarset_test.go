@@ -20,13 +20,13 @@ import (
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 )
 
-// M1's hashes (ref §4.3), OpenKruise's values for its SidecarSet.
+// M1's hashes (compat §4.3), OpenKruise's values for its SidecarSet.
 const (
 	m1Hash             = "6wbd76bd7984x24fb4f44fv9222cw9v9bcf85x766744wddd4zwx927zzz2zb684"
 	m1HashWithoutImage = "82684vwf9d4cb4wz4vffx4ddfbb47ww4z4wwxdbwb8w2zbb7zvf4524cdd49bv94"
 )
 
-// m1 is ref §4.3 M1's SidecarSet, as a user writes it.
+// m1 is compat §4.3 M1's SidecarSet, as a user writes it.
 const m1 = `{"apiVersion":"apps.kruise.io/v1alpha1","kind":"SidecarSet","metadata":{"name":"sidecarset-test"},
 "spec":{"containers":[{"name":"dns-f","image":"dns:1.0"}],
 "patchPodMetadata":[{"annotations":{"key1":"value1"}}],
@@ -238,7 +238,7 @@ func TestSidecarSetValidator(t *testing.T) {
 		req:     sidecarSetRequest(t, admissionv1.Create, valid(), nil),
 		allowed: true, code: 200,
 	}, {
-		name: "decision 5: a volume without a source is defaulted to emptyDir and admitted",
+		name: "decision D5: a volume without a source is defaulted to emptyDir and admitted",
 		req: sidecarSetRequest(t, admissionv1.Create, valid(func(ss *v1alpha1.SidecarSet) {
 			ss.Spec.Volumes = []corev1.Volume{{Name: "no-source"}}
 			ss.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "no-source", MountPath: "/x"}}

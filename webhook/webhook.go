@@ -93,7 +93,7 @@ var sidecarSetKind = v1alpha1.GroupVersion.WithKind("SidecarSet")
 
 // decodeSidecarSetRequest is the common start of both SidecarSet handlers: requests they let through
 // untouched (subresources — status updates by the controller must never be blocked by spec rules —
-// and operations other than CREATE and UPDATE, ref §1.8) get an Allowed response; anything but a
+// and operations other than CREATE and UPDATE, compat §1.8) get an Allowed response; anything but a
 // v1alpha1 SidecarSet, which could not be decoded faithfully (fields of another version would be
 // dropped by the patch or go unvalidated), a 400; otherwise the decoded object.
 func decodeSidecarSetRequest(req admission.Request) (*v1alpha1.SidecarSet, *admission.Response) {

@@ -1,5 +1,5 @@
 // Package storage is where the sidecar agent's results leave the pod: every write the agent makes to
-// the Kubernetes API server goes through it. It owns the storageConfig of seed 002 (InKube: the
+// the Kubernetes API server goes through it. It owns the storageConfig of docs/agent.md (InKube: the
 // pod's annotations, labels and conditions, or a field of any object named by target + jsonPath,
 // with ${SELF:POD_NAME}/${SELF:POD_NAMESPACE} substitution), the markerPolicies that turn a state
 // into pod labels and annotations, and the key/value ConfigMap that keeps a value per workload.

@@ -8,7 +8,7 @@ import (
 )
 
 // SidecarSetUpgradeSpec is one entry of a pod's kruise.io/sidecarset-hash and
-// kruise.io/sidecarset-hash-without-image annotations (ref §1.11): which version of a
+// kruise.io/sidecarset-hash-without-image annotations (compat §1.11): which version of a
 // SidecarSet's sidecars the pod runs. Field order and tags are OpenKruise's: the webhook writes
 // these entries, the controller reads and rewrites them, and pods must not differ by who did.
 //

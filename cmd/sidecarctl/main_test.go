@@ -82,9 +82,9 @@ func TestInjectExamples(t *testing.T) {
 		require.Equal(t, []string{"web", "log-agent"}, names(spec.Containers), "AfterAppContainer appends")
 		agent := spec.Containers[1]
 		assert.Equal(t, []corev1.EnvVar{{Name: "IS_INJECTED", Value: "true"}, {Name: "LOG_LEVEL", Value: "info"}}, agent.Env,
-			"IS_INJECTED, then the transferred LOG_LEVEL of container web (ref §1.13 env order)")
-		assert.Equal(t, []string{"/fluent-bit/etc", "/var/log/nginx"}, mountPaths(agent.VolumeMounts), "own mount, then the shared app mount (§1.15)")
-		assert.Equal(t, []string{"logs", "log-agent-config"}, volumeNames(spec.Volumes), "only the referenced SidecarSet volume is injected (§1.13)")
+			"IS_INJECTED, then the transferred LOG_LEVEL of container web (compat §1.13 env order)")
+		assert.Equal(t, []string{"/fluent-bit/etc", "/var/log/nginx"}, mountPaths(agent.VolumeMounts), "own mount, then the shared app mount (compat §1.15)")
+		assert.Equal(t, []string{"logs", "log-agent-config"}, volumeNames(spec.Volumes), "only the referenced SidecarSet volume is injected (compat §1.13)")
 		assert.Equal(t, corev1.PullIfNotPresent, agent.ImagePullPolicy, "defaulted: tagged image")
 		assert.Equal(t, "logging-agent", d.Spec.Template.Annotations["kruise.io/sidecarset-injected-list"])
 		var hashes map[string]map[string]any
@@ -98,7 +98,7 @@ func TestInjectExamples(t *testing.T) {
 		golden(t, "envoy-hotupgrade.yaml", out)
 		var p corev1.Pod
 		require.NoError(t, yaml.Unmarshal([]byte(out), &p))
-		require.Equal(t, []string{"envoy-1", "envoy-2", "checkout"}, names(p.Spec.Containers), "twins replace envoy, BeforeAppContainer (§1.20)")
+		require.Equal(t, []string{"envoy-1", "envoy-2", "checkout"}, names(p.Spec.Containers), "twins replace envoy, BeforeAppContainer (compat §1.20)")
 		assert.Equal(t, "envoyproxy/envoy:v1.32.1", p.Spec.Containers[0].Image)
 		assert.Equal(t, "openkruise/hotupgrade-sample:empty", p.Spec.Containers[1].Image)
 		assert.Equal(t, `{"envoy":"envoy-1"}`, p.Annotations["kruise.io/sidecarset-working-hotupgrade-container"])
@@ -249,7 +249,7 @@ func TestCheck(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, "2 SidecarSet(s) checked: no errors\n", out)
 
-	// Two SidecarSets selecting the same pods with the same container name conflict (ref §2 step 6);
+	// Two SidecarSets selecting the same pods with the same container name conflict (compat §2 step 6);
 	// the invalid one reports its own errors first and skips cross-object checks.
 	in := yamlf(sidecarSetYAML, "first", "proxy") + "\n---\n" + yamlf(sidecarSetYAML, "second", "proxy") + "\n---\n" + `apiVersion: apps.kruise.io/v1alpha1
 kind: SidecarSet
@@ -379,8 +379,8 @@ func TestBadInput(t *testing.T) {
 }
 
 // injectionStrategy.revision end to end: the ControllerRevision in the input is restored and
-// injected instead of the latest spec (ref §1.5, W6), and the SidecarSet's status.latestRevision
-// in the input is what the pod records as controllerRevision (ref §1.11).
+// injected instead of the latest spec (compat §1.5, W6), and the SidecarSet's status.latestRevision
+// in the input is what the pod records as controllerRevision (compat §1.11).
 func TestInjectHistoricalRevision(t *testing.T) {
 	old := &v1alpha1.SidecarSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps.kruise.io/v1alpha1", Kind: "SidecarSet"},
@@ -430,6 +430,6 @@ func TestInjectHistoricalRevision(t *testing.T) {
 
 	missing := strings.Replace(withRevision, cr.Name, "agent-gone", 1) + "\n---\n" + pod
 	_, errOut, code := sidecarctl(t, missing, "inject", "-f", "-")
-	assert.Equal(t, 1, code, "a configured revision that does not exist denies injection (quirk 6)")
+	assert.Equal(t, 1, code, "a configured revision that does not exist denies injection (quirk Q6)")
 	assert.Contains(t, errOut, "agent-gone")
 }

@@ -42,7 +42,7 @@ func rolloutPlanCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan (-f PATH [-f PATH ...] [SIDECARSET] | --kubeconfig FILE SIDECARSET)",
 		Short: "Which pods a SidecarSet's controller upgrades now, which wait and why, and the rounds after",
-		Long: "plan runs the controller's own decision (ref §3.7) over a SidecarSet and its pods: which pods are\n" +
+		Long: "plan runs the controller's own decision (compat §3.7) over a SidecarSet and its pods: which pods are\n" +
 			"updated, upgraded now, in flight, held by maxUnavailable, partition or updateStrategy.selector, and not\n" +
 			"upgradable (with the reason); then the rounds that would follow, assuming the kubelet applies each\n" +
 			"upgrade and pods stay ready.\n\n" +

@@ -13,7 +13,7 @@ import (
 	"github.com/sidecarops/sidecarops/mutation"
 )
 
-// Upgrade returns a copy of pod upgraded in place to ss (ref §3.6) and the pod containers whose
+// Upgrade returns a copy of pod upgraded in place to ss (compat §3.6) and the pod containers whose
 // image it changed:
 //
 //  1. each ColdUpgrade sidecar's container gets ss's image (nothing else of the container
@@ -113,7 +113,7 @@ func containerReadyAndConsistent(pod *corev1.Pod, ss *v1alpha1.SidecarSet, name 
 }
 
 // ReadyToReset reports whether the pod has finished the first step of a hot upgrade of ss and
-// its old twin can go back to the empty image (ref §3.9 step 3): some HotUpgrade sidecar's
+// its old twin can go back to the empty image (compat §3.9 step 3): some HotUpgrade sidecar's
 // non-working twin is not on the empty image, every other sidecar container of ss is consistent,
 // and the pod is running and ready, or at least every container but the idle twins is ready.
 func ReadyToReset(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
@@ -148,7 +148,7 @@ func ReadyToReset(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
 }
 
 // Reset returns a copy of pod with the old twin of every HotUpgrade sidecar of ss put back on the
-// empty image (ref §3.9 step 3), and the containers it changed: version.<old twin> = "0",
+// empty image (compat §3.9 step 3), and the containers it changed: version.<old twin> = "0",
 // versionalt.<working twin> = "0", and the change recorded in the in-place-update state so that
 // consistency waits for the kubelet. The hash annotation is not touched: the pod already records
 // ss's hash since step 1.
@@ -196,7 +196,7 @@ func copyToChange(pod *corev1.Pod, ss *v1alpha1.SidecarSet, op string) (*corev1.
 
 // recordInPlaceUpdate writes the changed containers' current status imageIDs into ss's entry of
 // kruise.io/sidecarset-inplace-update-state. An existing entry keeps its revision and timestamp
-// (quirk 18); container entries are overwritten. An unparsable annotation is an error rather than
+// (quirk Q18); container entries are overwritten. An unparsable annotation is an error rather than
 // being replaced: it holds other SidecarSets' records too.
 func recordInPlaceUpdate(pod *corev1.Pod, ss *v1alpha1.SidecarSet, changed []string, now time.Time) error {
 	shared, _, ok := InPlaceUpdateStates(pod)
@@ -239,7 +239,7 @@ func podContainer(pod *corev1.Pod, name string) *corev1.Container {
 }
 
 // Round is what one reconcile of ss does to its managed pods after status and expectations (ref
-// §3.2 steps 6–10): reset finished hot upgrades, or else upgrade Plan.Upgrade and mark
+// compat §3.2 steps 6–10): reset finished hot upgrades, or else upgrade Plan.Upgrade and mark
 // Plan.NotUpgradable.
 type Round struct {
 	// Reset are pods whose hot upgrade reached step 3 (ReadyToReset); when any exist, the round

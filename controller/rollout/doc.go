@@ -1,4 +1,4 @@
-// Package rollout is the pure core of the SidecarSet controller (ref §3): it reads the rollout state
+// Package rollout is the pure core of the SidecarSet controller (compat §3): it reads the rollout state
 // a pod carries, computes a SidecarSet's status, chooses which pods to upgrade in place now (and
 // why the others wait), builds the SidecarSetUpgradable pod condition and decides how the
 // SidecarSet's ControllerRevisions must change. Everything reproduces OpenKruise's arithmetic so
@@ -15,5 +15,5 @@
 //     uses unstable sorts, and its priority sorter breaks ties by the index of the pod in the list it
 //     was handed, which comes from an informer cache in no particular order);
 //   - status is a pure function of the pods passed in, so the controller can (and should, unlike
-//     OpenKruise, ref quirk 16) recompute it on pod deletion.
+//     OpenKruise, ref quirk Q16) recompute it on pod deletion.
 package rollout

@@ -31,7 +31,7 @@ type NotUpgradable struct {
 	Reason string
 }
 
-// Plan is the outcome of GetNextUpgradePods (ref §3.7) for one round, plus where every other
+// Plan is the outcome of GetNextUpgradePods (compat §3.7) for one round, plus where every other
 // managed pod stands, for the controller and for `sidecarctl rollout plan`. Every input pod is in
 // exactly one list.
 type Plan struct {
@@ -63,11 +63,11 @@ type Plan struct {
 }
 
 // NextUpgrade plans one round of in-place upgrades of ss over its managed pods (those passing
-// IsManaged), exactly as OpenKruise's GetNextUpgradePods and calculateUpgradeCount (ref §3.7):
+// IsManaged), exactly as OpenKruise's GetNextUpgradePods and calculateUpgradeCount (compat §3.7):
 //
 //  1. candidates: not updated, matching updateStrategy.selector, upgradable and consistent;
 //  2. ordered by active-pods order, then priorityStrategy, then scatterStrategy;
-//  3. the last `partition` candidates are held (partition resolved against all pods, quirk 11);
+//  3. the last `partition` candidates are held (partition resolved against all pods, quirk Q11);
 //  4. walking the rest: a not-ready candidate is always taken without using the budget (quirk
 //     12); a ready one only while the unavailable count (updated pods not consistent or not
 //     ready, plus ready candidates taken) stays below maxUnavailable; the walk stops at the first
@@ -189,7 +189,7 @@ func PartitionReplicas(partition *intstr.IntOrString, total int) (int, error) {
 	return max(v, 0), nil
 }
 
-// Order sorts candidates for upgrade (ref §3.7 steps 2–4): Kubernetes' active-pods order, then
+// Order sorts candidates for upgrade (compat §3.7 steps 2–4): Kubernetes' active-pods order, then
 // priorityStrategy, then scatterStrategy, whose `*` values are expanded from all (the managed
 // pods). The result is a new slice; ties keep the input order.
 func Order(strategy v1alpha1.SidecarSetUpdateStrategy, all, candidates []*corev1.Pod) []*corev1.Pod {
@@ -253,7 +253,7 @@ func maxRestarts(pod *corev1.Pod) int32 {
 // sortByPriority is OpenKruise's priority sorter: weight terms add their weight when their
 // selector matches (unparsable selectors are skipped), higher total first; order terms group pods
 // by the first orderedKey they carry (term order) and then by the integer suffix of its value,
-// higher first. Pods carrying none of the keys get level −1 and go first (quirk 13).
+// higher first. Pods carrying none of the keys get level −1 and go first (quirk Q13).
 func sortByPriority(ps *v1alpha1.UpdatePriorityStrategy, pods []*corev1.Pod) {
 	if len(ps.WeightPriority) > 0 {
 		sels := make([]labels.Selector, len(ps.WeightPriority))

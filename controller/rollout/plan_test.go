@@ -15,7 +15,7 @@ import (
 
 func ip(v intstr.IntOrString) *intstr.IntOrString { return &v }
 
-// TestBatchSizesC13 restates ref §4.6 C13 and the §3.7 worked numbers.
+// TestBatchSizesC13 restates compat §4.6 C13 and the compat §3.7 worked numbers.
 func TestBatchSizesC13(t *testing.T) {
 	for _, tc := range []struct {
 		name                      string
@@ -106,7 +106,7 @@ func TestOrderC15toC18(t *testing.T) {
 	assert.Equal(t, []string{"pod-18", "pod-17"}, names(NextUpgrade(ss, pods).Upgrade))
 }
 
-// Quirk 13 and U2: pods without any ordered key go first; suffix compared as integers.
+// Quirk Q13 and U2: pods without any ordered key go first; suffix compared as integers.
 func TestOrderPriorityQuirk13(t *testing.T) {
 	mk := func(name string, l map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}

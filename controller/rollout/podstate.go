@@ -184,7 +184,7 @@ func SidecarContainerNames(ss *v1alpha1.SidecarSet) []string {
 	return names
 }
 
-// HasSidecarContainers reports whether the pod has every container of ss (ref §3.3
+// HasSidecarContainers reports whether the pod has every container of ss (compat §3.3
 // IsPodConsistentWithSidecarSet): each ColdUpgrade name, and for each HotUpgrade sidecar a
 // working-container record and both twins. Pods without them are not managed by ss.
 func HasSidecarContainers(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
@@ -226,7 +226,7 @@ func IsInjected(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
 	return false
 }
 
-// IsManaged is the filter ref §3.3 applies to pods already selected by ss's selector and
+// IsManaged is the filter compat §3.3 applies to pods already selected by ss's selector and
 // namespace scope: active, injected by ss, and carrying all of ss's containers. Status and Plan
 // expect pods that passed it.
 func IsManaged(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
@@ -240,7 +240,7 @@ type InPlaceUpdateContainerStatus struct {
 }
 
 // InPlaceUpdateState is one SidecarSet's entry of kruise.io/sidecarset-inplace-update-state.
-// Revision is the hash of the first recorded upgrade and never refreshed (quirk 18).
+// Revision is the hash of the first recorded upgrade and never refreshed (quirk Q18).
 type InPlaceUpdateState struct {
 	Revision              string                                  `json:"revision"`
 	UpdateTimestamp       metav1.Time                             `json:"updateTimestamp"`
@@ -324,7 +324,7 @@ func toSet(names []string) map[string]bool {
 }
 
 // IsPodStateConsistent reports whether the kubelet runs what the pod spec says for ss's sidecar
-// containers (ref §3.5): names restricts the check (nil or empty = all of SidecarContainerNames).
+// containers (compat §3.5): names restricts the check (nil or empty = all of SidecarContainerNames).
 // When every checked image is a digest reference the status imageIDs decide; otherwise the
 // in-place-update state does.
 func IsPodStateConsistent(pod *corev1.Pod, ss *v1alpha1.SidecarSet, names []string) bool {
@@ -425,7 +425,7 @@ func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
 	return nil
 }
 
-// IsPodReady is OpenKruise's SidecarSet IsPodReady (ref §3.4): running, PodReady, not being
+// IsPodReady is OpenKruise's SidecarSet IsPodReady (compat §3.4): running, PodReady, not being
 // deleted, and every HotUpgrade sidecar's idle twin back on the empty image (a hot upgrade still
 // in progress makes the pod count as unavailable).
 func IsPodReady(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
@@ -451,7 +451,7 @@ func IsPodReady(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
 	return pod.Status.Phase == corev1.PodRunning && podConditionReady(pod) && pod.DeletionTimestamp == nil
 }
 
-// Upgradability is OpenKruise's IsSidecarSetUpgradable (ref §3.5): canUpgrade is false when more
+// Upgradability is OpenKruise's IsSidecarSetUpgradable (compat §3.5): canUpgrade is false when more
 // than images changed (OnlyImageChanged is false); consistent is false while a sidecar container
 // reports Ready but the kubelet has not yet applied the last upgrade to it (an upgrade in flight,
 // skipped this round).

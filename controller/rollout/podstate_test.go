@@ -12,7 +12,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 )
 
-// The ref §4.5 fixture: main, cold-sidecar, hot-sidecar-1 (working), hot-sidecar-2 (empty).
+// The compat §4.5 fixture: main, cold-sidecar, hot-sidecar-1 (working), hot-sidecar-2 (empty).
 func ssS() *v1alpha1.SidecarSet {
 	return &v1alpha1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "test-sidecarset", Annotations: map[string]string{

@@ -26,7 +26,7 @@ const (
 	RevisionCreate RevisionAction = "Create"
 )
 
-// RevisionPlan is the registration and truncation decision of one reconcile (ref §1.10, §3.10).
+// RevisionPlan is the registration and truncation decision of one reconcile (compat §1.10, compat §3.10).
 type RevisionPlan struct {
 	Action RevisionAction
 	// Latest is the revision to create (Create), a renumbered copy of an existing one (Renumber)
@@ -91,7 +91,7 @@ func Revisions(ss *v1alpha1.SidecarSet, existing []*appsv1.ControllerRevision, p
 	return plan, nil
 }
 
-// NewRevision builds the ControllerRevision recording ss's current spec (ref §1.10): data.raw
+// NewRevision builds the ControllerRevision recording ss's current spec (compat §1.10): data.raw
 // from history.Raw, name from history.Name, labels = ss's labels + kruise.io/sidecarset-name +
 // controller.kubernetes.io/hash (the custom-version label comes with ss's labels), annotations =
 // all of ss's, and a controller owner reference to ss.
@@ -144,7 +144,7 @@ func removeRevision(revs []*appsv1.ControllerRevision, old *appsv1.ControllerRev
 	return out
 }
 
-// ActiveRevisions are the revision names truncation must keep (ref §3.10): those recorded by a
+// ActiveRevisions are the revision names truncation must keep (compat §3.10): those recorded by a
 // pod's hash entry, injectionStrategy.revision.revisionName, and the newest revision labelled with
 // injectionStrategy.revision.customVersion.
 func ActiveRevisions(ss *v1alpha1.SidecarSet, revs []*appsv1.ControllerRevision, pods []*corev1.Pod) map[string]bool {

@@ -10,7 +10,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 )
 
-// Scope is where a SidecarSet's controller looks for its pods (ref §3.3): pods matching Pods in
+// Scope is where a SidecarSet's controller looks for its pods (compat §3.3): pods matching Pods in
 // Namespace, or else in the namespaces Namespaces selects, or else everywhere. The pods it
 // manages are those in scope that also pass IsManaged.
 type Scope struct {

@@ -11,9 +11,9 @@ import (
 )
 
 // Status computes ss's status over its managed pods (those passing IsManaged) as OpenKruise's
-// calculateStatus does (ref §3.4). latestRevision and collisionCount come from the revision
+// calculateStatus does (compat §3.4). latestRevision and collisionCount come from the revision
 // decision (Revisions). It depends on nothing but its arguments, so the controller can recompute
-// it on any pod event, deletions included (unlike OpenKruise, quirk 16).
+// it on any pod event, deletions included (unlike OpenKruise, quirk Q16).
 func Status(ss *v1alpha1.SidecarSet, pods []*corev1.Pod, latestRevision string, collisionCount int32) v1alpha1.SidecarSetStatus {
 	st := v1alpha1.SidecarSetStatus{LatestRevision: latestRevision, CollisionCount: &collisionCount}
 	if ss != nil {
@@ -52,7 +52,7 @@ func StatusEqual(a, b v1alpha1.SidecarSetStatus) bool {
 }
 
 // UpgradableConditionType is the pod condition listing, per SidecarSet, whether the pod's
-// sidecars can be upgraded in place (ref §1.11, §3.8).
+// sidecars can be upgraded in place (compat §1.11, compat §3.8).
 const UpgradableConditionType corev1.PodConditionType = "SidecarSetUpgradable"
 
 // UpgradableCondition returns the pod's SidecarSetUpgradable condition with ss's entry set to

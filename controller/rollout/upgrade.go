@@ -12,7 +12,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 )
 
-// SidecarList is the sidecarList an upgrade records for ss (ref §1.11): sorted names of its
+// SidecarList is the sidecarList an upgrade records for ss (compat §1.11): sorted names of its
 // containers and native init sidecars, a HotUpgrade sidecar under its SidecarSet name.
 func SidecarList(ss *v1alpha1.SidecarSet) []string {
 	if ss == nil {
@@ -32,7 +32,7 @@ func SidecarList(ss *v1alpha1.SidecarSet) []string {
 }
 
 // HashAnnotationsAfterUpgrade returns the annotation values an in-place upgrade of pod to ss
-// writes (S10, ref §3.6 step 2): kruise.io/sidecarset-hash with ss's entry replaced (new hash,
+// writes (S10, compat §3.6 step 2): kruise.io/sidecarset-hash with ss's entry replaced (new hash,
 // sidecarList, controllerRevision = ss.status.latestRevision, now) and, when the pod still
 // carried the legacy flat form, kruise.io/sidecarset-hash-without-image converted to the
 // structured form (its values unchanged). The pod is not modified; the caller patches the
@@ -91,7 +91,7 @@ func mustJSON(v any) string {
 }
 
 // IsHotUpgrading reports whether a HotUpgrade sidecar of ss in pod is between its upgrade and its
-// reset (ref §3.9): the non-working twin does not run the empty image.
+// reset (compat §3.9): the non-working twin does not run the empty image.
 func IsHotUpgrading(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
 	if pod == nil || ss == nil {
 		return false

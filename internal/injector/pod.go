@@ -57,7 +57,7 @@ func (e *InjectionError) Error() string { return "sidecar injection failed: " + 
 func (e *InjectionError) Unwrap() error { return e.Err }
 
 // Pod decides which SidecarSets of snap apply to req.Pod and injects them with m, as the pod
-// webhook does on creation (docs/openkruise-compat.md §1.12). An error is either an
+// webhook does on creation (docs/openkruise-compat.md compat §1.12). An error is either an
 // *InjectionError or a failure to evaluate the policies.
 func Pod(ctx context.Context, snap *engine.Snapshot, m *mutation.Injector, req PodRequest) (PodResult, error) {
 	pod := req.Pod

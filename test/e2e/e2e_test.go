@@ -137,7 +137,7 @@ func TestPodStoredInjected(t *testing.T) {
 	require.NoError(t, cluster.Client.Create(ctx(t), p))
 	var stored corev1.Pod
 	require.NoError(t, cluster.Client.Get(ctx(t), client.ObjectKeyFromObject(p), &stored))
-	assert.Equal(t, []string{"app", "log-agent"}, containerNames(&stored), "AfterAppContainer appends (ref §1.13)")
+	assert.Equal(t, []string{"app", "log-agent"}, containerNames(&stored), "AfterAppContainer appends (compat §1.13)")
 	assert.Contains(t, stored.Spec.Containers[1].Env, corev1.EnvVar{Name: "IS_INJECTED", Value: "true"})
 	assert.Equal(t, "e2e-logging", stored.Annotations[v1alpha1.SidecarSetListAnnotation])
 	var hashes map[string]map[string]any

@@ -94,7 +94,7 @@ func TestDefaultInstallation(t *testing.T) {
 
 	pod := m.Webhooks[0]
 	require.Equal(t, "mpod.sidecarops.io", pod.Name)
-	assert.Equal(t, []admissionv1.OperationType{admissionv1.Create}, pod.Rules[0].Operations, "injection is CREATE-only (ref §1.1)")
+	assert.Equal(t, []admissionv1.OperationType{admissionv1.Create}, pod.Rules[0].Operations, "injection is CREATE-only (compat §1.1)")
 	require.Len(t, pod.NamespaceSelector.MatchExpressions, 1)
 	assert.ElementsMatch(t, []string{"sidecarops-system", "kube-system"}, pod.NamespaceSelector.MatchExpressions[0].Values,
 		"the manager's own pods and kube-system are never sent to the webhook")

@@ -14,7 +14,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 )
 
-// TestCanarySidecarSet (ref §1.21, §4.8 E8): pods matching a canary get the canary's sidecar and
+// TestCanarySidecarSet (compat §1.21, compat §4.8 E8): pods matching a canary get the canary's sidecar and
 // are the canary's, not the base's; the base's rollout leaves them alone.
 func TestCanarySidecarSet(t *testing.T) {
 	base := newFleet(t, "canary", 0, func(ss *v1alpha1.SidecarSet) {

@@ -46,7 +46,7 @@ func atLeast(t *testing.T, version string, floor string, what string) {
 	assert.GreaterOrEqual(t, v, f, "%s: the SidecarSet's resourceVersion at the upgrade", what)
 }
 
-// TestHotUpgradeRoundTrip: -1 → -2 → -1 with the annotations of each step (ref §3.9, §4.8 E9):
+// TestHotUpgradeRoundTrip: -1 → -2 → -1 with the annotations of each step (compat §3.9, compat §4.8 E9):
 // the idle twin receives the new image and starts working while the old one still runs (the
 // migration window the watch must see), then the old twin is reset to the empty image.
 func TestHotUpgradeRoundTrip(t *testing.T) {

@@ -83,7 +83,7 @@ func numbersAndImages(revs []revision) []string {
 }
 
 // TestRevisionHistory: the history limit, rollback renumbering without a new object, and the
-// names (ref §1.10, §3.10, §4.6 C10, §4.8 E4).
+// names (compat §1.10, compat §3.10, compat §4.6 C10, compat §4.8 E4).
 func TestRevisionHistory(t *testing.T) {
 	limit := int32(3)
 	f := newFleet(t, "history", 0, func(ss *v1alpha1.SidecarSet) { ss.Spec.RevisionHistoryLimit = &limit }, nil)
@@ -108,7 +108,7 @@ func TestRevisionHistory(t *testing.T) {
 
 // TestInjectionFromHistoricalRevisions: injectionStrategy.revision by customVersion and by
 // revisionName picks the stored revision for new pods; unpausing then upgrades them in place to
-// the latest (ref §4.8 E6).
+// the latest (compat §4.8 E6).
 func TestInjectionFromHistoricalRevisions(t *testing.T) {
 	f := newFleet(t, "versions", 0, func(ss *v1alpha1.SidecarSet) { ss.Spec.UpdateStrategy.Paused = true }, nil)
 	rev := map[string]string{}

@@ -54,7 +54,7 @@ func TestImageChangeRollsOutWithinMaxUnavailable(t *testing.T) {
 	pw, peak := budgetWatch(f, image("2"), budget)
 	f.update(func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
 
-	// Status follows ref §3.4 at every state the SidecarSet is stored in.
+	// Status follows compat §3.4 at every state the SidecarSet is stored in.
 	var statusSeen []counts
 	eventually(t, "rollout done", func() error {
 		ss := f.sidecarSet()
@@ -173,14 +173,14 @@ func TestPausedAndNotUpdateStopTheRollout(t *testing.T) {
 	})
 	f.waitStatus(counts{n, n, n, n})
 
-	// A deleted pod leaves the status at once (OpenKruise waits for another event, quirk 16).
+	// A deleted pod leaves the status at once (OpenKruise waits for another event, quirk Q16).
 	require.NoError(t, cluster.Client.Delete(testCtx(t), f.list()[0], client.GracePeriodSeconds(0)))
 	f.waitStatus(counts{n - 1, n - 1, n - 1, n - 1})
 }
 
 // A non-image change is never rolled out (Kubernetes cannot change more than images in place):
 // the pods are marked not upgradable and an Event says so. A pod created afterwards gets the new
-// spec from the webhook, and a later image change upgrades only that pod (ref §4.8 E1).
+// spec from the webhook, and a later image change upgrades only that pod (compat §4.8 E1).
 func TestNonImageChangeIsNotUpgradable(t *testing.T) {
 	const n = 2
 	f := newFleet(t, "immutable", n, nil, nil)

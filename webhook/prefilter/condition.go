@@ -25,7 +25,7 @@ const MaxExpressionLength = 64 << 10
 const podLabels = "object.metadata.labels"
 
 // Condition compiles sets into a CEL expression over an admission request that is true for every
-// pod one of them may inject into (ref §1.12: pod selector and namespace scope). filter is false
+// pod one of them may inject into (compat §1.12: pod selector and namespace scope). filter is false
 // when there is no condition to register — a selector it cannot express, or an expression over
 // MaxExpressionLength — and reason then says why; the webhook must then be sent every pod.
 //
@@ -90,7 +90,7 @@ type term struct {
 
 func compile(ss *v1alpha1.SidecarSet) (term, error) {
 	sel := ss.Spec.Selector
-	// OpenKruise injects nowhere with an unset or empty pod selector (ref §1.3), nor while
+	// OpenKruise injects nowhere with an unset or empty pod selector (compat §1.3), nor while
 	// injection is paused.
 	if ss.Spec.InjectionStrategy.Paused || sel == nil || len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
 		return term{never: true}, nil

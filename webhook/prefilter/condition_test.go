@@ -108,7 +108,7 @@ func TestCondition(t *testing.T) {
 		name string
 		sets []*v1alpha1.SidecarSet
 		// Expected calls, from Kubernetes' label selector semantics (labels.Requirement.Matches)
-		// and OpenKruise's injection scope (ref §1.3, §1.12).
+		// and OpenKruise's injection scope (compat §1.3, compat §1.12).
 		admissions []admission
 	}{{
 		name: "no SidecarSet: no pod is sent",

@@ -1,4 +1,4 @@
-// Package defaults fills in a SidecarSet the way OpenKruise's defaulting webhook does (ref §1.8),
+// Package defaults fills in a SidecarSet the way OpenKruise's defaulting webhook does (compat §1.8),
 // including the Kubernetes container and volume defaults that the webhook applies by hand.
 //
 // Why it matters: the kruise.io/sidecarset-hash annotations are sha256 of the JSON of the defaulted

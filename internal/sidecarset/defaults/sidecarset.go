@@ -48,7 +48,7 @@ func SidecarSet(ss *v1alpha1.SidecarSet) {
 }
 
 // SidecarSetAndHash defaults ss and then (re)writes both hash annotations, in that order because
-// the hashes cover the defaulted containers (ref §1.8).
+// the hashes cover the defaulted containers (compat §1.8).
 func SidecarSetAndHash(ss *v1alpha1.SidecarSet) error {
 	if ss == nil {
 		return errors.New("defaults: nil SidecarSet")

@@ -1,5 +1,5 @@
 // Package hashes computes the two SidecarSet hash annotations, kruise.io/sidecarset-hash and
-// kruise.io/sidecarset-hash-without-image (ref §1.9), byte-for-byte as OpenKruise does, so that pods
+// kruise.io/sidecarset-hash-without-image (compat §1.9), byte-for-byte as OpenKruise does, so that pods
 // injected by OpenKruise and by sidecarops carry interchangeable hashes.
 //
 // It owns the encoding (Go encoding/json of the containers, plus all initContainers when a native

@@ -26,7 +26,7 @@ func ss(containers, inits []v1alpha1.SidecarContainer) *v1alpha1.SidecarSet {
 	return &v1alpha1.SidecarSet{Spec: v1alpha1.SidecarSetSpec{Containers: containers, InitContainers: inits}}
 }
 
-// Vectors from ref §1.9 (asserted by OpenKruise's tests); JSON and hashes copied from the reference.
+// Vectors from compat §1.9 (asserted by OpenKruise's tests); JSON and hashes copied from the reference.
 func TestVectors(t *testing.T) {
 	cases := []struct {
 		name            string
@@ -69,7 +69,7 @@ func TestVectors(t *testing.T) {
 			hashWithoutImg: "82684vwf9d4cb4wz4vffx4ddfbb47ww4z4wwxdbwb8w2zbb7zvf4524cdd49bv94",
 		},
 		{
-			// Not asserted by OpenKruise; computed from the algorithm in ref §1.9.
+			// Not asserted by OpenKruise; computed from the algorithm in compat §1.9.
 			name:           "initContainers only, none native",
 			ss:             ss(nil, []v1alpha1.SidecarContainer{plain("init", "busybox")}),
 			json:           `{"containers":null}`,

@@ -1,4 +1,4 @@
-// Package history handles SidecarSet ControllerRevisions (ref §1.5, §1.10): the data.raw a
+// Package history handles SidecarSet ControllerRevisions (compat §1.5, compat §1.10): the data.raw a
 // revision stores, its name, finding the revision a SidecarSet's injectionStrategy.revision points
 // at, restoring a historical SidecarSet from it, and choosing at injection time between the latest
 // spec and that historical one.

@@ -113,7 +113,7 @@ func TestForInjectionCanary(t *testing.T) {
 			want:     "sidecar-image:stable"},
 
 		// Step 5.
-		{id: "quirk 22: Always ignores the update selector", labels: canary, policy: v1alpha1.AlwaysSidecarSetInjectRevisionPolicy, rand: 0.9, want: "sidecar-image:stable"},
+		{id: "quirk Q22: Always ignores the update selector", labels: canary, policy: v1alpha1.AlwaysSidecarSetInjectRevisionPolicy, rand: 0.9, want: "sidecar-image:stable"},
 		{id: "empty policy behaves as Always", labels: canary, policy: "-", rand: 0.9, want: "sidecar-image:stable"},
 	}
 	for _, tc := range tests {

@@ -70,7 +70,7 @@ func (s staticSource) ForSidecarSet(name string) []*appsv1.ControllerRevision {
 // when a revision is restored ("$patch": "replace").
 var revisionFields = []string{"volumes", "containers", "initContainers", "imagePullSecrets", "patchPodMetadata"}
 
-// Raw returns the data.raw a ControllerRevision of ss stores (ref §1.10):
+// Raw returns the data.raw a ControllerRevision of ss stores (compat §1.10):
 // {"spec":{"$patch":"replace", <the five recorded fields, null when absent>}}. Names and equality
 // of revisions depend on these exact bytes, so they are produced as OpenKruise does: encode the
 // object, decode it into generic JSON, re-encode the chosen fields (keys sorted, numbers through
@@ -125,7 +125,7 @@ func Hash(raw []byte, collisionCount int32) string {
 // Find returns the ControllerRevision ss's injectionStrategy.revision points at: revisionName
 // (exact name) wins over customVersion (the revision with the highest .revision among those
 // labelled with both the custom version and ss's name). Nothing configured → (nil, nil).
-// Configured but not found → an error, which denies the pod (ref §1.5 step 2).
+// Configured but not found → an error, which denies the pod (compat §1.5 step 2).
 func Find(ss *v1alpha1.SidecarSet, src Source) (*appsv1.ControllerRevision, error) {
 	if ss == nil {
 		return nil, errors.New("revisions: nil SidecarSet")
@@ -239,7 +239,7 @@ func Restore(ss *v1alpha1.SidecarSet, cr *appsv1.ControllerRevision) (*v1alpha1.
 	return restored, nil
 }
 
-// ForInjection returns the SidecarSet to inject into a new pod (ref §1.5,
+// ForInjection returns the SidecarSet to inject into a new pod (compat §1.5,
 // getSuitableRevisionSidecarSet): ss itself, or a restored historical copy, when
 // injectionStrategy.revision is set:
 //

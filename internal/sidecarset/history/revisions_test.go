@@ -23,7 +23,7 @@ import (
 
 // ---- fixtures ----
 
-// vectorSidecarSet is the defaulted SidecarSet of the §1.10 verified vector. Fields that are not
+// vectorSidecarSet is the defaulted SidecarSet of the compat §1.10 verified vector. Fields that are not
 // recorded in a revision are set too, to show that they do not reach data.raw.
 func vectorSidecarSet() *v1alpha1.SidecarSet {
 	zero, one := intstr.FromInt32(0), intstr.FromInt32(1)

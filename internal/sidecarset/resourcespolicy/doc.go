@@ -1,4 +1,4 @@
-// Package resourcespolicy implements a SidecarSet container's resourcesPolicy (ref §1.19): the small
+// Package resourcespolicy implements a SidecarSet container's resourcesPolicy (compat §1.19): the small
 // expression language over `cpu` / `memory` (parse, validate, evaluate) and the aggregation of the
 // pod's target containers that feeds it.
 //

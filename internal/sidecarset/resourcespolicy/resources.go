@@ -30,7 +30,7 @@ func ValidateExpr(expr, variable string) error {
 }
 
 // Compute returns the resources that replace sidecar container c's when it is injected into pod
-// (ref §1.19). Target containers are pod's native sidecars (initContainers with restartPolicy
+// (compat §1.19). Target containers are pod's native sidecars (initContainers with restartPolicy
 // Always) followed by its containers, minus those named in excludeNames (the (init)container names
 // of every SidecarSet matched to the pod), filtered by c's targetContainersNameRegex. Their
 // resources are aggregated (sum or max) and fed to the expressions:

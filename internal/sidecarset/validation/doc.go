@@ -1,5 +1,5 @@
 // Package validation checks one SidecarSet on its own, as OpenKruise's validating webhook does
-// before it looks at other SidecarSets (ref §2 steps 1–5, and the syntactic part of step 12):
+// before it looks at other SidecarSets (compat §2 steps 1–5, and the syntactic part of step 12):
 // metadata, canary annotations, selectors, injection and update strategies, the containers and
 // volumes (a subset of Kubernetes' pod validation, since k8s.io/kubernetes is not a dependency),
 // resourcesPolicy, patchPodMetadata syntax, and the UPDATE-only rules.
@@ -20,15 +20,15 @@
 // rejected because its base cannot be found).
 //
 // Conventions:
-//   - Callers validate the defaulted object (sidecarops decision 5): run defaults.SidecarSet
+//   - Callers validate the defaulted object (decision D5): run defaults.SidecarSet
 //     first. Validation does not default by itself: what is validated must be exactly what is
 //     stored and hashed. A value the defaulting always fills (podInjectPolicy, shareVolumePolicy,
 //     imagePullPolicy, a volume's source, …) is therefore reported when missing, as OpenKruise
 //     does on raw input.
-//   - Field paths are real Kubernetes paths (sidecarops decision 4): spec.containers[0].podInjectPolicy,
+//   - Field paths are real Kubernetes paths (decision D4): spec.containers[0].podInjectPolicy,
 //     spec.updateStrategy.partition, metadata.annotations[apps.kruise.io/sidecarset-base], … where
 //     OpenKruise prints spec.container.…, spec[0].… or an unprefixed updateStrategy.
-//   - Messages are OpenKruise's where it has one (ref §2); error types are OpenKruise's, except where
+//   - Messages are OpenKruise's where it has one (compat §2); error types are OpenKruise's, except where
 //     it had no error for a rule sidecarops adds (listed below).
 //
 // Where sidecarops differs from OpenKruise's webhook, and why:

@@ -15,7 +15,7 @@ import (
 	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
 
-// Fixtures restate the ones of OpenKruise's validating-webhook tests (ref §4.4): a SidecarSet
+// Fixtures restate the ones of OpenKruise's validating-webhook tests (compat §4.4): a SidecarSet
 // "test-sidecarset" selecting a=b with one valid container test-sidecar/test-image, and the
 // ControllerRevisions test-sidecarset-01234 and test-sidecarset-56789.
 

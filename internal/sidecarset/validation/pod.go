@@ -20,7 +20,7 @@ import (
 
 // This file is the subset of Kubernetes' pod validation (pkg/apis/core/validation) that OpenKruise
 // applies to a SidecarSet by validating a fake pod made of its initContainers, containers and
-// volumes (ref §2 step 10). k8s.io/kubernetes is not a dependency, so the rules that matter for
+// volumes (compat §2 step 10). k8s.io/kubernetes is not a dependency, so the rules that matter for
 // sidecars are transcribed here, with Kubernetes' messages; paths are the SidecarSet's, which are
 // the fake pod's (spec.containers[i], spec.initContainers[i], spec.volumes[i]).
 

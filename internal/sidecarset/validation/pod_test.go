@@ -10,7 +10,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 )
 
-// TestPodLevel covers the transcribed subset of Kubernetes' pod validation (ref §2 step 10). The
+// TestPodLevel covers the transcribed subset of Kubernetes' pod validation (compat §2 step 10). The
 // expectations are Kubernetes' (pkg/apis/core/validation), restated.
 func TestPodLevel(t *testing.T) {
 	c0 := func(f func(c *corev1.Container)) func(ss *v1alpha1.SidecarSet) {

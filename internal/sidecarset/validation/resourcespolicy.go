@@ -12,7 +12,7 @@ import (
 
 var targetContainersModes = []v1alpha1.TargetContainersModeType{v1alpha1.TargetContainersModeSum, v1alpha1.TargetContainersModeMax}
 
-// validateResourcesPolicy is ref §2 step 11 for one (init)container at fldPath.
+// validateResourcesPolicy is compat §2 step 11 for one (init)container at fldPath.
 func validateResourcesPolicy(c *v1alpha1.SidecarContainer, fldPath *field.Path) field.ErrorList {
 	policy := c.ResourcesPolicy
 	if policy == nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 )
 
-// TestResourcesPolicy restates V48–V60 (ref §4.4), through the whole validation of a SidecarSet
+// TestResourcesPolicy restates V48–V60 (compat §4.4), through the whole validation of a SidecarSet
 // whose container carries the policy.
 func TestResourcesPolicy(t *testing.T) {
 	const p = "spec.containers[0].resourcesPolicy"

@@ -21,7 +21,7 @@ import (
 	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
 
-// validateSpec is OpenKruise's validateSidecarSetSpec (ref §2 step 3, except the whitelist).
+// validateSpec is OpenKruise's validateSidecarSetSpec (compat §2 step 3, except the whitelist).
 func validateSpec(ss *v1alpha1.SidecarSet, revs history.Source, fldPath *field.Path) field.ErrorList {
 	spec := &ss.Spec
 	var allErrs field.ErrorList
@@ -102,7 +102,7 @@ func validateNamespaceScope(spec *v1alpha1.SidecarSetSpec, fldPath *field.Path) 
 }
 
 // validateInjectionStrategy requires that a configured revision exists now, as OpenKruise does:
-// otherwise every pod creation would be denied later (ref §1.5 step 2).
+// otherwise every pod creation would be denied later (compat §1.5 step 2).
 func validateInjectionStrategy(ss *v1alpha1.SidecarSet, revs history.Source, fldPath *field.Path) field.ErrorList {
 	rev := ss.Spec.InjectionStrategy.Revision
 	if rev == nil {
@@ -146,7 +146,7 @@ func validateUpdateStrategy(s *v1alpha1.SidecarSetUpdateStrategy, fldPath *field
 		return nil
 	}
 	var allErrs field.ErrorList
-	// A "set" partition is any percentage (even "0%") or a non-zero integer (ref quirk 15).
+	// A "set" partition is any percentage (even "0%") or a non-zero integer (ref quirk Q15).
 	if partitionIsSet(s.Partition) && s.Selector != nil {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("partition"), s.Partition.String(), "Partition and Selector cannot be used together"))
 	}
@@ -190,7 +190,7 @@ func validatePositiveIntOrPercent(v intstr.IntOrString, fldPath *field.Path) fie
 
 // validatePriorityStrategy is OpenKruise's UpdatePriorityStrategy.FieldsValidation: the first
 // problem only, as a Required error, with the weight range quirk (0 is accepted although the
-// message says 1-100, ref quirk 14). The path points at the offending term.
+// message says 1-100, ref quirk Q14). The path points at the offending term.
 func validatePriorityStrategy(s *v1alpha1.UpdatePriorityStrategy, fldPath *field.Path) *field.Error {
 	if s == nil {
 		return nil
@@ -235,7 +235,7 @@ func validateScatterStrategy(s v1alpha1.UpdateScatterStrategy, fldPath *field.Pa
 	return nil
 }
 
-// validateSidecarContainers covers ref §2 steps 8–11: the sidecar-only fields, then the containers
+// validateSidecarContainers covers compat §2 steps 8–11: the sidecar-only fields, then the containers
 // and volumes as Kubernetes would validate them in a pod.
 func validateSidecarContainers(spec *v1alpha1.SidecarSetSpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
@@ -319,7 +319,7 @@ func convertDownwardAPIFieldLabel(version, label string) error {
 	return fmt.Errorf("field label not supported: %s", label)
 }
 
-// validatePatchPodMetadata is the syntactic part of ref §2 step 12; the whitelist is a policy.
+// validatePatchPodMetadata is the syntactic part of compat §2 step 12; the whitelist is a policy.
 func validatePatchPodMetadata(patches []v1alpha1.SidecarSetPatchPodMetadata, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	seen := map[string]bool{}

@@ -39,7 +39,7 @@ func NewStaticLookup(sets ...*v1alpha1.SidecarSet) Lookup {
 	})
 }
 
-// SidecarSet validates ss on its own (ref §2 steps 1–5 and the syntax of step 12), in OpenKruise's
+// SidecarSet validates ss on its own (compat §2 steps 1–5 and the syntax of step 12), in OpenKruise's
 // order: metadata, canary annotations, spec, then — when old is not nil, i.e. on UPDATE — the
 // rules that compare with the previous version. See the package documentation for the
 // parameters.
@@ -83,7 +83,7 @@ func isCanary(ss *v1alpha1.SidecarSet) bool {
 	return ss.Annotations[v1alpha1.SidecarSetCanaryAnnotation] == "true" && ss.Annotations[v1alpha1.SidecarSetBaseAnnotation] != ""
 }
 
-// validateCanary checks a canary's own annotations (ref §2 step 2, V39–V46).
+// validateCanary checks a canary's own annotations (compat §2 step 2, V39–V46).
 func validateCanary(ss, old *v1alpha1.SidecarSet, others Lookup) field.ErrorList {
 	if !isCanary(ss) {
 		return nil
@@ -122,7 +122,7 @@ func validateCanary(ss, old *v1alpha1.SidecarSet, others Lookup) field.ErrorList
 	return allErrs
 }
 
-// validateContainersUpdate holds the UPDATE-only rules (ref §2 step 4): containers (not
+// validateContainersUpdate holds the UPDATE-only rules (compat §2 step 4): containers (not
 // initContainers) cannot be added or renamed, because pods already injected could never be brought
 // to the new spec in place; and a container's upgradeType, once set, cannot change.
 func validateContainersUpdate(containers, oldContainers []v1alpha1.SidecarContainer, fldPath *field.Path) field.ErrorList {

@@ -22,8 +22,8 @@ func badNotIn() metav1.LabelSelectorRequirement {
 	return metav1.LabelSelectorRequirement{Key: "app-name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"app-group", "app-risk-"}}
 }
 
-// TestSpecCases restates ref §4.4 V1–V20 (single-object rules). Expected counts come from the
-// reference; paths are the correct Kubernetes paths of sidecarops decision 4.
+// TestSpecCases restates compat §4.4 V1–V20 (single-object rules). Expected counts come from the
+// reference; paths are the correct Kubernetes paths of decision D4.
 func TestSpecCases(t *testing.T) {
 	run(t, []validCase{
 		{name: "base fixture is valid", want: []want{}},
@@ -285,7 +285,7 @@ func named(name string, annotations map[string]string) *v1alpha1.SidecarSet {
 
 const baseAnnotationPath = "metadata.annotations[apps.kruise.io/sidecarset-base]"
 
-// TestCanary restates V39–V46 (ref §2 step 2).
+// TestCanary restates V39–V46 (compat §2 step 2).
 func TestCanary(t *testing.T) {
 	canaryOf := func(base string) map[string]string {
 		return map[string]string{v1alpha1.SidecarSetCanaryAnnotation: "true", v1alpha1.SidecarSetBaseAnnotation: base}
@@ -367,7 +367,7 @@ func TestCanary(t *testing.T) {
 	})
 }
 
-// TestUpdate covers the UPDATE-only rules (ref §2 step 4, V47).
+// TestUpdate covers the UPDATE-only rules (compat §2 step 4, V47).
 func TestUpdate(t *testing.T) {
 	withUpgrade := func(names ...string) func() *v1alpha1.SidecarSet {
 		return func() *v1alpha1.SidecarSet {
@@ -480,7 +480,7 @@ func TestStrategies(t *testing.T) {
 			detail: "Partition and Selector cannot be used together",
 		},
 		{
-			name: "partition 0% with selector is still a set partition (quirk 15)",
+			name: "partition 0% with selector is still a set partition (quirk Q15)",
 			mutate: rolling(func(s *v1alpha1.SidecarSetUpdateStrategy) {
 				s.Partition, s.Selector = ptr(intstr.FromString("0%")), sel
 			}),

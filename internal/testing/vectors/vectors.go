@@ -9,7 +9,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 )
 
-// DNSF is the container dns-f/dns:1.0 of ref §1.9, §1.10 and §4.3 M1 after OpenKruise's defaulting,
+// DNSF is the container dns-f/dns:1.0 of compat §1.9, compat §1.10 and compat §4.3 M1 after OpenKruise's defaulting,
 // spelled out by hand so that tests of hashes and revisions do not depend on package defaults.
 func DNSF() v1alpha1.SidecarContainer {
 	return v1alpha1.SidecarContainer{
