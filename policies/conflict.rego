@@ -1,7 +1,11 @@
-# Which existing SidecarSets a SidecarSet would collide with on some pod (ref §2 step 6, §2.1).
+# METADATA
+# title: SidecarSet conflicts
+# description: |-
+#   Which existing SidecarSets a SidecarSet would collide with on some pod (ref §2 step 6, §2.1).
 #
-# Input: {"sidecarset": <normalised SidecarSet>}, compared with every other SidecarSet in data.
-# Each violation is a field.Invalid: {"field", "value", "message", "other"}.
+#   Input: {"sidecarset": <normalised SidecarSet>}, compared with every other SidecarSet in data.
+#   Each violation is a field.Invalid: {"field", "value", "message", "other"}.
+# scope: package
 package sidecarops.conflict
 
 import data.sidecarops.selector

@@ -1,8 +1,12 @@
-# Why each SidecarSet does or does not inject into a pod, for the offline CLI.
+# METADATA
+# title: Injection explanations
+# description: |-
+#   Why each SidecarSet does or does not inject into a pod, for the offline CLI.
 #
-# Input: the match decision's. Unlike match this looks at every SidecarSet. It answers from the match
-# policy's own rules (obstacles, canary displacement, gates) with every SidecarSet made a candidate,
-# so an explanation cannot contradict a decision.
+#   Input: the match decision's. Unlike match this looks at every SidecarSet. It answers from the match
+#   policy's own rules (obstacles, canary displacement, gates) with every SidecarSet made a candidate,
+#   so an explanation cannot contradict a decision.
+# scope: package
 package sidecarops.explain
 
 import data.sidecarops.match

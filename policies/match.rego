@@ -1,10 +1,14 @@
-# Which SidecarSets inject into a pod being admitted (ref §1.12 steps 2-5, §1.21).
+# METADATA
+# title: Pod injection decision
+# description: |-
+#   Which SidecarSets inject into a pod being admitted (ref §1.12 steps 2-5, §1.21).
 #
-# Input: {"namespace": <pod namespace>, "pod": <pod JSON>}.
-# This runs on every pod admission with up to 10,000 SidecarSets in data. Whether a SidecarSet
-# admits the pod on its own account (selector, namespace scope, paused) is compiled by bundles into
-# the generated module data.sidecarops.index, whose rules OPA's index looks up by the pod's labels;
-# this policy adds what involves several SidecarSets (canaries, gates, order).
+#   Input: {"namespace": <pod namespace>, "pod": <pod JSON>}.
+#   This runs on every pod admission with up to 10,000 SidecarSets in data. Whether a SidecarSet
+#   admits the pod on its own account (selector, namespace scope, paused) is compiled by bundles into
+#   the generated module data.sidecarops.index, whose rules OPA's index looks up by the pod's labels;
+#   this policy adds what involves several SidecarSets (canaries, gates, order).
+# scope: package
 package sidecarops.match
 
 import data.sidecarops.selector

@@ -1,10 +1,14 @@
-# Kubernetes LabelSelector semantics shared by every sidecarops decision, so that matching,
-# explaining and conflict detection read selectors the same way.
+# METADATA
+# title: Kubernetes LabelSelector semantics
+# description: |-
+#   Kubernetes LabelSelector semantics shared by every sidecarops decision, so that matching,
+#   explaining and conflict detection read selectors the same way.
 #
-# A selector is {"matchLabels": {...}, "matchExpressions": [...]}; either part may be absent.
-# null is "no selector" and matches nothing (as metav1.LabelSelectorAsSelector(nil)); an empty
-# selector matches everything, as in Kubernetes. OpenKruise's pod selectors differ (an empty one
-# selects no pod, ref §1.3), so callers check is_empty themselves.
+#   A selector is {"matchLabels": {...}, "matchExpressions": [...]}; either part may be absent.
+#   null is "no selector" and matches nothing (as metav1.LabelSelectorAsSelector(nil)); an empty
+#   selector matches everything, as in Kubernetes. OpenKruise's pod selectors differ (an empty one
+#   selects no pod, ref §1.3), so callers check is_empty themselves.
+# scope: package
 package sidecarops.selector
 
 # failures returns the terms of selector that labels do not satisfy, each as
@@ -60,12 +64,20 @@ _holds(expression, labels) if {
 
 _holds(expression, labels) if {
 	expression.operator == "Exists"
-	expression.key in object.keys(labels)
+	_labelled(labels, expression.key)
 }
 
 _holds(expression, labels) if {
 	expression.operator == "DoesNotExist"
-	not expression.key in object.keys(labels)
+	not _labelled(labels, expression.key)
+}
+
+# A separate rule, as _value_listed below: inline, OPA hoists object.keys(labels) out of the `not`,
+# so labels null (a manifest's `labels:` with no value, which Kubernetes reads as no labels) made
+# DoesNotExist fail instead of hold. Found by policies/selector_property_test.go.
+_labelled(labels, key) if {
+	is_object(labels)
+	key in object.keys(labels)
 }
 
 # A separate rule because OPA hoists `labels[key]` out of `not labels[key] in values`, which would

@@ -49,6 +49,17 @@ test_match_does_not_exist if {
 	not selector.matches(_exists("tier", "DoesNotExist"), {"tier": "a"})
 }
 
+# labels null (a manifest's `labels:` left empty) are no labels, as for labels.Set(nil) in Kubernetes.
+test_match_null_labels if {
+	selector.matches(_exists("tier", "DoesNotExist"), null)
+	selector.matches(_expr("tier", "NotIn", ["a"]), null)
+	not selector.matches(_exists("tier", "Exists"), null)
+	not selector.matches(_expr("tier", "In", ["a"]), null)
+	not selector.matches(_labels({"tier": "a"}), null)
+	selector.matches({}, null)
+	count(selector.failures(_exists("tier", "DoesNotExist"), null)) == 0
+}
+
 test_match_unknown_operator_fails_closed if {
 	not selector.matches(_expr("tier", "badOp", ["a"]), {"tier": "a"})
 }

@@ -1,8 +1,12 @@
-# Which pod annotations a SidecarSet may patch, per the administrators' whitelist (ref §1.18).
+# METADATA
+# title: patchPodMetadata annotation whitelist
+# description: |-
+#   Which pod annotations a SidecarSet may patch, per the administrators' whitelist (ref §1.18).
 #
-# Input: {"sidecarset": <normalised SidecarSet>}. data.whitelist is the administrators' bundle (or
-# OpenKruise's kruise-configuration ConfigMap converted): {"rules": [...], "defaultsAllowed": bool}.
-# Unlike OpenKruise, which stops at the first error, every offending key is reported.
+#   Input: {"sidecarset": <normalised SidecarSet>}. data.whitelist is the administrators' bundle (or
+#   OpenKruise's kruise-configuration ConfigMap converted): {"rules": [...], "defaultsAllowed": bool}.
+#   Unlike OpenKruise, which stops at the first error, every offending key is reported.
+# scope: package
 package sidecarops.whitelist
 
 import data.sidecarops.selector
