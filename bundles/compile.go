@@ -33,9 +33,9 @@ const IndexModulePath = "sidecarops/index.rego"
 // State is everything the decisions depend on besides the pod itself.
 type State struct {
 	// SidecarSets must already be defaulted and hashed (package defaults).
-	SidecarSets []*v1alpha1.SidecarSet
-	Namespaces  []*corev1.Namespace
-	Revisions   []*appsv1.ControllerRevision
+	SidecarSets         []*v1alpha1.SidecarSet
+	Namespaces          []*corev1.Namespace
+	ControllerRevisions []*appsv1.ControllerRevision
 }
 
 // Compile builds the bundle of a State: data, the embedded static policies and the generated index.
@@ -64,8 +64,8 @@ func Compile(st State) (*bundle.Bundle, error) {
 	for _, ns := range st.Namespaces {
 		namespaces[ns.Name] = namespaceDoc(ns)
 	}
-	revs := make(map[string]any, len(st.Revisions))
-	for _, cr := range st.Revisions {
+	revs := make(map[string]any, len(st.ControllerRevisions))
+	for _, cr := range st.ControllerRevisions {
 		revs[cr.Name] = revisionDoc(cr)
 	}
 	data := map[string]any{Root: map[string]any{"state": map[string]any{

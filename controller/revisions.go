@@ -20,7 +20,7 @@ import (
 // the same name and different data, which only a deliberate clash produces.
 const maxCollisions = 16
 
-// registerRevision applies rollout.Revisions (compat §1.10, compat §3.10): it creates, renumbers or reuses
+// registerRevision applies rollout.PlanRevisions (compat §1.10, compat §3.10): it creates, renumbers or reuses
 // the revision recording ss's spec, keeps its custom-version label current and truncates the
 // history. It returns the latest revision's name and the collision count to store in status.
 func (r *Reconciler) registerRevision(ctx context.Context, ss *v1alpha1.SidecarSet, pods []*corev1.Pod) (string, int32, error) {
@@ -33,7 +33,7 @@ func (r *Reconciler) registerRevision(ctx context.Context, ss *v1alpha1.SidecarS
 		collisionCount = *ss.Status.CollisionCount
 	}
 	for range maxCollisions {
-		plan, err := rollout.Revisions(ss, existing, pods, r.Namespace, collisionCount)
+		plan, err := rollout.PlanRevisions(ss, existing, pods, r.Namespace, collisionCount)
 		if err != nil {
 			return "", 0, err
 		}

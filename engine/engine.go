@@ -54,9 +54,9 @@ type Inputs struct {
 	// SidecarSets are the defaulted, hashed objects Core was compiled from; decisions name them and
 	// the snapshot hands the objects themselves to the caller.
 	SidecarSets []*v1alpha1.SidecarSet
-	// Revisions are the ControllerRevisions Core was compiled with; injection restores historical
+	// ControllerRevisions are those Core was compiled with; injection restores historical
 	// SidecarSets from them (injectionStrategy.revision), so they belong to the same snapshot.
-	Revisions []*appsv1.ControllerRevision
+	ControllerRevisions []*appsv1.ControllerRevision
 	// Admin are administrators' bundles (whitelist, gates), already verified by bundles.Read.
 	Admin []*bundle.Bundle
 }
@@ -109,7 +109,7 @@ func Prepare(ctx context.Context, in Inputs) (*Snapshot, error) {
 		adminRevisions: adminRevs,
 		podProjection:  podProjection(compiler.Modules),
 	}
-	s.setObjects(in.SidecarSets, in.Revisions)
+	s.setObjects(in.SidecarSets, in.ControllerRevisions)
 	for _, q := range []struct {
 		query string
 		dst   *rego.PreparedEvalQuery
@@ -148,8 +148,8 @@ func (s *Snapshot) Revision() string { return s.revision }
 // AdminRevisions are the revisions of the administrators' bundles, in load order.
 func (s *Snapshot) AdminRevisions() []string { return s.adminRevisions }
 
-// Revisions are the snapshot's ControllerRevisions, for mutation.Input and validation.
-func (s *Snapshot) Revisions() history.Source { return s.revisions }
+// History is the snapshot's ControllerRevision history, for mutation.Input and validation.
+func (s *Snapshot) History() history.Source { return s.revisions }
 
 // SidecarSet returns a SidecarSet of the snapshot by name. With it a Snapshot is a validation.Lookup.
 func (s *Snapshot) SidecarSet(name string) (*v1alpha1.SidecarSet, bool) {

@@ -64,7 +64,7 @@ func FuzzInject(f *testing.F) {
 			return // bounded work per input; more SidecarSets add nothing new
 		}
 		before := mustJSON(t, pod)
-		res, err := fixedInjector().Inject(Input{Pod: pod, SidecarSets: sets, Revisions: selfRevisions(sets)})
+		res, err := fixedInjector().Inject(Input{Pod: pod, SidecarSets: sets, History: selfRevisions(sets)})
 		if !bytes.Equal(before, mustJSON(t, pod)) {
 			t.Fatal("Inject modified the input pod")
 		}

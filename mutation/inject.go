@@ -27,7 +27,7 @@ type Injector struct {
 type Input struct {
 	Pod         *corev1.Pod
 	SidecarSets []*v1alpha1.SidecarSet // matched by the policies, in decision order, defaulted and hashed
-	Revisions   history.Source         // may be nil when no SidecarSet sets injectionStrategy.revision
+	History     history.Source         // may be nil when no SidecarSet sets injectionStrategy.revision
 }
 
 // Result is the injected pod and the patch that turns Input.Pod into it. Patch values share memory
@@ -91,7 +91,7 @@ func (in *Injector) chooseRevisions(input Input) ([]*v1alpha1.SidecarSet, error)
 			return nil, fieldErr(ss.Name, "spec.injectionStrategy.revision.policy",
 				errors.New("Partial needs a random source and Injector.Rand is nil"))
 		}
-		chosen, err := history.ForInjection(ss, input.Pod, input.Revisions, in.Rand)
+		chosen, err := history.ForInjection(ss, input.Pod, input.History, in.Rand)
 		if err != nil {
 			return nil, fieldErr(ss.Name, "spec.injectionStrategy.revision", err)
 		}

@@ -39,7 +39,7 @@ func runInjectCases(t *testing.T, cases []injectCase) {
 				inj.Rand = tc.rand
 			}
 			podBefore, setsBefore := mustJSON(t, tc.pod), mustJSON(t, tc.sets)
-			res, err := inj.Inject(Input{Pod: tc.pod, SidecarSets: tc.sets, Revisions: tc.revs})
+			res, err := inj.Inject(Input{Pod: tc.pod, SidecarSets: tc.sets, History: tc.revs})
 			if !bytes.Equal(podBefore, mustJSON(t, tc.pod)) || !bytes.Equal(setsBefore, mustJSON(t, tc.sets)) {
 				t.Fatal("Inject modified its input")
 			}
@@ -66,7 +66,7 @@ func runInjectCases(t *testing.T, cases []injectCase) {
 				return
 			}
 			later := &Injector{Now: func() time.Time { return testNow.Add(time.Hour) }, Rand: inj.Rand}
-			again, err := later.Inject(Input{Pod: res.Pod, SidecarSets: tc.sets, Revisions: tc.revs})
+			again, err := later.Inject(Input{Pod: res.Pod, SidecarSets: tc.sets, History: tc.revs})
 			if err != nil {
 				t.Fatalf("re-inject: %v", err)
 			}
@@ -1002,7 +1002,7 @@ func TestInjectInputErrors(t *testing.T) {
 			ss.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{RevisionName: &name}
 			return ss
 		}()}}, `SidecarSet "sidecarset1" spec.injectionStrategy.revision`},
-		{"Partial without rand", &Injector{Now: time.Now}, Input{Pod: podP1(), Revisions: staticRevisions(),
+		{"Partial without rand", &Injector{Now: time.Now}, Input{Pod: podP1(), History: staticRevisions(),
 			SidecarSets: []*v1alpha1.SidecarSet{func() *v1alpha1.SidecarSet {
 				ss := ss1()
 				v := "v"

@@ -123,10 +123,10 @@ func newEngine(tb testing.TB, st policyState) *engine.Engine {
 	for _, ss := range st.sidecarSets {
 		require.NoError(tb, defaults.SidecarSetAndHash(ss))
 	}
-	core, err := bundles.Compile(bundles.State{SidecarSets: st.sidecarSets, Revisions: st.revisions})
+	core, err := bundles.Compile(bundles.State{SidecarSets: st.sidecarSets, ControllerRevisions: st.revisions})
 	require.NoError(tb, err)
 	var e engine.Engine
-	_, err = e.Load(context.Background(), engine.Inputs{Core: core, SidecarSets: st.sidecarSets, Revisions: st.revisions, Admin: st.admin})
+	_, err = e.Load(context.Background(), engine.Inputs{Core: core, SidecarSets: st.sidecarSets, ControllerRevisions: st.revisions, Admin: st.admin})
 	require.NoError(tb, err)
 	return &e
 }

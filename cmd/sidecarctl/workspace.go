@@ -108,7 +108,7 @@ func (f *sourceFlags) load(ctx context.Context, stdin io.Reader) (*workspace, er
 		return nil, errors.New(strings.Join(problems, "\n"))
 	}
 	w.snapshot, w.core, err = injector.Snapshot(ctx, injector.Policies{
-		State: bundles.State{SidecarSets: w.sidecarSets, Namespaces: w.namespaces, Revisions: w.revisions},
+		State: bundles.State{SidecarSets: w.sidecarSets, Namespaces: w.namespaces, ControllerRevisions: w.revisions},
 		Admin: admin,
 		Whitelist: func() (*bundle.Bundle, error) {
 			var cm *corev1.ConfigMap

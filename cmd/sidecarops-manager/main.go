@@ -1,5 +1,3 @@
-// Command sidecarops-manager runs the sidecarops admission webhooks (pod injection, SidecarSet
-// defaulting and validation) and keeps their policy snapshot current. See package manager.
 package main
 
 import (

@@ -21,7 +21,7 @@ const (
 	RevisionReuse RevisionAction = "Reuse"
 	// RevisionRenumber: an older revision records it (rollback); set its .revision to Latest.Revision.
 	RevisionRenumber RevisionAction = "Renumber"
-	// RevisionCreate: create Latest. On AlreadyExists with different data, call Revisions again
+	// RevisionCreate: create Latest. On AlreadyExists with different data, call PlanRevisions again
 	// with collisionCount+1 (and store the new count in status).
 	RevisionCreate RevisionAction = "Create"
 )
@@ -42,11 +42,11 @@ type RevisionPlan struct {
 	TruncateErr error
 }
 
-// Revisions decides how ss's ControllerRevisions change this round. existing are the revisions
+// PlanRevisions decides how ss's ControllerRevisions change this round. existing are the revisions
 // listed for ss (label kruise.io/sidecarset-name, controlled by ss or orphaned), pods its managed
 // pods (their recorded controllerRevision keeps a revision alive), namespace the kruise namespace
 // and collisionCount status.collisionCount. Nothing is modified; the caller applies the plan.
-func Revisions(ss *v1alpha1.SidecarSet, existing []*appsv1.ControllerRevision, pods []*corev1.Pod, namespace string, collisionCount int32) (RevisionPlan, error) {
+func PlanRevisions(ss *v1alpha1.SidecarSet, existing []*appsv1.ControllerRevision, pods []*corev1.Pod, namespace string, collisionCount int32) (RevisionPlan, error) {
 	if ss == nil {
 		return RevisionPlan{}, fmt.Errorf("rollout: nil SidecarSet")
 	}

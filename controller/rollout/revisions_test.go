@@ -37,7 +37,7 @@ func TestRevisionVector(t *testing.T) {
 	ss := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "sidecarset-test", Labels: map[string]string{"team": "a"}},
 		Spec: v1alpha1.SidecarSetSpec{Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "dns-f", Image: "dns:1.0"}}}}}
 	require.NoError(t, defaults.SidecarSetAndHash(ss))
-	p, err := Revisions(ss, nil, nil, "kruise-system", 0)
+	p, err := PlanRevisions(ss, nil, nil, "kruise-system", 0)
 	require.NoError(t, err)
 	assert.Equal(t, RevisionCreate, p.Action)
 	assert.Equal(t, "sidecarset-test-788d67c95d", p.Latest.Name)
@@ -51,7 +51,7 @@ func TestRevisionVector(t *testing.T) {
 	assert.True(t, *p.Latest.OwnerReferences[0].Controller)
 	assert.Equal(t, "SidecarSet", p.Latest.OwnerReferences[0].Kind)
 
-	p1, _ := Revisions(ss, nil, nil, "kruise-system", 1)
+	p1, _ := PlanRevisions(ss, nil, nil, "kruise-system", 1)
 	assert.NotEqual(t, p.Latest.Name, p1.Latest.Name, "collisionCount changes the name")
 }
 
@@ -63,7 +63,7 @@ func TestRevisionsC10(t *testing.T) {
 	ss.Spec.RevisionHistoryLimit = func(v int32) *int32 { return &v }(10)
 	store := map[string]*appsv1.ControllerRevision{}
 	reconcile := func() RevisionPlan {
-		p, err := Revisions(ss, list(store), nil, "kruise-system", 0)
+		p, err := PlanRevisions(ss, list(store), nil, "kruise-system", 0)
 		require.NoError(t, err)
 		apply(store, p)
 		return p
@@ -161,13 +161,13 @@ func TestActiveRevisionsFromInjectionStrategy(t *testing.T) {
 
 func TestCustomVersionLabel(t *testing.T) {
 	ss := ssC13()
-	p, err := Revisions(ss, nil, nil, "ns", 0)
+	p, err := PlanRevisions(ss, nil, nil, "ns", 0)
 	require.NoError(t, err)
 	ss.Labels = map[string]string{v1alpha1.SidecarSetCustomVersionLabel: "v7"}
-	p2, err := Revisions(ss, []*appsv1.ControllerRevision{p.Latest}, nil, "ns", 0)
+	p2, err := PlanRevisions(ss, []*appsv1.ControllerRevision{p.Latest}, nil, "ns", 0)
 	require.NoError(t, err)
 	assert.Equal(t, RevisionReuse, p2.Action, "labels are not part of data.raw")
 	assert.Equal(t, "v7", p2.SetCustomVersion)
-	_, err = Revisions(nil, nil, nil, "ns", 0)
+	_, err = PlanRevisions(nil, nil, nil, "ns", 0)
 	assert.Error(t, err)
 }

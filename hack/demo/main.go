@@ -1,6 +1,3 @@
-// Command sidecarops-demo is `make demo`: a local control plane (real etcd and kube-apiserver), the
-// sidecarops manager serving its webhooks, the examples applied, pods created and shown injected.
-// It stays up until Ctrl-C so kubectl can explore it; --once runs through and exits.
 package main
 
 import (

@@ -95,7 +95,7 @@ func Pod(ctx context.Context, snap *engine.Snapshot, m *mutation.Injector, req P
 		res.Outcome = NotMatched
 		return res, nil
 	}
-	out, err := m.Inject(mutation.Input{Pod: pod, SidecarSets: dec.Matched, Revisions: snap.Revisions()})
+	out, err := m.Inject(mutation.Input{Pod: pod, SidecarSets: dec.Matched, History: snap.History()})
 	if err != nil {
 		return res, &InjectionError{Err: err}
 	}

@@ -19,7 +19,7 @@ import (
 // is a failure to evaluate the policies; a refusal is the ErrorList.
 func ValidateSidecarSet(ctx context.Context, snap *engine.Snapshot, ss, old *v1alpha1.SidecarSet) (field.ErrorList, error) {
 	defaults.SidecarSet(ss)
-	if errs := validation.SidecarSet(ss, old, snap.Revisions(), snap); len(errs) > 0 {
+	if errs := validation.SidecarSet(ss, old, snap.History(), snap); len(errs) > 0 {
 		return errs, nil
 	}
 	return snap.PolicyErrors(ctx, ss)

@@ -56,6 +56,6 @@ func Snapshot(ctx context.Context, p Policies) (*engine.Snapshot, *bundle.Bundle
 			return snap, core, nil
 		}
 	}
-	snap, err := engine.Prepare(ctx, engine.Inputs{Core: core, SidecarSets: p.State.SidecarSets, Revisions: p.State.Revisions, Admin: admin})
+	snap, err := engine.Prepare(ctx, engine.Inputs{Core: core, SidecarSets: p.State.SidecarSets, ControllerRevisions: p.State.ControllerRevisions, Admin: admin})
 	return snap, core, err
 }

@@ -104,11 +104,11 @@ func TestFeedFromInformers(t *testing.T) {
 	snap := h.eng.Current()
 	_, ok := snap.SidecarSet("log")
 	assert.True(t, ok, "SidecarSet from the initial list")
-	_, ok = snap.Revisions().ByName("log-1")
+	_, ok = snap.History().ByName("log-1")
 	assert.True(t, ok)
-	_, ok = snap.Revisions().ByName("ds-1")
+	_, ok = snap.History().ByName("ds-1")
 	assert.False(t, ok, "revisions without the SidecarSet label are not read")
-	_, ok = snap.Revisions().ByName("log-x")
+	_, ok = snap.History().ByName("log-x")
 	assert.False(t, ok, "revisions outside the manager's namespace are not read")
 	assert.Empty(t, whitelistViolations(t, h), "kruise-configuration's whitelist serves")
 	assert.Zero(t, h.activations(ConfigMapSource, resultFailure), "other ConfigMaps are not read")
@@ -122,7 +122,7 @@ func TestFeedFromInformers(t *testing.T) {
 	eventually(t, func() bool {
 		snap := h.eng.Current()
 		_, hasSS := snap.SidecarSet("log")
-		_, hasRev := snap.Revisions().ByName("log-1")
+		_, hasRev := snap.History().ByName("log-1")
 		return !hasSS && !hasRev && len(whitelistViolations(t, h)) == 1
 	}, "deletions served")
 	assert.Equal(t, []string{"Required spec.patchPodMetadata"}, whitelistViolations(t, h))

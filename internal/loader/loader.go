@@ -527,7 +527,7 @@ func (s *Loader) planLocked() plan {
 		p.state.Namespaces = append(p.state.Namespaces, s.namespaces[name])
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.revisions)) {
-		p.state.Revisions = append(p.state.Revisions, s.revisions[name])
+		p.state.ControllerRevisions = append(p.state.ControllerRevisions, s.revisions[name])
 	}
 	candidate := func(src *source) *bundle.Bundle {
 		if src.offered == src.rejected {
@@ -591,10 +591,10 @@ func (s *Loader) build(ctx context.Context, st bundles.State, admin []*sourceBun
 			}
 			// The Loader replaces an object whenever anything injection reads of it changes, so
 			// the same pointers mean the snapshot in force is this one.
-			if slices.Equal(s.served.SidecarSets, st.SidecarSets) && slices.Equal(s.served.Revisions, st.Revisions) {
+			if slices.Equal(s.served.SidecarSets, st.SidecarSets) && slices.Equal(s.served.ControllerRevisions, st.ControllerRevisions) {
 				return nil, true
 			}
-			return cur.WithObjects(st.SidecarSets, st.Revisions), true
+			return cur.WithObjects(st.SidecarSets, st.ControllerRevisions), true
 		},
 	})
 	return snap, err

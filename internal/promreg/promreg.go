@@ -1,5 +1,3 @@
-// Package promreg registers Prometheus collectors so that a component built twice on one registry
-// (a manager restarted in one process, tests) shares its series instead of failing.
 package promreg
 
 import (

@@ -1,18 +1,3 @@
-// Command sidecarops-loadgen posts pod AdmissionReviews over HTTPS to the sidecarops pod webhook
-// and reports admissions per second, the latency distribution (p50/p90/p99/max of every request),
-// errors, the CPU each admission costs, and beside them the floor: the JSON decode+encode of the
-// same AdmissionReview, measured in-process.
-//
-// Without --url it starts the webhook server in-process, configured like the manager's:
-// controller-runtime's webhook server on 127.0.0.1 (TLS ≥ 1.2, a CA and certificate generated into
-// a temporary directory), the three handlers mounted by webhook.Register, metrics and the decision
-// log on, and an engine snapshot of a fleet of --sidecarsets SidecarSets of which --matching select
-// the pod. With --url it targets a webhook server already running on this machine (a manager);
-// only loopback addresses are accepted.
-//
-// Every answer is checked (status 200, an AdmissionReview answering this request's uid, allowed, a
-// JSON patch exactly when a SidecarSet matches); failures are counted by kind and make the exit
-// status 1. docs/loadgen.md has the figures and how they were obtained.
 package main
 
 import (

@@ -1,11 +1,3 @@
-// Package rollout proves the SidecarSet controller on a real kube-apiserver and etcd (envtest via
-// internal/devcluster) with kwok as the kubelet: pods are created through the API (and injected by
-// the manager's webhook), run on kwok's fake Node, and after an in-place image change report the new
-// image and imageID only after a delay, as a restarting container would. The tests watch the pods
-// while the manager rolls sidecars out and check the strategy's bounds at every observed moment.
-//
-// It needs KUBEBUILDER_ASSETS (hack/envtest-bins.sh) and the kwok binary (hack/kwok-bin.sh, or
-// KWOK_BIN); both missing fail the run rather than skip it.
 package rollout
 
 import (

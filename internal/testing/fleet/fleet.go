@@ -1,6 +1,3 @@
-// Package fleet builds the synthetic SidecarSet fleets the benchmarks and the load generator
-// measure against, so their figures describe the same workload. Test support: no production code
-// imports it.
 package fleet
 
 import (

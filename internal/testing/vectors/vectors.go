@@ -1,6 +1,3 @@
-// Package vectors holds the behaviour reference's test vectors as Go values, for the tests of the
-// packages that must reproduce them (hash, revisions). It is test support: no production code
-// imports it.
 package vectors
 
 import (
