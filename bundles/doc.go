@@ -1,9 +1,10 @@
 // Package bundles compiles SidecarSets, Namespaces and ControllerRevisions into an OPA bundle that
 // stock `opa` can read, signs bundles, and reads administrators' bundles with signature verification.
 //
-// The compiled bundle (root "sidecarops") holds the normalised state as data, the static policies of
-// package policies, and a generated module whose rules let OPA's rule index find candidate
-// SidecarSets for a pod without scanning all of them.
+// The compiled bundle (root "sidecarops") holds the normalised state as data, the policies of
+// package policies, and a generated module that lets OPA's rule index find a pod's candidate
+// SidecarSets without scanning them all. Administrators own the roots "whitelist" (WhitelistRoot)
+// and "gates"; OwnsRoot tells whose a bundle is.
 //
 // It owns the shape of the data the policies read (docs/design.md, "Bundle contract"). It must not
 // evaluate policies (package engine does) nor default or hash SidecarSets (they arrive defaulted).

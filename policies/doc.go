@@ -1,15 +1,13 @@
 // Package policies holds the Rego policies that make every sidecarops decision, embedded so that
-// the binaries and the bundles they compile always carry the policies they were built and tested
-// with.
+// the binaries and the bundles they compile carry the policies they were built and tested with
+// (docs/design.md, "Decisions"):
 //
-// Packages (see docs/design.md, "Decisions"):
-//
-//	sidecarops.selector   LabelSelector matching, failing terms and overlap (a library)
+//	sidecarops.selector   LabelSelector matching and overlap (a library)
 //	sidecarops.match      data.sidecarops.match.decision: which SidecarSets inject into a pod
 //	sidecarops.explain    data.sidecarops.explain.reasons: why each SidecarSet does or does not
 //	sidecarops.conflict   data.sidecarops.conflict.violations: collisions with other SidecarSets
 //	sidecarops.whitelist  data.sidecarops.whitelist.violations: patchPodMetadata keys refused
 //
-// Administrators read and test the same files with `opa test policies`; `go test ./policies`
-// runs those tests too and enforces their coverage.
+// Administrators read and test the same files with `opa test policies`; `go test ./policies` runs
+// those tests too and enforces their coverage. Go code must not re-implement these decisions.
 package policies

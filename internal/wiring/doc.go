@@ -1,9 +1,10 @@
-// Package wiring assembles the sidecarops manager process on controller-runtime: the webhook
-// server with its three admission handlers, the loader that keeps the policy snapshot current,
-// certificates (self-managed with cert-controller, or provided), health and readiness, metrics and
-// leader election. cmd/sidecarops-manager parses flags into Options; the e2e tests start the same
-// assembly in-process against a real API server.
+// Package wiring assembles the sidecarops manager process on controller-runtime: the webhook server
+// with its three admission handlers (package webhook), internal/loader keeping the policy snapshot
+// current, the SidecarSet controller (package controller, elected replica only), the pod webhook's
+// prefilter (webhook/prefilter), certificates (self-managed or provided), health, readiness, metrics
+// and leader election. cmd/sidecarops-manager parses flags into Options; internal/testing/devcluster
+// starts the same assembly in-process.
 //
-// It owns wiring and process concerns only. It must not decide (policies do), mutate (package
-// mutation does) or load policy state itself (package loader does).
+// It owns wiring and process concerns only. It must not decide (the policies do), mutate (package
+// mutation does) or hold policy state (internal/loader does).
 package wiring
