@@ -22,8 +22,8 @@ const (
 	RestartNever RestartPolicy = "Never"
 )
 
-// Config is config.yaml (docs/agent.md). Field names match case-insensitively, so the seed's
-// lower-case spellings (bootorder, restartpolicy, sidecarstartorder) read the same.
+// Config is config.yaml (docs/agent.md). Field names match case-insensitively, so all-lower-case
+// spellings (bootorder, restartpolicy, sidecarstartorder) read the same.
 type Config struct {
 	Plugins       []PluginConfig `json:"plugins"`
 	RestartPolicy RestartPolicy  `json:"restartPolicy,omitempty"`
@@ -42,7 +42,7 @@ type PluginConfig struct {
 	decoded any
 }
 
-// Resources is the agent container's resources as the seed writes them.
+// Resources is the agent container's resources as docs/agent.md writes them.
 type Resources struct {
 	CPU    string `json:"CPU,omitempty"`
 	Memory string `json:"Memory,omitempty"`

@@ -115,7 +115,7 @@ func namespaceDoc(ns *corev1.Namespace) map[string]any {
 }
 
 // revisionDoc is the slim view of a ControllerRevision that administrators' policies may read; the
-// revision content itself is restored in Go (package revisions).
+// revision content itself is restored in Go (internal/sidecarset/history).
 func revisionDoc(cr *appsv1.ControllerRevision) map[string]any {
 	return map[string]any{
 		"sidecarSet":    cr.Labels[v1alpha1.SidecarSetNameLabel],

@@ -108,7 +108,7 @@ func TestCreateEnqueuesInjectedSidecarSetsC21(t *testing.T) {
 	assert.Empty(t, queued(q))
 }
 
-// C20 and the deliberate differences of this controller (package doc).
+// C20 and the deliberate differences of this controller (docs/operations.md).
 func TestUpdateAndDeleteEventsC20(t *testing.T) {
 	selectorSet := testSidecarSet("test-sidecarset")
 	selectorSet.Spec.UpdateStrategy.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"canary": "true"}}

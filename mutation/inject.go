@@ -77,7 +77,7 @@ func IsActive(pod *corev1.Pod) bool {
 }
 
 // chooseRevisions replaces each SidecarSet by the revision to inject (compat §1.5, W6–W14); the
-// choice itself is package revisions'.
+// choice itself is internal/sidecarset/history's.
 func (in *Injector) chooseRevisions(input Input) ([]*v1alpha1.SidecarSet, error) {
 	out := make([]*v1alpha1.SidecarSet, len(input.SidecarSets))
 	for i, ss := range input.SidecarSets {

@@ -14,7 +14,7 @@ import (
 )
 
 // revisionOf stores historical as a ControllerRevision the way the controller would: data.raw from
-// package revisions, the SidecarSet's hash annotations, and the labels a customVersion lookup needs.
+// internal/sidecarset/history, the SidecarSet's hash annotations, and the labels a customVersion lookup needs.
 func revisionOf(t *testing.T, historical *v1alpha1.SidecarSet, customVersion string, number int64) *appsv1.ControllerRevision {
 	t.Helper()
 	raw, err := history.Raw(historical)

@@ -17,7 +17,7 @@ import (
 	"github.com/sidecarops/sidecarops/internal/testing/fleet"
 )
 
-// benchFleet is internal/fleet's SidecarSets, the workload of every benchmark.
+// benchFleet is internal/testing/fleet's SidecarSets, the workload of every benchmark.
 func benchFleet(tb testing.TB, n, matching int) []*v1alpha1.SidecarSet {
 	tb.Helper()
 	sets, err := fleet.SidecarSets(n, matching)

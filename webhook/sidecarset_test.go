@@ -185,7 +185,7 @@ func collectStrings(v any, into map[string]bool) {
 	}
 }
 
-// validatorEngine holds sidecarset1 (ref V21: selector a=b, container container-name, init container
+// validatorEngine holds sidecarset1 (compat §4.4 V21: selector a=b, container container-name, init container
 // init-name, volume volume-name), a ControllerRevision of it, and a whitelist allowing annotation
 // keys under allowed.example.com/.
 func validatorEngine(t testing.TB) *engine.Engine {
@@ -201,7 +201,7 @@ func validatorEngine(t testing.TB) *engine.Engine {
 	})
 }
 
-// v21 is ref V21's SidecarSet under the given name.
+// v21 is compat §4.4 V21's SidecarSet under the given name.
 func v21(name string) *v1alpha1.SidecarSet {
 	ss := minimalSidecarSet(name, "", "container-name")
 	ss.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}

@@ -69,7 +69,7 @@ func decodeDocs(t *testing.T, out string) []map[string]any {
 	return docs
 }
 
-// The golden files pin the whole output; the assertions next to each state, from the reference,
+// The golden files pin the whole output; the assertions next to each state, from docs/openkruise-compat.md,
 // why the output is right, so a golden file is never its own justification.
 func TestInjectExamples(t *testing.T) {
 	t.Run("logging", func(t *testing.T) {

@@ -11,7 +11,7 @@ const (
 	resultFailure = "failure"
 )
 
-// metrics are the loader's Prometheus collectors. Names are documented in doc.go.
+// metrics are the loader's Prometheus collectors. Names are documented in docs/operations.md#metrics.
 type metrics struct {
 	compileDuration *prometheus.HistogramVec
 	compiles        *prometheus.CounterVec

@@ -17,7 +17,7 @@ import (
 	"github.com/sidecarops/sidecarops/mutation"
 )
 
-// fleet is internal/fleet's, failing the benchmark on error.
+// fleet is internal/testing/fleet's, failing the benchmark on error.
 func fleet(tb testing.TB, n, matching int) []*v1alpha1.SidecarSet {
 	tb.Helper()
 	sets, err := fleetpkg.SidecarSets(n, matching)
@@ -27,7 +27,7 @@ func fleet(tb testing.TB, n, matching int) []*v1alpha1.SidecarSet {
 	return sets
 }
 
-// pod is internal/fleet's pod as JSON, the form a webhook receives.
+// pod is internal/testing/fleet's pod as JSON, the form a webhook receives.
 func pod(tb testing.TB) []byte {
 	tb.Helper()
 	raw, err := json.Marshal(fleetpkg.Pod())

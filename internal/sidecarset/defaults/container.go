@@ -5,7 +5,7 @@ import (
 )
 
 // Container applies the Kubernetes container defaults OpenKruise's SidecarSet webhook applies
-// (see the package comment for what is left out and why). c may be nil.
+// (docs/validation.md#defaulting says what is left out and why). c may be nil.
 func Container(c *corev1.Container) {
 	if c == nil {
 		return

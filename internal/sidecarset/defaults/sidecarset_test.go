@@ -13,7 +13,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 )
 
-// M1 (compat §4.3): the expected values are copied from the reference, including both hashes.
+// M1 (compat §4.3): the expected values are copied from docs/openkruise-compat.md, including both hashes.
 func TestM1(t *testing.T) {
 	ss := &v1alpha1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "sidecarset-test"},

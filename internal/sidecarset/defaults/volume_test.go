@@ -16,7 +16,7 @@ func TestVolume(t *testing.T) {
 		want string // JSON of the defaulted volume
 	}{
 		{
-			// Kubernetes defaults a volume without a source to emptyDir (ref decision D5, V9).
+			// Kubernetes defaults a volume without a source to emptyDir (decision D5, compat §4.4 V9).
 			name: "no source",
 			in:   corev1.Volume{Name: "v"},
 			want: `{"name":"v","emptyDir":{}}`,

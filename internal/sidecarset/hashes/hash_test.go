@@ -26,7 +26,7 @@ func ss(containers, inits []v1alpha1.SidecarContainer) *v1alpha1.SidecarSet {
 	return &v1alpha1.SidecarSet{Spec: v1alpha1.SidecarSetSpec{Containers: containers, InitContainers: inits}}
 }
 
-// Vectors from compat §1.9 (asserted by OpenKruise's tests); JSON and hashes copied from the reference.
+// Vectors from compat §1.9 (asserted by OpenKruise's tests); JSON and hashes copied from docs/openkruise-compat.md §1.9.
 func TestVectors(t *testing.T) {
 	cases := []struct {
 		name            string

@@ -216,7 +216,7 @@ func TestFind(t *testing.T) {
 
 // ---- Restore ----
 
-// ss1 is the reference's SS1: initContainers [init-2, init-1], containers [dns-f, log-agent].
+// ss1 is compat §4's SS1: initContainers [init-2, init-1], containers [dns-f, log-agent].
 func ss1() *v1alpha1.SidecarSet {
 	return &v1alpha1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "sidecarset1", Labels: map[string]string{"team": "a"},

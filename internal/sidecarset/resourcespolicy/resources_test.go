@@ -474,7 +474,7 @@ func TestValidateExpr(t *testing.T) {
 		{"V61 empty", "", "cpu", true},
 		{"V61 invalidvar", "invalidvar * 50%", "cpu", false},
 		{"V61 operator soup", "cpu +*/ 50%", "cpu", false},
-		// Beyond the reference cases.
+		// Beyond the cases of compat §4.2.
 		{"memory in a cpu field", "memory*50%", "cpu", false},
 		{"three arguments", "max(cpu, 1, 2)", "cpu", false},
 		{"unknown function", "avg(cpu, 1)", "cpu", false},

@@ -117,7 +117,7 @@ func TestResourcesPolicy(t *testing.T) {
 	})
 }
 
-// TestExpressionPaths restates V61: the verdicts are package resources'; this checks that each
+// TestExpressionPaths restates V61: the verdicts are package resourcespolicy's; this checks that each
 // expression is validated with the right variable and reported at its own path.
 func TestExpressionPaths(t *testing.T) {
 	cases := []struct {

@@ -146,7 +146,7 @@ func validateUpdateStrategy(s *v1alpha1.SidecarSetUpdateStrategy, fldPath *field
 		return nil
 	}
 	var allErrs field.ErrorList
-	// A "set" partition is any percentage (even "0%") or a non-zero integer (ref quirk Q15).
+	// A "set" partition is any percentage (even "0%") or a non-zero integer (quirk Q15).
 	if partitionIsSet(s.Partition) && s.Selector != nil {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("partition"), s.Partition.String(), "Partition and Selector cannot be used together"))
 	}
@@ -190,7 +190,7 @@ func validatePositiveIntOrPercent(v intstr.IntOrString, fldPath *field.Path) fie
 
 // validatePriorityStrategy is OpenKruise's UpdatePriorityStrategy.FieldsValidation: the first
 // problem only, as a Required error, with the weight range quirk (0 is accepted although the
-// message says 1-100, ref quirk Q14). The path points at the offending term.
+// message says 1-100, quirk Q14). The path points at the offending term.
 func validatePriorityStrategy(s *v1alpha1.UpdatePriorityStrategy, fldPath *field.Path) *field.Error {
 	if s == nil {
 		return nil

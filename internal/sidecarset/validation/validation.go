@@ -41,7 +41,7 @@ func NewStaticLookup(sets ...*v1alpha1.SidecarSet) Lookup {
 
 // SidecarSet validates ss on its own (compat §2 steps 1–5 and the syntax of step 12), in OpenKruise's
 // order: metadata, canary annotations, spec, then — when old is not nil, i.e. on UPDATE — the
-// rules that compare with the previous version. See the package documentation for the
+// rules that compare with the previous version. See docs/validation.md for the
 // parameters.
 func SidecarSet(ss, old *v1alpha1.SidecarSet, revs history.Source, others Lookup) field.ErrorList {
 	if ss == nil {
