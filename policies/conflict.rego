@@ -1,7 +1,7 @@
 # METADATA
 # title: SidecarSet conflicts
 # description: |-
-#   Which existing SidecarSets a SidecarSet would collide with on some pod (ref §2 step 6, §2.1).
+#   Which existing SidecarSets a SidecarSet would collide with on some pod (compat §2 step 6, compat §2.1).
 #
 #   Input: {"sidecarset": <normalised SidecarSet>}, compared with every other SidecarSet in data.
 #   Each violation is a field.Invalid: {"field", "value", "message", "other"}.
@@ -86,7 +86,7 @@ _patched := {key: {i: patch.patchPolicy |
 
 # _related: both could inject into one pod. On UPDATE data holds the old version under the same name.
 # A canary and its base never inject together (the canary displaces the base), in either direction
-# (sidecarops decision 3; OpenKruise only skips the base when validating the canary).
+# (decision D3; OpenKruise only skips the base when validating the canary).
 _related(other_name, other) if {
 	other_name != _mine.name
 	not _canary_pair(other_name, other)
@@ -111,7 +111,7 @@ _namespaces_overlap(_, b) if b == null
 
 _namespaces_overlap(a, b) if selector.overlap(a, b)
 
-# An unset or empty pod selector injects nowhere (ref §1.3), so it shares no pod with anything.
+# An unset or empty pod selector injects nowhere (compat §1.3), so it shares no pod with anything.
 _pods_overlap(a, b) if {
 	not selector.is_empty(a)
 	not selector.is_empty(b)

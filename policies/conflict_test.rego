@@ -47,7 +47,7 @@ _v21(name) := sidecarset(name, {
 	"volumeNames": ["volume-name"],
 })
 
-# --- ref §4.4 V21-V23 ---------------------------------------------------------------------------
+# --- compat §4.4 V21-V23 ---------------------------------------------------------------------------
 
 test_v21_same_container_and_init_container_names if {
 	_violations(_v21("sidecarset2"), [_v21("sidecarset1")]) == {
@@ -101,7 +101,7 @@ test_disjoint_pod_selectors_do_not_conflict if {
 	_violations(mine, [other]) == set()
 }
 
-# sidecarops decision 2: {a=h} and {b Exists} can share a pod, so they conflict.
+# decision D2: {a=h} and {b Exists} can share a pod, so they conflict.
 test_exists_on_another_key_conflicts if {
 	mine := sidecarset("mine", {"selector": labels_selector({"a": "h"}), "containers": ["c"]})
 	other := sidecarset("other", {"selector": {"matchLabels": {}, "matchExpressions": [{"key": "b", "operator": "Exists", "values": []}]}, "containers": ["c"]})
@@ -133,7 +133,7 @@ test_field_index_follows_spec_order if {
 	_violations(mine, [other]) == {_container_violation("spec.containers[2].name", "shared", "other")}
 }
 
-# --- canary and base: sidecarops decision 3 ---------------------------------------------------------------
+# --- canary and base: decision D3 ---------------------------------------------------------------
 
 test_canary_and_base_never_conflict if {
 	base := sidecarset("base", {"selector": _ab, "containers": ["c"]})
@@ -149,7 +149,7 @@ test_canary_conflicts_with_others if {
 	_violations(third, [canary]) == {_container_violation("spec.containers[0].name", "c", "base-canary")}
 }
 
-# --- volumes: ref §4.4 V36-V38 ------------------------------------------------------------------------
+# --- volumes: compat §4.4 V36-V38 ------------------------------------------------------------------------
 
 _with_volumes(name, volumes) := sidecarset(name, {
 	"selector": _ab,
@@ -179,7 +179,7 @@ test_volume_field_without_volume_names if {
 	_violations(mine, [_with_volumes("other", [_host_path("volume-2", "/home/work-2")])]) == {_volume_violation("spec.volumes", "volume-2", "other")}
 }
 
-# --- patchPodMetadata: ref §4.4 V33-V35 -------------------------------------------------------------------
+# --- patchPodMetadata: compat §4.4 V33-V35 -------------------------------------------------------------------
 
 _patching(name, patches) := sidecarset(name, {"selector": _ab, "patchPodMetadata": patches})
 
@@ -211,7 +211,7 @@ test_overwrite_vs_overwrite_names_the_patch if {
 	_violations(mine, [other]) == {_annotation_violation("spec.patchPodMetadata[1].annotations[key1]", "key1", "other")}
 }
 
-# Validation rejects a key set twice (ref §4.4 V13); the policy must still evaluate and say where.
+# Validation rejects a key set twice (compat §4.4 V13); the policy must still evaluate and say where.
 test_key_in_two_of_my_patches if {
 	mine := _patching("mine", [_patch("MergePatchJson", ["key1"]), _patch("Overwrite", ["key1"])])
 	_violations(mine, [_patching("other", [_patch("MergePatchJson", ["key1"])])]) == {_annotation_violation("spec.patchPodMetadata[1].annotations[key1]", "key1", "other")}

@@ -1,7 +1,7 @@
 # METADATA
 # title: Pod injection decision
 # description: |-
-#   Which SidecarSets inject into a pod being admitted (ref §1.12 steps 2-5, §1.21).
+#   Which SidecarSets inject into a pod being admitted (compat §1.12 steps 2-5, compat §1.21).
 #
 #   Input: {"namespace": <pod namespace>, "pod": <pod JSON>}.
 #   This runs on every pod admission with up to 10,000 SidecarSets in data. Whether a SidecarSet
@@ -13,7 +13,7 @@ package sidecarops.match
 
 import data.sidecarops.selector
 
-# decision: matched names in injection order (by name, sidecarops decision 1); an administrator's
+# decision: matched names in injection order (by name, decision D1); an administrator's
 # gate vetoes the whole pod, so matched is empty whenever denied is not.
 # One rule with an else rather than a rule per field: every rule evaluated costs allocations, and
 # this is evaluated per admission.
@@ -45,7 +45,7 @@ _namespace_matches(null)
 _namespace_matches(namespace_selector) if selector.matches(namespace_selector, namespace_labels)
 
 # canaries: [canary, base] for each applicable canary; the canary takes the pod from its base
-# (ref §1.21 step 4). bundles lists the canaries in data.sidecarops.state.canaries (canary → base),
+# (compat §1.21 step 4). bundles lists the canaries in data.sidecarops.state.canaries (canary → base),
 # so a fleet without canaries costs nothing here.
 canaries contains [name, base] if {
 	some name, base in data.sidecarops.state.canaries
@@ -60,7 +60,7 @@ obstacles(sidecarset) := (_paused(sidecarset) | _pod_obstacles(sidecarset)) | _n
 
 _paused(sidecarset) := {"injection paused (spec.injectionStrategy.paused)" | sidecarset.injectionPaused}
 
-# OpenKruise injects nowhere with an unset or empty pod selector (ref §1.3), unlike Kubernetes'
+# OpenKruise injects nowhere with an unset or empty pod selector (compat §1.3), unlike Kubernetes'
 # "empty selects everything"; the two cases are told apart only for the explanation.
 _pod_obstacles(sidecarset) := {"selector: not set (spec.selector is required)"} if {
 	object.get(sidecarset, "selector", null) == null

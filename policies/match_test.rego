@@ -26,7 +26,7 @@ _nginx(name, fields) := sidecarset(name, object.union({"selector": labels_select
 
 _matched(sidecarsets, labels) := _decide(sidecarsets, {}, "default", labels).matched
 
-# --- ref §4.5 S24-S28 ---------------------------------------------------------------------------
+# --- compat §4.5 S24-S28 ---------------------------------------------------------------------------
 
 test_s24_no_namespace_objects_no_namespace_selector if {
 	_decide([_nginx("s1", {})], {}, "app1", {"app": "nginx"}) == {"matched": ["s1"], "denied": []}
@@ -58,7 +58,7 @@ test_unknown_namespace_has_its_name_label if {
 	_decide([ss], {}, "app2", {"app": "nginx"}).matched == []
 }
 
-# --- selector and pausing (ref §1.12 step 3, §4.1 W1, W4) ---------------------------------------------
+# --- selector and pausing (compat §1.12 step 3, compat §4.1 W1, W4) ---------------------------------------------
 
 test_w1_pod_labels_do_not_match if _matched([_nginx("s1", {})], {"app": "doesnt-match"}) == []
 
@@ -100,7 +100,7 @@ test_no_index_no_match if {
 	decision == {"matched": [], "denied": []}
 }
 
-# --- canary (ref §1.21) ----------------------------------------------------------------------------
+# --- canary (compat §1.21) ----------------------------------------------------------------------------
 
 _canary(name, base, fields) := _nginx(name, object.union({"canary": true, "base": base, "updateType": "NotUpdate"}, fields))
 
@@ -108,7 +108,7 @@ test_canary_displaces_its_base if {
 	_matched([_nginx("base", {}), _canary("base-canary", "base", {}), _nginx("other", {})], {"app": "nginx"}) == ["base-canary", "other"]
 }
 
-# Quirk 7: the base is only dropped from pods the canary itself matches.
+# Quirk Q7: the base is only dropped from pods the canary itself matches.
 test_canary_not_matching_keeps_base if {
 	canary := _canary("base-canary", "base", {"selector": labels_selector({"app": "nginx", "canary": "true"})})
 	_matched([_nginx("base", {}), canary], {"app": "nginx"}) == ["base"]

@@ -7,7 +7,7 @@
 #   A selector is {"matchLabels": {...}, "matchExpressions": [...]}; either part may be absent.
 #   null is "no selector" and matches nothing (as metav1.LabelSelectorAsSelector(nil)); an empty
 #   selector matches everything, as in Kubernetes. OpenKruise's pod selectors differ (an empty one
-#   selects no pod, ref §1.3), so callers check is_empty themselves.
+#   selects no pod, compat §1.3), so callers check is_empty themselves.
 # scope: package
 package sidecarops.selector
 
@@ -90,10 +90,10 @@ _render(expression) := sprintf("%s %s [%s]", [expression.key, expression.operato
 	expression.operator in {"Exists", "DoesNotExist"}
 } else := sprintf("%s %s (unsupported operator)", [expression.key, expression.operator])
 
-# overlap is OpenKruise's util.IsSelectorOverlapping (ref §2.1): two selectors overlap unless one of
+# overlap is OpenKruise's util.IsSelectorOverlapping (compat §2.1): two selectors overlap unless one of
 # them rules out, for some key, every value the other one allows. Unlike OpenKruise, an Exists term on
 # a key the other selector does not mention never proves them disjoint: {a=h} and {b Exists} both
-# match a pod labelled a=h,b=x (sidecarops decision 2).
+# match a pod labelled a=h,b=x (decision D2).
 overlap(a, b) if {
 	is_object(a)
 	is_object(b)

@@ -117,7 +117,7 @@ func TestSelectorMatchesKubernetes(t *testing.T) {
 		}
 
 		// The deliberate difference. Kubernetes: an empty (non-nil) selector matches every pod.
-		// OpenKruise, and so sidecarops' injection decision (match.applies, ref §1.3): a SidecarSet
+		// OpenKruise, and so sidecarops' injection decision (match.applies, compat §1.3): a SidecarSet
 		// whose pod selector is unset or empty injects into no pod. selector.matches keeps the
 		// Kubernetes meaning; match.applies adds the "not empty" condition.
 		wantApplies := want && !empty

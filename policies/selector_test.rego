@@ -110,7 +110,7 @@ test_observed if {
 	selector.observed({}, "tier") == "has no label tier"
 }
 
-# --- overlap: ref §4.4 V24-V32 -------------------------------------------------------------------
+# --- overlap: compat §4.4 V24-V32 -------------------------------------------------------------------
 
 test_v24_same_label_overlaps if _overlaps(_labels({"a": "h"}), _labels({"a": "h"}))
 
@@ -132,7 +132,7 @@ test_v31_exists_same_key_overlaps if _overlaps(_labels({"a": "h"}), _exists("a",
 
 test_v32_does_not_exist_disjoint if _disjoint(_exists("a", "DoesNotExist"), _labels({"a": "h"}))
 
-# --- overlap: sidecarops decision 2 and the remaining branches -------------------------------------
+# --- overlap: decision D2 and the remaining branches -------------------------------------
 
 # OpenKruise reports these as disjoint although the pod a=h,b=x matches both.
 test_decision2_exists_other_key_overlaps if {

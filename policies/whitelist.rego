@@ -1,7 +1,7 @@
 # METADATA
 # title: patchPodMetadata annotation whitelist
 # description: |-
-#   Which pod annotations a SidecarSet may patch, per the administrators' whitelist (ref §1.18).
+#   Which pod annotations a SidecarSet may patch, per the administrators' whitelist (compat §1.18).
 #
 #   Input: {"sidecarset": <normalised SidecarSet>}. data.whitelist is the administrators' bundle (or
 #   OpenKruise's kruise-configuration ConfigMap converted): {"rules": [...], "defaultsAllowed": bool}.

@@ -4,7 +4,7 @@ import data.sidecarops.fixtures_test.labels_selector
 import data.sidecarops.fixtures_test.sidecarset
 import data.sidecarops.whitelist
 
-# OpenKruise's test SidecarSet: labelled app=sidecar, patching key1 (ref §4.5 S18-S23).
+# OpenKruise's test SidecarSet: labelled app=sidecar, patching key1 (compat §4.5 S18-S23).
 _patching(keys) := sidecarset("sidecarset", {
 	"labels": {"app": "sidecar"},
 	"selector": labels_selector({"app": "nginx"}),
