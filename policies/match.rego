@@ -45,7 +45,7 @@ _namespace_matches(null)
 _namespace_matches(namespace_selector) if selector.matches(namespace_selector, namespace_labels)
 
 # canaries: [canary, base] for each applicable canary; the canary takes the pod from its base
-# (compat §1.21 step 4). bundles lists the canaries in data.sidecarops.state.canaries (canary → base),
+# (compat §1.12 step 4). bundles lists the canaries in data.sidecarops.state.canaries (canary → base),
 # so a fleet without canaries costs nothing here.
 canaries contains [name, base] if {
 	some name, base in data.sidecarops.state.canaries
