@@ -12,6 +12,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	mathrand "math/rand/v2"
@@ -350,7 +351,7 @@ func tamper(t *testing.T, raw []byte) []byte {
 	tw := tar.NewWriter(zw)
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		require.NoError(t, err)

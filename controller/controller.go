@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/log"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
@@ -80,7 +80,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if r.exp == nil {
 		r.exp = newExpectations()
 	}
-	logger := log.FromContext(ctx)
+	logger := ctrllog.FromContext(ctx)
 	ss := &v1alpha1.SidecarSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ss); err != nil {
 		if apierrors.IsNotFound(err) {

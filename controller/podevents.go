@@ -6,7 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -95,7 +95,7 @@ func podChangeMatters(old, pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
 		return true
 	case rollout.PodHash(old, ss.Name) != rollout.PodHash(pod, ss.Name):
 		return true
-	case ss.Spec.UpdateStrategy.Selector != nil && !equality.Semantic.DeepEqual(old.Labels, pod.Labels):
+	case ss.Spec.UpdateStrategy.Selector != nil && !apiequality.Semantic.DeepEqual(old.Labels, pod.Labels):
 		return true
 	}
 	return false

@@ -10,7 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/controller/rollout"
@@ -79,7 +79,7 @@ func (r *Reconciler) registerRevision(ctx context.Context, ss *v1alpha1.SidecarS
 		}
 		if plan.TruncateErr != nil {
 			// OpenKruise logs and carries on: the revisions are in use by pods or injection.
-			log.FromContext(ctx).Info("revision history above its limit", "reason", plan.TruncateErr.Error())
+			ctrllog.FromContext(ctx).Info("revision history above its limit", "reason", plan.TruncateErr.Error())
 		}
 		return latest.Name, collisionCount, nil
 	}

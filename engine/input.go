@@ -95,7 +95,7 @@ func (p *projection) value(r gjson.Result) ast.Value {
 func gjsonPath(key string) string {
 	var b strings.Builder
 	for _, c := range []byte(key) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '_' && c != '-' {
 			b.WriteByte('\\')
 		}
 		b.WriteByte(c)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/cover"
-	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
 )
@@ -49,7 +48,7 @@ func (r *TestReport) CoveragePercent() float64 {
 // strict compiler `opa check --strict` uses, recording coverage as `opa test --coverage` does.
 func Run(ctx context.Context, extraPaths ...string) (*TestReport, error) {
 	modules := map[string]*ast.Module{}
-	var store storage.Store = inmem.New()
+	var store = inmem.New()
 	if len(extraPaths) > 0 {
 		var err error
 		if modules, store, err = tester.LoadWithParserOptions(extraPaths, nil, ast.ParserOptions{RegoVersion: ast.RegoV1}); err != nil {

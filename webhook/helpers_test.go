@@ -22,7 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
@@ -35,7 +35,7 @@ import (
 func TestMain(m *testing.M) {
 	// admission.Webhook logs through controller-runtime's global logger, which complains on stderr
 	// (in the middle of benchmark output) when none was ever set.
-	logf.SetLogger(logr.Discard())
+	ctrllog.SetLogger(logr.Discard())
 	os.Exit(m.Run())
 }
 

@@ -85,7 +85,7 @@ func StartSignalRecorder(t *testing.T) *SignalRecorder {
 		build.bin = filepath.Join(dir, "sigrecorder")
 		out, err := exec.Command("go", "build", "-o", build.bin, "github.com/sidecarops/sidecarops/agent/agenttest/sigrecorder").CombinedOutput()
 		if err != nil {
-			build.err = fmt.Errorf("go build sigrecorder: %v: %s", err, out)
+			build.err = fmt.Errorf("go build sigrecorder: %w: %s", err, out)
 		}
 	})
 	if build.err != nil {

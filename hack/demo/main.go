@@ -14,7 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -269,7 +269,7 @@ func printPod(out io.Writer, p *corev1.Pod) error {
 
 // printPrefilter prints the condition package prefilter keeps on the pod webhook.
 func printPrefilter(ctx context.Context, out io.Writer, cl client.Client) error {
-	var cfg admissionv1.MutatingWebhookConfiguration
+	var cfg admissionregv1.MutatingWebhookConfiguration
 	if err := cl.Get(ctx, client.ObjectKey{Name: wiring.WebhookConfigurationName}, &cfg); err != nil {
 		return err
 	}

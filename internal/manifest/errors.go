@@ -45,7 +45,7 @@ type Error struct {
 
 func (e *Error) Error() string {
 	parts := make([]string, 0, 4)
-	head := e.Position.String()
+	head := e.String()
 	if ref := objectRef(e.Kind, e.Name); ref != "" {
 		if head == "" {
 			head = ref

@@ -203,16 +203,16 @@ func yamlCheck(text []byte) ([]fieldError, error) {
 	dec := yaml2.NewDecoder(bytes.NewReader(text))
 	var doc yaml2.MapSlice
 	var te *yaml2.TypeError
-	if err := dec.Decode(&doc); err != nil && err != io.EOF && !errors.As(err, &te) {
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) && !errors.As(err, &te) {
 		return nil, err // a TypeError only means the document is not a mapping; the caller says so
 	}
 	var dups []fieldError
 	walkYAML(doc, "", &dups)
 	var rest any
-	switch err := dec.Decode(&rest); err {
-	case io.EOF:
+	switch err := dec.Decode(&rest); {
+	case errors.Is(err, io.EOF):
 		return dups, nil
-	case nil:
+	case err == nil:
 		return nil, errors.New("more than one YAML document; separate documents with a \"---\" line")
 	default:
 		return nil, err

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,7 +26,8 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		objs, err := Decode("fuzz", data)
 		if err != nil {
-			es, ok := err.(Errors)
+			var es Errors
+			ok := errors.As(err, &es)
 			if !ok {
 				t.Fatalf("error is %T, want Errors", err)
 			}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,8 +54,8 @@ func TestSelfManagedCertificates(t *testing.T) {
 	// The CA is injected into every webhook of both configurations.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		var m admissionv1.MutatingWebhookConfiguration
-		var v admissionv1.ValidatingWebhookConfiguration
+		var m admissionregv1.MutatingWebhookConfiguration
+		var v admissionregv1.ValidatingWebhookConfiguration
 		require.NoError(t, c.Client.Get(ctx, client.ObjectKey{Name: wiring.WebhookConfigurationName}, &m))
 		require.NoError(t, c.Client.Get(ctx, client.ObjectKey{Name: wiring.WebhookConfigurationName}, &v))
 		var bundles [][]byte
@@ -125,8 +125,8 @@ func applyWebhookConfigurations(ctx context.Context, cl client.Client) error {
 	}
 	defer f.Close()
 	dec := yaml.NewYAMLOrJSONDecoder(f, 4096)
-	var m admissionv1.MutatingWebhookConfiguration
-	var v admissionv1.ValidatingWebhookConfiguration
+	var m admissionregv1.MutatingWebhookConfiguration
+	var v admissionregv1.ValidatingWebhookConfiguration
 	if err := dec.Decode(&m); err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -245,9 +245,9 @@ func TestNamespaceSelectorFollowsNamespaceLabels(t *testing.T) {
 func TestTwinRegistrationsNeverDoubleInject(t *testing.T) {
 	namespace(t, "e2e-twin", nil)
 	require.NoError(t, cluster.Client.Create(ctx(t), sidecarSet("e2e-twin", map[string]string{"app": "twin"}, "twin-agent")))
-	var m admissionv1.MutatingWebhookConfiguration
+	var m admissionregv1.MutatingWebhookConfiguration
 	require.NoError(t, cluster.Client.Get(ctx(t), client.ObjectKey{Name: "sidecarops"}, &m))
-	twin := &admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "sidecarops-twin"}}
+	twin := &admissionregv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "sidecarops-twin"}}
 	for _, w := range m.Webhooks {
 		if strings.HasPrefix(w.Name, "mpod.") {
 			w.Name = "mpod-twin.sidecarops.io"
@@ -272,9 +272,9 @@ func TestTwinRegistrationsNeverDoubleInject(t *testing.T) {
 // the pod, Ignore admits it uninjected. The configurations are ours with the URL pointed at a port
 // nothing listens on, scoped to one namespace each.
 func TestFailurePolicyWhenWebhookIsDown(t *testing.T) {
-	var m admissionv1.MutatingWebhookConfiguration
+	var m admissionregv1.MutatingWebhookConfiguration
 	require.NoError(t, cluster.Client.Get(ctx(t), client.ObjectKey{Name: "sidecarops"}, &m))
-	var podHook admissionv1.MutatingWebhook
+	var podHook admissionregv1.MutatingWebhook
 	for _, w := range m.Webhooks {
 		if strings.HasPrefix(w.Name, "mpod.") {
 			podHook = w
@@ -282,7 +282,7 @@ func TestFailurePolicyWhenWebhookIsDown(t *testing.T) {
 	}
 	require.NotNil(t, podHook.ClientConfig.URL, "envtest points the webhooks at this process by URL")
 	dead := deadURL(t, *podHook.ClientConfig.URL)
-	for _, policy := range []admissionv1.FailurePolicyType{admissionv1.Fail, admissionv1.Ignore} {
+	for _, policy := range []admissionregv1.FailurePolicyType{admissionregv1.Fail, admissionregv1.Ignore} {
 		ns := "e2e-down-" + strings.ToLower(string(policy))
 		namespace(t, ns, nil)
 		w := podHook.DeepCopy()
@@ -291,7 +291,7 @@ func TestFailurePolicyWhenWebhookIsDown(t *testing.T) {
 		w.FailurePolicy = &policy
 		w.MatchConditions = nil // the pod is one no SidecarSet selects: the prefilter would skip the call
 		w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}
-		cfg := &admissionv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "sidecarops-down-" + strings.ToLower(string(policy))}, Webhooks: []admissionv1.MutatingWebhook{*w}}
+		cfg := &admissionregv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "sidecarops-down-" + strings.ToLower(string(policy))}, Webhooks: []admissionregv1.MutatingWebhook{*w}}
 		require.NoError(t, cluster.Client.Create(ctx(t), cfg))
 		t.Cleanup(func() { _ = cluster.Client.Delete(context.Background(), cfg) })
 
@@ -299,11 +299,11 @@ func TestFailurePolicyWhenWebhookIsDown(t *testing.T) {
 		eventually(t, "failurePolicy "+string(policy), func() error {
 			_, err := dryRunPod(t, p)
 			switch {
-			case policy == admissionv1.Fail && err == nil:
+			case policy == admissionregv1.Fail && err == nil:
 				return fmt.Errorf("pod admitted although the webhook is down")
-			case policy == admissionv1.Fail && !strings.Contains(err.Error(), "failed calling webhook"):
-				return fmt.Errorf("unexpected error: %v", err)
-			case policy == admissionv1.Ignore && err != nil:
+			case policy == admissionregv1.Fail && !strings.Contains(err.Error(), "failed calling webhook"):
+				return fmt.Errorf("unexpected error: %w", err)
+			case policy == admissionregv1.Ignore && err != nil:
 				return err
 			}
 			return nil

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -84,7 +84,7 @@ func (f *floorWebhook) patchFor(review []byte) ([]byte, error) {
 	}
 	patch := gjson.GetBytes(answer, "response.patch").String()
 	if _, err := base64.StdEncoding.DecodeString(patch); err != nil || patch == "" {
-		return nil, fmt.Errorf("our webhook answered no patch (%v): %s", err, answer)
+		return nil, fmt.Errorf("our webhook answered no patch (%w): %s", err, answer)
 	}
 	f.patch = []byte(patch)
 	return f.patch, nil
@@ -118,22 +118,22 @@ func startFloorWebhook(b *testing.B) {
 	b.Cleanup(srv.Close)
 
 	ctx := context.Background()
-	cfg := &admissionv1.MutatingWebhookConfiguration{
+	cfg := &admissionregv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-bench-floor"},
-		Webhooks: []admissionv1.MutatingWebhook{{
+		Webhooks: []admissionregv1.MutatingWebhook{{
 			Name:                    "floor.bench.sidecarops.io",
 			AdmissionReviewVersions: []string{"v1"},
-			ClientConfig:            admissionv1.WebhookClientConfig{URL: ptr.To(srv.URL + "/"), CABundle: wio.LocalServingCAData},
-			Rules: []admissionv1.RuleWithOperations{{
-				Operations: []admissionv1.OperationType{admissionv1.Create},
-				Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: ptr.To(admissionv1.NamespacedScope)},
+			ClientConfig:            admissionregv1.WebhookClientConfig{URL: ptr.To(srv.URL + "/"), CABundle: wio.LocalServingCAData},
+			Rules: []admissionregv1.RuleWithOperations{{
+				Operations: []admissionregv1.OperationType{admissionregv1.Create},
+				Rule:       admissionregv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: ptr.To(admissionregv1.NamespacedScope)},
 			}},
 			// As ours is registered (config/webhook).
-			ReinvocationPolicy: ptr.To(admissionv1.IfNeededReinvocationPolicy),
-			MatchPolicy:        ptr.To(admissionv1.Equivalent),
-			SideEffects:        ptr.To(admissionv1.SideEffectClassNone),
+			ReinvocationPolicy: ptr.To(admissionregv1.IfNeededReinvocationPolicy),
+			MatchPolicy:        ptr.To(admissionregv1.Equivalent),
+			SideEffects:        ptr.To(admissionregv1.SideEffectClassNone),
 			TimeoutSeconds:     ptr.To[int32](3),
-			FailurePolicy:      ptr.To(admissionv1.Fail),
+			FailurePolicy:      ptr.To(admissionregv1.Fail),
 			NamespaceSelector:  &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}},
 			ObjectSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{floorLabel: "true"}},
 		}},

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,7 +20,7 @@ import (
 // registration ("" when there is none), and the field manager that owns it.
 func registeredCondition(t *testing.T) (expr, owner string) {
 	t.Helper()
-	var m admissionv1.MutatingWebhookConfiguration
+	var m admissionregv1.MutatingWebhookConfiguration
 	require.NoError(t, cluster.Client.Get(ctx(t), client.ObjectKey{Name: wiring.WebhookConfigurationName}, &m))
 	expr, found := prefilter.Registered(&m, wiring.PodWebhookName)
 	require.True(t, found, "no pod webhook %s", wiring.PodWebhookName)

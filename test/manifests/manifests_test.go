@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -68,23 +68,23 @@ func TestDefaultInstallation(t *testing.T) {
 	assert.True(t, memLimit, "GOMEMLIMIT follows the container's memory limit (the GC runs at --gc-percent 400)")
 	assert.False(t, mgr.Resources.Limits.Memory().IsZero(), "a memory limit for GOMEMLIMIT to follow")
 
-	m := as[admissionv1.MutatingWebhookConfiguration](t, objs["MutatingWebhookConfiguration/sidecarops"])
-	v := as[admissionv1.ValidatingWebhookConfiguration](t, objs["ValidatingWebhookConfiguration/sidecarops"])
+	m := as[admissionregv1.MutatingWebhookConfiguration](t, objs["MutatingWebhookConfiguration/sidecarops"])
+	v := as[admissionregv1.ValidatingWebhookConfiguration](t, objs["ValidatingWebhookConfiguration/sidecarops"])
 	paths := map[string]string{}
 	for _, w := range m.Webhooks {
 		paths[w.Name] = *w.ClientConfig.Service.Path
-		assert.Equal(t, admissionv1.SideEffectClassNone, *w.SideEffects, w.Name)
+		assert.Equal(t, admissionregv1.SideEffectClassNone, *w.SideEffects, w.Name)
 		assert.Equal(t, int32(3), *w.TimeoutSeconds, w.Name)
-		assert.Equal(t, admissionv1.Fail, *w.FailurePolicy, w.Name)
-		assert.Equal(t, admissionv1.IfNeededReinvocationPolicy, *w.ReinvocationPolicy, w.Name)
-		assert.Equal(t, admissionv1.Equivalent, *w.MatchPolicy, w.Name)
+		assert.Equal(t, admissionregv1.Fail, *w.FailurePolicy, w.Name)
+		assert.Equal(t, admissionregv1.IfNeededReinvocationPolicy, *w.ReinvocationPolicy, w.Name)
+		assert.Equal(t, admissionregv1.Equivalent, *w.MatchPolicy, w.Name)
 		assert.Equal(t, "sidecarops-system", w.ClientConfig.Service.Namespace)
 	}
 	for _, w := range v.Webhooks {
 		paths[w.Name] = *w.ClientConfig.Service.Path
-		assert.Equal(t, admissionv1.SideEffectClassNone, *w.SideEffects, w.Name)
+		assert.Equal(t, admissionregv1.SideEffectClassNone, *w.SideEffects, w.Name)
 		assert.Equal(t, int32(3), *w.TimeoutSeconds, w.Name)
-		assert.Equal(t, admissionv1.Fail, *w.FailurePolicy, w.Name)
+		assert.Equal(t, admissionregv1.Fail, *w.FailurePolicy, w.Name)
 	}
 	assert.Equal(t, map[string]string{
 		"mpod.sidecarops.io":        "/mutate-pod",
@@ -94,7 +94,7 @@ func TestDefaultInstallation(t *testing.T) {
 
 	pod := m.Webhooks[0]
 	require.Equal(t, "mpod.sidecarops.io", pod.Name)
-	assert.Equal(t, []admissionv1.OperationType{admissionv1.Create}, pod.Rules[0].Operations, "injection is CREATE-only (compat §1.1)")
+	assert.Equal(t, []admissionregv1.OperationType{admissionregv1.Create}, pod.Rules[0].Operations, "injection is CREATE-only (compat §1.1)")
 	require.Len(t, pod.NamespaceSelector.MatchExpressions, 1)
 	assert.ElementsMatch(t, []string{"sidecarops-system", "kube-system"}, pod.NamespaceSelector.MatchExpressions[0].Values,
 		"the manager's own pods and kube-system are never sent to the webhook")
@@ -131,9 +131,9 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 
 func TestFailOpenOverlay(t *testing.T) {
 	objs := render(t, "config/samples/fail-open")
-	m := as[admissionv1.MutatingWebhookConfiguration](t, objs["MutatingWebhookConfiguration/sidecarops"])
-	assert.Equal(t, admissionv1.Ignore, *m.Webhooks[0].FailurePolicy, "pod webhook fails open")
-	assert.Equal(t, admissionv1.Fail, *m.Webhooks[1].FailurePolicy, "SidecarSet defaulting stays Fail")
+	m := as[admissionregv1.MutatingWebhookConfiguration](t, objs["MutatingWebhookConfiguration/sidecarops"])
+	assert.Equal(t, admissionregv1.Ignore, *m.Webhooks[0].FailurePolicy, "pod webhook fails open")
+	assert.Equal(t, admissionregv1.Fail, *m.Webhooks[1].FailurePolicy, "SidecarSet defaulting stays Fail")
 }
 
 func contains(xs []string, x string) bool {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -41,7 +41,7 @@ type Reconciler struct {
 // the manager's cache options.
 func CacheByObject(configuration string) map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
-		&admissionv1.MutatingWebhookConfiguration{}: {Field: fields.OneTermEqualSelector("metadata.name", configuration)},
+		&admissionregv1.MutatingWebhookConfiguration{}: {Field: fields.OneTermEqualSelector("metadata.name", configuration)},
 	}
 }
 
@@ -51,7 +51,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	key := reconcile.Request{NamespacedName: types.NamespacedName{Name: r.Configuration}}
 	return builder.ControllerManagedBy(mgr).
 		Named("prefilter").
-		For(&admissionv1.MutatingWebhookConfiguration{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+		For(&admissionregv1.MutatingWebhookConfiguration{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetName() == r.Configuration
 		}))).
 		Watches(&v1alpha1.SidecarSet{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
@@ -62,8 +62,8 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 
 // Reconcile applies the condition the SidecarSets call for, when it differs from the registered one.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-	logger := log.FromContext(ctx).WithValues("mutatingWebhookConfiguration", r.Configuration, "webhook", r.Webhook)
-	cfg := &admissionv1.MutatingWebhookConfiguration{}
+	logger := ctrllog.FromContext(ctx).WithValues("mutatingWebhookConfiguration", r.Configuration, "webhook", r.Webhook)
+	cfg := &admissionregv1.MutatingWebhookConfiguration{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: r.Configuration}, cfg); err != nil {
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, nil // installed later: its creation reconciles again
@@ -126,7 +126,7 @@ func (r *Reconciler) desired(ctx context.Context) (expr, reason string, err erro
 
 // Registered is the expression of the prefilter's condition on the named webhook of cfg ("" when
 // it has none) and whether that webhook exists.
-func Registered(cfg *admissionv1.MutatingWebhookConfiguration, webhook string) (string, bool) {
+func Registered(cfg *admissionregv1.MutatingWebhookConfiguration, webhook string) (string, bool) {
 	for _, w := range cfg.Webhooks {
 		if w.Name != webhook {
 			continue

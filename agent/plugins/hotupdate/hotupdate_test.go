@@ -148,9 +148,9 @@ func TestHandler(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "max_players=64\n", string(got))
 
-	w = post(`{"url": "x", "verison": "v2"}`)
+	w = post(`{"url": "x", "unexpected": "v2"}`)
 	assert.Equal(t, 400, w.Code)
-	assert.Contains(t, w.Body.String(), `unknown field "verison"`)
+	assert.Contains(t, w.Body.String(), `unknown field "unexpected"`)
 
 	w = httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/result", nil))

@@ -67,7 +67,7 @@ func downwardAPIItems(items []corev1.DownwardAPIVolumeFile) {
 func allPtrFieldsNil(src *corev1.VolumeSource) bool {
 	v := reflect.ValueOf(src).Elem()
 	for i := 0; i < v.NumField(); i++ {
-		if f := v.Field(i); f.Kind() == reflect.Ptr && !f.IsNil() {
+		if f := v.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
 			return false
 		}
 	}

@@ -279,7 +279,7 @@ func ForInjection(ss *v1alpha1.SidecarSet, pod *corev1.Pod, src Source, rand fun
 	if sel := ss.Spec.UpdateStrategy.Selector; sel != nil {
 		selector, err := metav1.LabelSelectorAsSelector(sel)
 		if err != nil {
-			return nil, fmt.Errorf("sidecarset %q: updateStrategy.selector: %v", ss.Name, err)
+			return nil, fmt.Errorf("sidecarset %q: updateStrategy.selector: %w", ss.Name, err)
 		}
 		var podLabels map[string]string
 		if pod != nil {
@@ -299,7 +299,7 @@ func pickRandomly(latest, historical *v1alpha1.SidecarSet, rnd func() float64) (
 	}
 	p, err := parsePercentage(partition.StrVal)
 	if err != nil {
-		return nil, fmt.Errorf("sidecarset %q: updateStrategy.partition %q: %v", latest.Name, partition.StrVal, err)
+		return nil, fmt.Errorf("sidecarset %q: updateStrategy.partition %q: %w", latest.Name, partition.StrVal, err)
 	}
 	if rnd == nil {
 		rnd = rand.Float64

@@ -118,7 +118,7 @@ func Compute(pod *corev1.Pod, c *v1alpha1.SidecarContainer, excludeNames map[str
 func targetContainers(pod *corev1.Pod, nameRegex string, exclude map[string]bool) ([]*corev1.Container, error) {
 	re, err := regexp.Compile(nameRegex)
 	if err != nil {
-		return nil, fmt.Errorf("invalid regex pattern %q: %v", nameRegex, err)
+		return nil, fmt.Errorf("invalid regex pattern %q: %w", nameRegex, err)
 	}
 	var out []*corev1.Container
 	for i := range pod.Spec.InitContainers {

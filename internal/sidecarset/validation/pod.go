@@ -54,14 +54,14 @@ const (
 // and reflection keeps new members counted without code changes.
 func setFields(v interface{}) []string {
 	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Ptr || rv.IsNil() || rv.Elem().Kind() != reflect.Struct {
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct {
 		return nil
 	}
 	rv = rv.Elem()
 	var names []string
 	for i := 0; i < rv.NumField(); i++ {
 		f := rv.Field(i)
-		if f.Kind() == reflect.Ptr && !f.IsNil() {
+		if f.Kind() == reflect.Pointer && !f.IsNil() {
 			name, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("json"), ",")
 			names = append(names, name)
 		}

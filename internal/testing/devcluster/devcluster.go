@@ -177,7 +177,7 @@ func (c *Cluster) WaitReady(ctx context.Context, timeout time.Duration) error {
 		select {
 		case err := <-c.done:
 			c.done <- err
-			return fmt.Errorf("devcluster: manager stopped before it was ready: %v", err)
+			return fmt.Errorf("devcluster: manager stopped before it was ready: %w", err)
 		default:
 		}
 		if ok, _ := httpOK(ctx, url); ok {

@@ -288,9 +288,9 @@ func (k *Kwok) waitNodeReady(ctx context.Context, cs kubernetes.Interface, timeo
 		}
 		select {
 		case <-k.done:
-			return fmt.Errorf("kwok: exited before Node %s became Ready: %v", k.Node, k.waitErr)
+			return fmt.Errorf("kwok: exited before Node %s became Ready: %w", k.Node, k.waitErr)
 		case <-ctx.Done():
-			return fmt.Errorf("kwok: Node %s not Ready within %s (%v): is kwok connecting to the API server?", k.Node, timeout, last)
+			return fmt.Errorf("kwok: Node %s not Ready within %s (%w): is kwok connecting to the API server?", k.Node, timeout, last)
 		case <-tick.C:
 		}
 	}
@@ -324,7 +324,7 @@ func (k *Kwok) Stop() error {
 		if k.cmd != nil && k.cmd.Process != nil {
 			select {
 			case <-k.done:
-				errs = append(errs, fmt.Errorf("kwok: had exited before Stop: %v", k.waitErr))
+				errs = append(errs, fmt.Errorf("kwok: had exited before Stop: %w", k.waitErr))
 			default:
 				_ = k.cmd.Process.Signal(syscall.SIGTERM)
 				select {
