@@ -65,16 +65,10 @@ envtest-bins:
 kwok-bin:
 	hack/kwok-bin.sh
 
-# OPA's CLI is built from the main module, so it is the OPA (and the dependency versions) the Go code
-# links. go.sum lacks the sums of the modules only the CLI imports (readline, tablewriter, …), so the
-# build reads a scratch copy of go.mod/go.sum (-modfile) and may add them there; the checkout's go.mod
-# and go.sum are not touched. (With `tool github.com/open-policy-agent/opa` in go.mod and those sums in
-# go.sum, a plain `go build` would do.)
+# OPA's CLI is the `tool` directive of go.mod: the OPA (and the dependency versions) the Go code links.
 $(OPA):
 	mkdir -p $(dir $@)
-	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
-	cp go.mod "$$tmp/go.mod"; cp go.sum "$$tmp/go.sum"; \
-	$(GO) build -mod=mod -modfile="$$tmp/go.mod" -o $@.tmp github.com/open-policy-agent/opa
+	$(GO) build -o $@.tmp github.com/open-policy-agent/opa
 	mv $@.tmp $@
 
 # The other tools: `go build` of the package a `tool` directive of hack/tools/go.mod names, into a
@@ -163,7 +157,7 @@ test-rego: $(OPA)
 test-go: $(OPA)
 	hack/kwok-bin.sh >/dev/null
 	assets=$$(hack/envtest-bins.sh | tail -n 1); \
-	KUBEBUILDER_ASSETS=$$assets SIDECAROPS_OPA=$(OPA) $(GO) test -count=1 ./...
+	KUBEBUILDER_ASSETS=$$assets SIDECAROPS_OPA=$(OPA) $(GO) test -race -count=1 -timeout 30m ./...
 
 # Each fuzz target for FUZZTIME; new interesting inputs land in the package's testdata/fuzz corpus.
 FUZZTIME ?= 2m
