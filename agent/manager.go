@@ -20,11 +20,19 @@ const Version = "v0.1.0"
 type State string
 
 const (
+	// StateInitialized means Init succeeded and Start has not been called yet.
 	StateInitialized State = "Initialized"
-	StateRunning     State = "Running"
-	StateFailed      State = "Failed"
-	StateRestarting  State = "Restarting"
-	StateStopped     State = "Stopped"
+	// StateRunning means Start returned without error and no failure has been reported since.
+	StateRunning State = "Running"
+	// StateFailed means the plugin failed (to start or while running) and, restartPolicy being
+	// Never, stays stopped.
+	StateFailed State = "Failed"
+	// StateRestarting means the plugin failed and is stopped; restartPolicy being Always, it is
+	// started again after the backoff.
+	StateRestarting State = "Restarting"
+	// StateStopped means the manager stopped the plugin: the agent shuts down, or config.yaml
+	// changed or dropped it.
+	StateStopped State = "Stopped"
 )
 
 // PluginStatus is one plugin in /status.

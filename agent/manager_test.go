@@ -79,7 +79,7 @@ func (p *testPlugin) Init(cfg any, _ Host) error {
 	return nil
 }
 
-func (p *testPlugin) Start(ctx context.Context, failed chan<- error) error {
+func (p *testPlugin) Start(_ context.Context, failed chan<- error) error {
 	n := p.starts.Add(1)
 	if int(n) <= p.cfg.FailStarts {
 		p.j.add(p.name, "start-failed")

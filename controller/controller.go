@@ -258,14 +258,6 @@ func forEach(ctx context.Context, pods []*corev1.Pod, n int, write func(context.
 	return errors.Join(errs...)
 }
 
-func podNames(pods []*corev1.Pod) []string {
-	out := make([]string, len(pods))
-	for i, p := range pods {
-		out[i] = p.Namespace + "/" + p.Name
-	}
-	return out
-}
-
 // explainWaiting records, when candidates wait, why (the issue: "the upgrade doesn't happen and I
 // can't see why"). The events API aggregates repeats into a series.
 func (r *Reconciler) explainWaiting(ss *v1alpha1.SidecarSet, p rollout.Plan) {

@@ -89,7 +89,7 @@ func (in *Injector) chooseRevisions(input Input) ([]*v1alpha1.SidecarSet, error)
 		if r := ss.Spec.InjectionStrategy.Revision; r != nil && (r.RevisionName != nil || r.CustomVersion != nil) &&
 			r.Policy == v1alpha1.PartialSidecarSetInjectRevisionPolicy && in.Rand == nil {
 			return nil, fieldErr(ss.Name, "spec.injectionStrategy.revision.policy",
-				errors.New("Partial needs a random source and Injector.Rand is nil"))
+				errors.New("the Partial policy needs a random source, and Injector.Rand is nil"))
 		}
 		chosen, err := history.ForInjection(ss, input.Pod, input.History, in.Rand)
 		if err != nil {

@@ -15,7 +15,7 @@ const (
 	pathContainers       = "/spec/containers"
 	pathInitContainers   = "/spec/initContainers"
 	pathVolumes          = "/spec/volumes"
-	pathImagePullSecrets = "/spec/imagePullSecrets"
+	pathImagePullSecrets = "/spec/imagePullSecrets" //nolint:gosec // G101: a JSON pointer to the pod field, not a credential
 	pathAnnotations      = "/metadata/annotations"
 )
 

@@ -27,7 +27,7 @@ type gen struct{ r *rand.Rand }
 
 func (g gen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
 func (g gen) chance(p float64) bool    { return g.r.Float64() < p }
-func (g gen) n(max int) int            { return g.r.IntN(max + 1) }
+func (g gen) n(most int) int           { return g.r.IntN(most + 1) }
 
 var (
 	genPaths   = []string{"/a", "/b", "/c", "/data", "/logs", "/dev/x", "/dev/y"}

@@ -41,9 +41,16 @@ func (h *Host) FailStores(err error) {
 	h.err = err
 }
 
+// Logger logs through the test's t.Log, so the plugin's output shows with the failing test.
 func (h *Host) Logger() logr.Logger { return testr.New(h.T) }
-func (h *Host) Self() storage.Self  { return h.Pod }
+
+// Self returns Pod, the pod the plugin is told it runs in.
+func (h *Host) Self() storage.Self { return h.Pod }
+
+// Kube returns nil, as the agent does without API access (--no-kube): plugins skip what needs it.
 func (h *Host) Kube() *storage.Kube { return nil }
+
+// Store records the call (see Stored) and returns the error set by FailStores.
 func (h *Host) Store(_ context.Context, c storage.Config, r storage.Record) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -58,9 +58,13 @@ type SidecarSetPatchPodMetadata struct {
 type SidecarSetPatchPolicyType string
 
 const (
-	SidecarSetRetainPatchPolicy         SidecarSetPatchPolicyType = "Retain"
-	SidecarSetOverwritePatchPolicy      SidecarSetPatchPolicyType = "Overwrite"
-	SidecarSetMergePatchJsonPatchPolicy SidecarSetPatchPolicyType = "MergePatchJson"
+	// SidecarSetRetainPatchPolicy (the default) writes the annotation only when the pod lacks the key.
+	SidecarSetRetainPatchPolicy SidecarSetPatchPolicyType = "Retain"
+	// SidecarSetOverwritePatchPolicy always writes the annotation, replacing the pod's value.
+	SidecarSetOverwritePatchPolicy SidecarSetPatchPolicyType = "Overwrite"
+	// SidecarSetMergePatchJsonPatchPolicy applies the value as an RFC 7386 JSON merge patch to the
+	// pod's non-empty value, and writes it as is otherwise (compat §1.18).
+	SidecarSetMergePatchJsonPatchPolicy SidecarSetPatchPolicyType = "MergePatchJson" //nolint:revive // var-naming: OpenKruise's exported name, kept for drop-in compatibility
 )
 
 // SidecarContainer is a container to inject, with its injection and upgrade settings.
@@ -98,15 +102,22 @@ type ShareVolumePolicy struct {
 type PodInjectPolicyType string
 
 const (
+	// BeforeAppContainerType places the sidecar in front of the pod's own containers (the default
+	// for containers).
 	BeforeAppContainerType PodInjectPolicyType = "BeforeAppContainer"
-	AfterAppContainerType  PodInjectPolicyType = "AfterAppContainer"
+	// AfterAppContainerType places the sidecar behind the pod's own containers (the default for
+	// initContainers).
+	AfterAppContainerType PodInjectPolicyType = "AfterAppContainer"
 )
 
 // ShareVolumePolicyType is enabled or disabled.
 type ShareVolumePolicyType string
 
 const (
-	ShareVolumePolicyEnabled  ShareVolumePolicyType = "enabled"
+	// ShareVolumePolicyEnabled gives the sidecar the volumeMounts (or volumeDevices) of the pod's
+	// own containers (compat §1.15).
+	ShareVolumePolicyEnabled ShareVolumePolicyType = "enabled"
+	// ShareVolumePolicyDisabled (the default) shares nothing.
 	ShareVolumePolicyDisabled ShareVolumePolicyType = "disabled"
 )
 
@@ -130,8 +141,12 @@ type SourceContainerNameSource struct {
 type SidecarContainerUpgradeType string
 
 const (
+	// SidecarContainerColdUpgrade (the default) upgrades the sidecar by replacing its image in place,
+	// which restarts the container.
 	SidecarContainerColdUpgrade SidecarContainerUpgradeType = "ColdUpgrade"
-	SidecarContainerHotUpgrade  SidecarContainerUpgradeType = "HotUpgrade"
+	// SidecarContainerHotUpgrade injects the sidecar twice, <name>-1 and <name>-2, one working and
+	// one idle on hotUpgradeEmptyImage, and upgrades by switching between them (compat §1.20, §3.9).
+	SidecarContainerHotUpgrade SidecarContainerUpgradeType = "HotUpgrade"
 )
 
 // SidecarContainerUpgradeStrategy says how a sidecar is upgraded in place.
@@ -146,7 +161,9 @@ type SidecarContainerUpgradeStrategy struct {
 type TargetContainersModeType string
 
 const (
+	// TargetContainersModeSum adds up the target containers' resources.
 	TargetContainersModeSum TargetContainersModeType = "sum"
+	// TargetContainersModeMax takes the largest of the target containers' resources.
 	TargetContainersModeMax TargetContainersModeType = "max"
 )
 
@@ -205,7 +222,12 @@ type SidecarSetInjectRevision struct {
 type SidecarSetInjectRevisionPolicy string
 
 const (
-	AlwaysSidecarSetInjectRevisionPolicy  SidecarSetInjectRevisionPolicy = "Always"
+	// AlwaysSidecarSetInjectRevisionPolicy (the default) injects the historical revision into every
+	// new pod.
+	AlwaysSidecarSetInjectRevisionPolicy SidecarSetInjectRevisionPolicy = "Always"
+	// PartialSidecarSetInjectRevisionPolicy injects the historical revision into the new pods that
+	// updateStrategy.selector excludes and, when partition is a percentage, into that share of the
+	// others at random; the rest get the current spec (compat §1.5 step 4).
 	PartialSidecarSetInjectRevisionPolicy SidecarSetInjectRevisionPolicy = "Partial"
 )
 
@@ -231,7 +253,11 @@ type SidecarSetUpdateStrategy struct {
 type SidecarSetUpdateStrategyType string
 
 const (
-	NotUpdateSidecarSetStrategyType     SidecarSetUpdateStrategyType = "NotUpdate"
+	// NotUpdateSidecarSetStrategyType keeps the status and revisions up to date but never modifies
+	// a pod.
+	NotUpdateSidecarSetStrategyType SidecarSetUpdateStrategyType = "NotUpdate"
+	// RollingUpdateSidecarSetStrategyType (the default) upgrades the injected pods in place, as
+	// partition, maxUnavailable and the priority and scatter strategies allow.
 	RollingUpdateSidecarSetStrategyType SidecarSetUpdateStrategyType = "RollingUpdate"
 )
 

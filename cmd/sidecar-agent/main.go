@@ -81,12 +81,12 @@ func kubeClient(kubeconfig string, self storage.Self) (*storage.Kube, error) {
 		cfg, err = rest.InClusterConfig()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("Kubernetes client: %w", err)
+		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
 	}
 	cfg.UserAgent = "sidecar-agent/" + agent.Version
 	dc, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("Kubernetes client: %w", err)
+		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
 	}
 	return &storage.Kube{Client: dc, Self: self}, nil
 }

@@ -83,7 +83,7 @@ func TestCommand(t *testing.T) {
 			"sidecar-agent: " + bad + `: plugin http_probe: plugins[0].config.endpoints[0].url: Invalid value: "localhost": must be an absolute http:// or https:// URL`},
 		{"missing config", []string{"--config", filepath.Join(dir, "none.yaml"), "--no-kube"}, nil, 1, "no such file or directory"},
 		{"no pod identity", []string{"--config", good}, []string{"POD_NAME="}, 1, "POD_NAME and POD_NAMESPACE must be set"},
-		{"no cluster", []string{"--config", good}, []string{"POD_NAME=p", "POD_NAMESPACE=n", "KUBERNETES_SERVICE_HOST="}, 1, "Kubernetes client:"},
+		{"no cluster", []string{"--config", good}, []string{"POD_NAME=p", "POD_NAMESPACE=n", "KUBERNETES_SERVICE_HOST="}, 1, "sidecar-agent: building the Kubernetes client:"},
 		{"bad flag", []string{"--nope"}, nil, 2, "flag provided but not defined: -nope"},
 	}
 	for _, tt := range tests {

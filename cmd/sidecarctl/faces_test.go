@@ -120,7 +120,10 @@ func webhookFor(t *testing.T, paths []string, adminBundle string) http.Handler {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- l.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
 	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.NoError(c, l.Ready()) }, 10*time.Second, 5*time.Millisecond)
 
 	at, err := time.Parse(time.RFC3339, ts)

@@ -19,9 +19,11 @@ import (
 type Stopped string
 
 const (
+	// StoppedNotUpdate means updateStrategy.type is NotUpdate: pods are never upgraded.
 	StoppedNotUpdate Stopped = "updateStrategy.type is NotUpdate"
-	StoppedPaused    Stopped = "updateStrategy.paused"
-	// StoppedResetting: this round resets finished hot upgrades (NextRound) and upgrades nothing.
+	// StoppedPaused means updateStrategy.paused is set: upgrades wait until it is cleared.
+	StoppedPaused Stopped = "updateStrategy.paused"
+	// StoppedResetting means this round resets finished hot upgrades (NextRound) and upgrades nothing.
 	StoppedResetting Stopped = "hot upgrades are being reset to the empty image first"
 )
 

@@ -17,12 +17,13 @@ import (
 type RevisionAction string
 
 const (
-	// RevisionReuse: the newest revision already records the spec.
+	// RevisionReuse means the newest revision already records the spec.
 	RevisionReuse RevisionAction = "Reuse"
-	// RevisionRenumber: an older revision records it (rollback); set its .revision to Latest.Revision.
+	// RevisionRenumber means an older revision records it (rollback); set its .revision to
+	// Latest.Revision.
 	RevisionRenumber RevisionAction = "Renumber"
-	// RevisionCreate: create Latest. On AlreadyExists with different data, call PlanRevisions again
-	// with collisionCount+1 (and store the new count in status).
+	// RevisionCreate means no revision records it: create Latest. On AlreadyExists with different
+	// data, call PlanRevisions again with collisionCount+1 (and store the new count in status).
 	RevisionCreate RevisionAction = "Create"
 )
 

@@ -17,10 +17,14 @@ import (
 type Outcome string
 
 const (
-	Injected   Outcome = "injected"    // SidecarSets matched and were applied
-	NotMatched Outcome = "not-matched" // no SidecarSet matched the pod
-	Gated      Outcome = "gated"       // an administrator's gate vetoed injection; the pod stays as it is
-	Inactive   Outcome = "inactive"    // the pod has finished or is being deleted: it will never run a sidecar
+	// Injected means SidecarSets matched and were applied.
+	Injected Outcome = "injected"
+	// NotMatched means no SidecarSet matched the pod.
+	NotMatched Outcome = "not-matched"
+	// Gated means an administrator's gate vetoed injection; the pod stays as it is.
+	Gated Outcome = "gated"
+	// Inactive means the pod has finished or is being deleted: it will never run a sidecar.
+	Inactive Outcome = "inactive"
 )
 
 // PodRequest is one pod to inject.

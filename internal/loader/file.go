@@ -127,7 +127,7 @@ func (f *FileSource) restore() {
 	if f.offered || !f.p.enabled() {
 		return
 	}
-	b, _, _, err := readPersisted(f.p, f.opts.Name, f.opts.Verification)
+	b, _, _, err := readPersisted(f.p, f.opts.Verification)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			f.st.refuse(f.opts.Name, fmt.Errorf("persisted bundle: %w", err))

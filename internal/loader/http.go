@@ -131,7 +131,7 @@ func (h *HTTPSource) Start(ctx context.Context) error {
 	h.restore()
 	retry := 0
 	for {
-		delay := h.opts.MinDelay + rand.N(h.opts.MaxDelay-h.opts.MinDelay+1)
+		delay := h.opts.MinDelay + rand.N(h.opts.MaxDelay-h.opts.MinDelay+1) //nolint:gosec // G404: polling jitter, not a secret; math/rand/v2 is the right source
 		if err := h.Poll(ctx); err != nil {
 			delay = util.DefaultBackoff(float64(minRetryDelay), float64(h.opts.MaxDelay), retry)
 			retry++
@@ -212,7 +212,7 @@ func (h *HTTPSource) restore() {
 	if h.offered || !h.p.enabled() {
 		return
 	}
-	b, raw, etag, err := readPersisted(h.p, h.opts.Name, h.opts.Verification)
+	b, raw, etag, err := readPersisted(h.p, h.opts.Verification)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			h.st.refuse(h.opts.Name, fmt.Errorf("persisted bundle: %w", err))

@@ -82,7 +82,7 @@ func writeAtomic(path string, data []byte) error {
 
 // readPersisted restores a source's persisted bundle, verified again: keys may have changed since
 // it was saved, and the disk is not trusted more than the network.
-func readPersisted(p persister, name string, v *bundles.Verification) (*bundle.Bundle, []byte, string, error) {
+func readPersisted(p persister, v *bundles.Verification) (*bundle.Bundle, []byte, string, error) {
 	if !p.enabled() {
 		return nil, nil, "", errors.New("no persistence directory configured")
 	}

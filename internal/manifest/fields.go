@@ -184,9 +184,9 @@ func jsonValueName(data []byte) string {
 	case 'n':
 		return "null"
 	}
-	const max = 32
-	if len(data) > max {
-		return string(data[:max]) + "..."
+	const limit = 32
+	if len(data) > limit {
+		return string(data[:limit]) + "..."
 	}
 	return string(data)
 }

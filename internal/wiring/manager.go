@@ -50,7 +50,7 @@ const (
 	WebhookConfigurationName = "sidecarops"
 	// PodWebhookName is the pod webhook's name in WebhookConfigurationName.
 	PodWebhookName   = "mpod.sidecarops.io"
-	CertSecretName   = "sidecarops-webhook-cert"
+	CertSecretName   = "sidecarops-webhook-cert" //nolint:gosec // G101: the name of the Secret holding the webhook certificate, not a credential
 	ServiceName      = "sidecarops-webhook"
 	LeaderElectionID = "sidecarops-manager.sidecarops.io"
 )

@@ -25,7 +25,7 @@ func registeredCondition(t *testing.T) (expr, owner string) {
 	expr, found := prefilter.Registered(&m, wiring.PodWebhookName)
 	require.True(t, found, "no pod webhook %s", wiring.PodWebhookName)
 	for _, f := range m.ManagedFields {
-		if f.FieldsV1 != nil && strings.Contains(string(f.FieldsV1.Raw), prefilter.ConditionName) {
+		if f.FieldsV1 != nil && strings.Contains(f.FieldsV1.GetRawString(), prefilter.ConditionName) {
 			owner = f.Manager
 		}
 	}

@@ -74,7 +74,7 @@ func TestKwokRunsPodsAndReportsInPlaceImageChange(t *testing.T) {
 
 	// 1. kwok's pod-ready stage: Running, Ready, every container ready with image and imageID.
 	var before corev1.Pod
-	waitFor(t, ctx, cl, key, "Pod Running and Ready with imageIDs", func(p *corev1.Pod) error {
+	waitFor(ctx, t, cl, key, "Pod Running and Ready with imageIDs", func(p *corev1.Pod) error {
 		if p == nil {
 			t.Fatal("Pod disappeared")
 		}
@@ -106,7 +106,7 @@ func TestKwokRunsPodsAndReportsInPlaceImageChange(t *testing.T) {
 	// 3. kwok's pod-image-change stage: the new image and a new imageID for that container, as a
 	// kubelet reports after the restart; the other container untouched; the Pod Ready at every
 	// observation, not just at the end.
-	waitFor(t, ctx, cl, key, "sidecar status reporting the new image", func(p *corev1.Pod) error {
+	waitFor(ctx, t, cl, key, "sidecar status reporting the new image", func(p *corev1.Pod) error {
 		if p == nil {
 			t.Fatal("Pod disappeared")
 		}
@@ -143,7 +143,7 @@ func TestKwokRunsPodsAndReportsInPlaceImageChange(t *testing.T) {
 	// 4. kwok's pod-delete stage confirms deletion as a kubelet would; without it the Pod would
 	// stay Terminating on a node nobody runs.
 	require.NoError(t, cl.Delete(ctx, pod))
-	waitFor(t, ctx, cl, key, "Pod deleted", func(p *corev1.Pod) error {
+	waitFor(ctx, t, cl, key, "Pod deleted", func(p *corev1.Pod) error {
 		if p != nil {
 			return errors.New("still present")
 		}
@@ -153,7 +153,7 @@ func TestKwokRunsPodsAndReportsInPlaceImageChange(t *testing.T) {
 
 // waitFor polls the Pod until check returns nil; check gets nil once the Pod no longer exists.
 // Every wait is bounded by timeout.
-func waitFor(t *testing.T, ctx context.Context, cl client.Client, key client.ObjectKey, what string, check func(*corev1.Pod) error) {
+func waitFor(ctx context.Context, t *testing.T, cl client.Client, key client.ObjectKey, what string, check func(*corev1.Pod) error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var last error

@@ -19,9 +19,9 @@ import (
 	"github.com/sidecarops/sidecarops/internal/testing/kwok"
 )
 
-// budgetWatch checks, at every state the watch shows, that at most max pods have been moved to
+// budgetWatch checks, at every state the watch shows, that at most limit pods have been moved to
 // img and are not yet running it, and records the most seen at once.
-func budgetWatch(f *fleet, img string, max int) (*podWatch, *int) {
+func budgetWatch(f *fleet, img string, limit int) (*podWatch, *int) {
 	peak := new(int)
 	pw := f.watchPods(func(pods map[string]*corev1.Pod) error {
 		n := 0
@@ -30,20 +30,13 @@ func budgetWatch(f *fleet, img string, max int) (*podWatch, *int) {
 				n++
 			}
 		}
-		*peak = maxInt(*peak, n)
-		if n > max {
-			return fmt.Errorf("%d upgraded pods unavailable, maxUnavailable %d", n, max)
+		*peak = max(*peak, n)
+		if n > limit {
+			return fmt.Errorf("%d upgraded pods unavailable, maxUnavailable %d", n, limit)
 		}
 		return nil
 	})
 	return pw, peak
-}
-
-func maxInt(a, b int) int {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 func TestImageChangeRollsOutWithinMaxUnavailable(t *testing.T) {

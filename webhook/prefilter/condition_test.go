@@ -322,7 +322,7 @@ func TestConditionNeverNarrowerThanThePolicies(t *testing.T) {
 			case 1:
 				ss.Spec.NamespaceSelector = randSelector(nsKeys)
 			}
-			defaults.SidecarSetAndHash(ss)
+			require.NoError(t, defaults.SidecarSetAndHash(ss))
 			sets = append(sets, ss)
 		}
 		core, err := bundles.Compile(bundles.State{SidecarSets: sets, Namespaces: namespaces})

@@ -126,8 +126,13 @@ type Plugin struct {
 // New is the plugin's agent.Factory.
 func New() agent.Plugin { return &Plugin{} }
 
-func (p *Plugin) Name() string    { return Name }
+// Name returns Name, the name config.yaml refers to and the one its HTTP API is served under.
+func (p *Plugin) Name() string { return Name }
+
+// Version is the plugin's version, shown in the agent's /status.
 func (p *Plugin) Version() string { return "v0.1.0" }
+
+// ConfigType returns a new zero Config, into which the manager decodes the plugin's config.
 func (p *Plugin) ConfigType() any { return &Config{} }
 
 // Init takes the configuration and fills its defaults.
@@ -151,7 +156,13 @@ func (p *Plugin) Init(cfg any, host agent.Host) error {
 // Start makes sure fileDir exists and restores the workload's latest version into it when the
 // shared volume does not hold it yet. A failed restore fails the start, so restartPolicy retries.
 func (p *Plugin) Start(ctx context.Context, _ chan<- error) error {
-	if err := os.MkdirAll(p.cfg.FileDir, 0o755); err != nil {
+	// fileDir is normally the mount point of an emptyDir shared with the app, which exists already
+	// (kubelet makes it 0777, and group fsGroup with setgid when the pod sets one) and keeps its mode.
+	// A directory still to be created gets 0750: the app only enters and reads, and it shares either
+	// the agent's uid or the pod's fsGroup, which a directory made inside a setgid volume inherits.
+	// Other users have no business there. (Downloads keep os.CreateTemp's 0600, so today only the
+	// agent's uid can read the files themselves.)
+	if err := os.MkdirAll(p.cfg.FileDir, 0o750); err != nil {
 		return fmt.Errorf("hot_update: fileDir: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -171,8 +182,12 @@ func (p *Plugin) Stop(ctx context.Context) error {
 	p.mu.Unlock()
 	locked := make(chan struct{})
 	go func() {
+		// A barrier, not a critical section: Update and restore hold update for the whole of an
+		// update, so acquiring it means the one in progress (if any) has finished and recorded
+		// its result. Later requests are refused, or, having raced past the handler's check, fail
+		// at once on the cancelled ctx.
 		p.update.Lock()
-		p.update.Unlock()
+		p.update.Unlock() //nolint:staticcheck // SA2001: the empty section is a barrier waiting for the update in progress, see above
 		close(locked)
 	}()
 	select {

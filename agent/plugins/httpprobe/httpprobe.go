@@ -113,8 +113,13 @@ type EndpointStatus struct {
 // New is the plugin's agent.Factory.
 func New() agent.Plugin { return &Plugin{} }
 
-func (p *Plugin) Name() string    { return Name }
+// Name returns Name, the name config.yaml refers to.
+func (p *Plugin) Name() string { return Name }
+
+// Version is the plugin's version, shown in the agent's /status.
 func (p *Plugin) Version() string { return "v0.1.0" }
+
+// ConfigType returns a new zero Config, into which the manager decodes the plugin's config.
 func (p *Plugin) ConfigType() any { return &Config{} }
 
 // Init takes the configuration and fills its defaults.

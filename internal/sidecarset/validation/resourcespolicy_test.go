@@ -26,7 +26,7 @@ func TestResourcesPolicy(t *testing.T) {
 	requests := func(cpu, memory string) v1alpha1.ResourcesExpr {
 		return v1alpha1.ResourcesExpr{Requests: &v1alpha1.ResourceExprRequests{CPU: cpu, Memory: memory}}
 	}
-	const sum, max = v1alpha1.TargetContainersModeSum, v1alpha1.TargetContainersModeMax
+	const sum, most = v1alpha1.TargetContainersModeSum, v1alpha1.TargetContainersModeMax
 	run(t, []validCase{
 		{
 			name: "V48 sum with limits and requests",
@@ -36,7 +36,7 @@ func TestResourcesPolicy(t *testing.T) {
 			}),
 			want: []want{},
 		},
-		{name: "V49 max with only a cpu limit", mutate: policy(max, "^app.*$", limits("cpu*50%", "")), want: []want{}},
+		{name: "V49 max with only a cpu limit", mutate: policy(most, "^app.*$", limits("cpu*50%", "")), want: []want{}},
 		{name: "V50 only requests", mutate: policy(sum, ".*", requests("max(cpu*50%, 50m)", "100Mi")), want: []want{}},
 		{
 			// Raw: defaulting fills the regex with ".*" (the CRD default).
@@ -94,7 +94,7 @@ func TestResourcesPolicy(t *testing.T) {
 			mutate: policy(sum, "^app.*$", limits("0.5*cpu - 0.3*max(0, cpu-4) + 0.3*max(0, cpu-8)", "max(memory*50%, 100Mi)")),
 			want:   []want{},
 		},
-		{name: "only a memory limit", mutate: policy(max, "^.*", limits("", "memory*50%")), want: []want{}},
+		{name: "only a memory limit", mutate: policy(most, "^.*", limits("", "memory*50%")), want: []want{}},
 		{name: "requests with only memory", mutate: policy(sum, "^.*", requests("", "100Mi")), want: []want{}},
 		{name: "bad requests cpu", mutate: policy(sum, "^.*", requests("invalid_cpu_expr", "")), want: []want{invalid(p + ".resourcesExpr.requests.cpu")}},
 		{name: "bad limits memory", mutate: policy(sum, "^.*", limits("", "bad_memory_expr")), want: []want{invalid(p + ".resourcesExpr.limits.memory")}},
