@@ -75,7 +75,10 @@ func BenchmarkPodReviewCodec(b *testing.B) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := buffers.Get().(*bytes.Buffer)
 		defer putBuffer(body)
-		req, resp, ok := readReview(r, body)
+		if _, resp, _ := readBody(r, body, nil); resp != nil {
+			b.Fatal(resp.message)
+		}
+		req, resp, ok := decodeReview(r, body.Bytes())
 		if !ok {
 			b.Fatal(resp.message)
 		}

@@ -22,6 +22,7 @@ const (
 type Metrics struct {
 	latency   *prometheus.HistogramVec
 	decisions *prometheus.CounterVec
+	throttled *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil: controller-runtime's
@@ -48,14 +49,22 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
+	throttled, err := promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sidecarops_webhook_throttled_total",
+		Help: "Admission requests refused with 429 Too Many Requests because every admission slot was taken (Limits.MaxInFlight), by webhook path.",
+	}, []string{"webhook"}))
+	if err != nil {
+		return nil, err
+	}
 	// Every series exists from the start, so rate() and absence alerts work before the first event.
 	for _, p := range []string{PodPath, SidecarSetDefaultPath, SidecarSetValidatePath} {
 		latency.WithLabelValues(p)
+		throttled.WithLabelValues(p)
 	}
 	for _, r := range []string{ResultInjected, ResultNotMatched, ResultGated, ResultInactive, ResultError} {
 		decisions.WithLabelValues(r)
 	}
-	return &Metrics{latency: latency, decisions: decisions}, nil
+	return &Metrics{latency: latency, decisions: decisions, throttled: throttled}, nil
 }
 
 // observe records the latency of one admission that started at start.
@@ -64,6 +73,13 @@ func (m *Metrics) observe(path string, start time.Time) {
 		return
 	}
 	m.latency.WithLabelValues(path).Observe(time.Since(start).Seconds())
+}
+
+func (m *Metrics) throttle(path string) {
+	if m == nil {
+		return
+	}
+	m.throttled.WithLabelValues(path).Inc()
 }
 
 func (m *Metrics) decision(result string) {

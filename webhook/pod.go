@@ -37,6 +37,8 @@ type PodInjector struct {
 
 	// panics, when set, lets a panic of the handler through instead of answering 500 (tests).
 	panics bool
+	// gate holds the server's Limits; Register sets it. Nil: no limits (a handler used directly).
+	gate *gate
 }
 
 var defaultInjector = &mutation.Injector{Now: time.Now, Rand: rand.Float64}

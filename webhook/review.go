@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -95,10 +96,30 @@ func putBuffer(b *bytes.Buffer) {
 
 // ServeHTTP implements http.Handler: one pod admission. Every answer is HTTP 200 with an
 // AdmissionReview, as controller-runtime answers: what went wrong is the response's status code.
+// The exception is the server's Limits: no room for the admission is HTTP 429.
 func (p *PodInjector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	growStack()
 	body := buffers.Get().(*bytes.Buffer)
 	defer putBuffer(body)
+	// The body is read before room is taken for its admission, so a slow or stalled peer holds no
+	// room of ordinary pods, only the bytes it has sent, and only until the body deadline; the room
+	// taken is the body's real size, not the size it declared. Bodies over smallBody take room of
+	// their own before the rest is read (Limits).
+	p.gate.bodyDeadline(w)
+	largeHeld, readErr, throttled := readBody(r, body, p.gate)
+	defer p.gate.releaseLarge(largeHeld)
+	if throttled {
+		p.gate.refuse(w, PodPath)
+		return
+	}
+	if readErr == nil {
+		held, ok := p.gate.acquire(int64(body.Len()))
+		if !ok {
+			p.gate.refuse(w, PodPath)
+			return
+		}
+		defer p.gate.release(held)
+	}
 	var uid types.UID
 	resp := func() (resp reviewResponse) {
 		if !p.panics {
@@ -114,7 +135,10 @@ func (p *PodInjector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				}
 			}()
 		}
-		req, resp, ok := readReview(r, body)
+		if readErr != nil {
+			return *readErr
+		}
+		req, resp, ok := decodeReview(r, body.Bytes())
 		if !ok {
 			return resp
 		}
@@ -130,29 +154,47 @@ func (p *PodInjector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(out.Bytes()) // a broken connection is the API server's to retry
 }
 
-// readReview reads and decodes the AdmissionReview of r into body; when it cannot, the answer.
-func readReview(r *http.Request, body *bytes.Buffer) (*reviewRequest, reviewResponse, bool) {
+// readBody reads r's body into body; when it cannot, the answer. The buffer grows with the bytes
+// that arrive, never ahead of them: a declared Content-Length costs nothing until it is sent. Past
+// smallBody bytes it takes g's large-body room (returned, to be released once the admission is
+// answered); throttled means there was none.
+func readBody(r *http.Request, body *bytes.Buffer, g *gate) (largeHeld int64, resp *reviewResponse, throttled bool) {
 	if r.Body == nil || r.Body == http.NoBody {
-		return nil, errored(http.StatusBadRequest, errors.New("request body is empty")), false
+		e := errored(http.StatusBadRequest, errors.New("request body is empty"))
+		return 0, &e, false
 	}
 	defer r.Body.Close()
-	if r.ContentLength > 0 && r.ContentLength <= maxReviewSize {
-		body.Grow(int(r.ContentLength) + bytes.MinRead)
+	n, err := body.ReadFrom(io.LimitReader(r.Body, smallBody))
+	if err == nil && n == smallBody {
+		var ok bool
+		if largeHeld, ok = g.acquireLarge(r.ContentLength); !ok {
+			return 0, nil, true
+		}
+		_, err = body.ReadFrom(io.LimitReader(r.Body, maxReviewSize+1-smallBody))
 	}
-	if _, err := body.ReadFrom(io.LimitReader(r.Body, maxReviewSize+1)); err != nil {
-		return nil, errored(http.StatusBadRequest, fmt.Errorf("reading the request: %w", err)), false
+	if err != nil {
+		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+			err = errBodyTimeout
+		}
+		e := errored(http.StatusBadRequest, fmt.Errorf("reading the request: %w", err))
+		return largeHeld, &e, false
 	}
 	if body.Len() > maxReviewSize {
-		return nil, errored(http.StatusRequestEntityTooLarge,
-			fmt.Errorf("request entity is too large; limit is %d bytes", maxReviewSize)), false
+		e := errored(http.StatusRequestEntityTooLarge, fmt.Errorf("request entity is too large; limit is %d bytes", maxReviewSize))
+		return largeHeld, &e, false
 	}
+	return largeHeld, nil, false
+}
+
+// decodeReview decodes the AdmissionReview of r from body; when it cannot, the answer.
+func decodeReview(r *http.Request, body []byte) (*reviewRequest, reviewResponse, bool) {
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
 		return nil, errored(http.StatusBadRequest, fmt.Errorf("contentType=%s, expected application/json", ct)), false
 	}
 	// Case-sensitive, as the API server's own decoder and controller-runtime's: a field spelled
 	// with other capitals is not mistaken for a real one.
 	var rv podReview
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(body.Bytes(), &rv); err != nil {
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(body, &rv); err != nil {
 		return nil, errored(http.StatusBadRequest, fmt.Errorf("decoding the AdmissionReview: %w", err)), false
 	}
 	if rv.APIVersion != reviewGVK.GroupVersion().String() || rv.Kind != reviewGVK.Kind {

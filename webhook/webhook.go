@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
-	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	kjson "sigs.k8s.io/json"
 
@@ -40,11 +39,20 @@ func current(s Snapshots) *engine.Snapshot {
 	return s.Current()
 }
 
+// Server is where Register mounts the handlers; controller-runtime's webhook.Server is one.
+type Server interface {
+	Register(path string, hook http.Handler)
+}
+
 // Handlers are the three admission handlers. A nil one is not mounted by Register.
 type Handlers struct {
 	PodInjector *PodInjector
 	Defaulter   *SidecarSetDefaulter
 	Validator   *SidecarSetValidator
+	// Limits bound the requests of all three (the zero value: the defaults).
+	Limits Limits
+	// Metrics count the requests Limits refuse (nil: not counted).
+	Metrics *Metrics
 }
 
 // NewHandlers wires the three handlers to one snapshot source and one set of metrics (nil: none).
@@ -55,22 +63,25 @@ func NewHandlers(snapshots Snapshots, m *Metrics, decisionLog logr.Logger) Handl
 		PodInjector: &PodInjector{Snapshots: snapshots, Metrics: m, DecisionLog: decisionLog},
 		Defaulter:   &SidecarSetDefaulter{Metrics: m},
 		Validator:   &SidecarSetValidator{Snapshots: snapshots, Metrics: m},
+		Metrics:     m,
 	}
 }
 
 // Register mounts the handlers at their paths: the pod injector as the http.Handler it is (its own
 // AdmissionReview decoding and encoding, admission.k8s.io/v1, panic recovery), the SidecarSet
 // handlers wrapped in controller-runtime's admission.Webhook. controller-runtime's server adds its
-// request metrics to all three.
-func Register(server crwebhook.Server, h Handlers) {
+// request metrics to all three. All three share one set of Limits.
+func Register(server Server, h Handlers) {
+	g := newGate(h.Limits, h.Metrics)
 	if h.PodInjector != nil {
+		h.PodInjector.gate = g
 		server.Register(PodPath, h.PodInjector)
 	}
 	if h.Defaulter != nil {
-		server.Register(SidecarSetDefaultPath, &admission.Webhook{Handler: h.Defaulter})
+		server.Register(SidecarSetDefaultPath, g.wrap(SidecarSetDefaultPath, &admission.Webhook{Handler: h.Defaulter}))
 	}
 	if h.Validator != nil {
-		server.Register(SidecarSetValidatePath, &admission.Webhook{Handler: h.Validator})
+		server.Register(SidecarSetValidatePath, g.wrap(SidecarSetValidatePath, &admission.Webhook{Handler: h.Validator}))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/sidecarops/sidecarops/internal/wiring"
+	"github.com/sidecarops/sidecarops/webhook"
 )
 
 // DefaultGCPercent is the manager's GC target (--gc-percent). The manager's live heap is small (the
@@ -41,6 +42,9 @@ func main() {
 	fs.StringVar(&o.WebhookHost, "webhook-host", "", "address the webhook server listens on (default all)")
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "port of the webhook server")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", false, "let the webhook server speak HTTP/2 (off: HTTP/1.1 only)")
+	fs.Int64Var(&o.WebhookLimits.LargeBodyBytes, "webhook-large-body-bytes", webhook.DefaultLargeBodyBytes, "bytes of request bodies over 1 MiB being read at once, by declared size; one more is answered 429 Too Many Requests")
+	fs.Int64Var(&o.WebhookLimits.InFlightBytes, "webhook-in-flight-bytes", webhook.DefaultInFlightBytes, "bytes of admission requests (body plus 64 KiB each) decoded and answered at once; one more is answered 429 Too Many Requests")
+	fs.DurationVar(&o.WebhookLimits.BodyTimeout, "webhook-body-timeout", webhook.DefaultBodyTimeout, "how long an admission request's body may take to arrive")
 	prefilterOn := fs.Bool("pod-webhook-prefilter", true, "keep a match condition on the pod webhook's registration so the API server calls it only for pods some SidecarSet may inject into (false: every pod)")
 	fs.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory of tls.crt and tls.key")
 	fs.StringVar(&o.CertMode, "cert-mode", wiring.CertSelf, "self: generate and rotate certificates (cert-controller) and inject the CA into the webhook configurations; external: use the files in --cert-dir (cert-manager)")

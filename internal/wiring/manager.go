@@ -71,8 +71,11 @@ type Options struct {
 	// server hands every request's body and response through one goroutine per connection, which
 	// on a busy node adds scheduling delay to the tail (docs/loadgen.md).
 	EnableHTTP2 bool
-	CertDir     string
-	CertMode    string // CertSelf or CertExternal
+	// WebhookLimits bound what a peer of the webhook port can make the server hold (webhook.Limits:
+	// bytes of admissions in flight, how long a request body may take; zero fields: the defaults).
+	WebhookLimits webhook.Limits
+	CertDir       string
+	CertMode      string // CertSelf or CertExternal
 
 	MetricsAddr string // "0" disables
 	ProbeAddr   string // "0" disables
@@ -188,7 +191,9 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	if o.DecisionLog {
 		decisionLog = ctrl.Log.WithName("decision")
 	}
-	webhook.Register(server, webhook.NewHandlers(&eng, m, decisionLog))
+	handlers := webhook.NewHandlers(&eng, m, decisionLog)
+	handlers.Limits = o.WebhookLimits
+	webhook.Register(server, handlers)
 
 	if err := addWebhookServer(mgr, server, o); err != nil {
 		return nil, err
