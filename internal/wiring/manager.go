@@ -148,12 +148,7 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 		Host:    o.WebhookHost,
 		Port:    o.WebhookPort,
 		CertDir: o.CertDir,
-		TLSOpts: []func(*tls.Config){func(c *tls.Config) {
-			c.MinVersion = tls.VersionTLS12
-			if !o.EnableHTTP2 {
-				c.NextProtos = []string{"http/1.1"}
-			}
-		}},
+		TLSOpts: []func(*tls.Config){webhook.TLSOptions(o.EnableHTTP2)},
 	})
 	mgr, err := ctrl.NewManager(cfg, ctrlmanager.Options{
 		Scheme: scheme,
