@@ -55,6 +55,7 @@ func main() {
 	fs.Var(&bundles, "bundle", "administrators' bundle file (.tar.gz) or directory, watched for changes; repeatable")
 	fs.Var(&bundleURLs, "bundle-url", "OPA bundle service URL of an administrators' bundle, polled with ETag; repeatable")
 	fs.DurationVar(&o.BundlePollInterval, "bundle-poll-interval", 5*time.Second, "how often bundle files are checked (HTTP: between this and twice this)")
+	fs.DurationVar(&o.BundleDownloadTimeout, "bundle-download-timeout", 60*time.Second, "how long one download from a --bundle-url may take, body included")
 	fs.Var(&keys, "verification-key", "PEM public key every administrators' bundle must be signed with; repeatable (key id: file name)")
 	fs.StringVar(&o.VerificationAlg, "verification-alg", "RS256", "signature algorithm of the verification keys")
 	fs.StringVar(&o.VerificationScope, "verification-scope", "", "required scope claim of bundle signatures")

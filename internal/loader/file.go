@@ -100,6 +100,7 @@ func (f *FileSource) Poll() {
 		return
 	}
 	f.lastErr = ""
+	f.st.sourceAnswered(f.opts.Name)
 	sum := digest(raw)
 	if f.handled && sum == f.last {
 		return

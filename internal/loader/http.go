@@ -28,6 +28,9 @@ const (
 	defaultMinDelay = 60 * time.Second
 	defaultMaxDelay = 120 * time.Second
 	minRetryDelay   = 100 * time.Millisecond
+	// defaultDownloadTimeout bounds one download, body included. OPA's response_header_timeout_seconds
+	// covers only the headers: a server that stalls mid-body held the poller forever.
+	defaultDownloadTimeout = 60 * time.Second
 )
 
 // HTTPOptions configure an HTTPSource.
@@ -43,6 +46,9 @@ type HTTPOptions struct {
 	Service json.RawMessage
 	// MinDelay and MaxDelay bound the jittered polling interval (defaults 60s and 120s, as OPA's).
 	MinDelay, MaxDelay time.Duration
+	// Timeout bounds one download attempt, body included (default 60s); past it the attempt is a
+	// source error and the next poll follows the backoff.
+	Timeout time.Duration
 	// Verification, when set, requires every bundle to carry a valid signature.
 	Verification *bundles.Verification
 	// PersistDir, when set, keeps the last good bundle (and its ETag) under PersistDir/Name and
@@ -82,6 +88,9 @@ func NewHTTPSource(st *Loader, opts HTTPOptions) (*HTTPSource, error) {
 	}
 	if opts.MaxDelay < opts.MinDelay {
 		opts.MaxDelay = max(defaultMaxDelay, opts.MinDelay)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = defaultDownloadTimeout
 	}
 	svc := map[string]any{}
 	if len(opts.Service) > 0 {
@@ -148,13 +157,22 @@ func (h *HTTPSource) Start(ctx context.Context) error {
 	}
 }
 
-// Poll makes one download attempt. It returns an error when the server could not be reached or
-// answered with an error status; a downloaded bundle that is refused is reported (metrics, log,
-// Event) but is not a transport error. Polls are serialized, also with those of Start.
+// Poll makes one download attempt, within the Timeout. It returns an error when the server could
+// not be reached, answered with an error status or did not finish in time; a downloaded bundle
+// that is refused is reported (metrics, log, Event) but is not a transport error. Polls are
+// serialized, also with those of Start.
 func (h *HTTPSource) Poll(ctx context.Context) error {
 	h.pollMu.Lock()
 	defer h.pollMu.Unlock()
-	err := h.dl.Trigger(ctx)
+	attempt, cancel := context.WithTimeout(ctx, h.opts.Timeout)
+	defer cancel()
+	err := h.dl.Trigger(attempt)
+	if attempt.Err() != nil && ctx.Err() == nil {
+		// OPA's downloader hands a cancelled attempt to no callback: the timeout is reported here.
+		err = fmt.Errorf("%s: download did not finish within %s: %w", h.opts.Resource, h.opts.Timeout, attempt.Err())
+		h.st.sourceError(h.opts.Name, err)
+		return err
+	}
 	if err != nil && isTransportError(err) {
 		return err
 	}
@@ -165,6 +183,9 @@ func (h *HTTPSource) Poll(ctx context.Context) error {
 func (h *HTTPSource) update(_ context.Context, u download.Update) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if u.Error == nil || !isTransportError(u.Error) {
+		h.st.sourceAnswered(h.opts.Name)
+	}
 	switch {
 	case u.Error != nil && isTransportError(u.Error):
 		h.st.sourceError(h.opts.Name, u.Error)

@@ -6,10 +6,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -227,4 +231,44 @@ func TestHTTPSourceServiceCredentials(t *testing.T) {
 	assert.Equal(t, "Bearer s3cret", auth)
 	readyWith(t, h)
 	denied(t, h, "with token")
+}
+
+// A server that sends the headers and part of the body, then stalls, held the poller forever
+// (OPA's response_header_timeout covers headers only). Now the attempt ends at the Timeout as a
+// source error, the last-success gauge stops moving, and the next poll goes through.
+func TestHTTPSourceStalledBody(t *testing.T) {
+	var stall atomic.Bool
+	stall.Store(true)
+	release := make(chan struct{})
+	body := tarGz(t, gateFiles("g1", "from-server"))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		if stall.Load() {
+			_, _ = w.Write(body[:len(body)/2])
+			w.(http.Flusher).Flush()
+			<-release
+			return
+		}
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // cleanups run last first: the handler returns, then Close
+
+	h := newHarness(t, Options{})
+	src, err := NewHTTPSource(h.st, HTTPOptions{Name: "gates", URL: srv.URL, Resource: "b.tar.gz", Timeout: 200 * time.Millisecond})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- src.Poll(context.Background()) }()
+	select {
+	case err := <-done:
+		require.Error(t, err, "a stalled download is a transport error, so Start backs off and polls again")
+	case <-time.After(10 * time.Second):
+		t.Fatal("Poll still waiting for the stalled body")
+	}
+	assert.InDelta(t, 1, h.sourceErrors("gates"), 0)
+	assert.Zero(t, testutil.ToFloat64(h.st.metrics.sourceSuccess.WithLabelValues("gates")), "never answered in full")
+
+	stall.Store(false)
+	require.NoError(t, src.Poll(context.Background()))
+	assert.Positive(t, testutil.ToFloat64(h.st.metrics.sourceSuccess.WithLabelValues("gates")))
 }

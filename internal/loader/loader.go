@@ -678,6 +678,11 @@ func (s *Loader) refuse(sourceName string, err error) {
 }
 
 // sourceError reports that a source could not be read or reached; nothing was refused.
+// sourceAnswered records that a source answered in full (a bundle, refused or not, or "unchanged").
+func (s *Loader) sourceAnswered(sourceName string) {
+	s.metrics.sourceSuccess.WithLabelValues(sourceName).Set(float64(s.clock.Now().Unix()))
+}
+
 func (s *Loader) sourceError(sourceName string, err error) {
 	s.log.Error(err, "bundle source unavailable; its last good bundle keeps serving", "source", sourceName)
 	s.metrics.sourceErrors.WithLabelValues(sourceName).Inc()

@@ -20,6 +20,7 @@ type metrics struct {
 	activations     *prometheus.CounterVec
 	bundleInfo      *prometheus.GaugeVec
 	sourceErrors    *prometheus.CounterVec
+	sourceSuccess   *prometheus.GaugeVec
 }
 
 func newMetrics(r prometheus.Registerer) (*metrics, error) {
@@ -54,6 +55,10 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 			Name: "sidecarops_bundle_source_errors_total",
 			Help: "Failures to read or reach a bundle source (file missing, server down); the last good bundle keeps serving.",
 		}, []string{"source"}),
+		sourceSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sidecarops_bundle_last_success_timestamp_seconds",
+			Help: "Unix time a bundle source last answered in full (a bundle, or not modified); a source that stalls or fails stops moving it.",
+		}, []string{"source"}),
 	}
 	var err error
 	if m.compileDuration, err = promreg.Register(r, m.compileDuration); err != nil {
@@ -75,6 +80,9 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.sourceErrors, err = promreg.Register(r, m.sourceErrors); err != nil {
+		return nil, err
+	}
+	if m.sourceSuccess, err = promreg.Register(r, m.sourceSuccess); err != nil {
 		return nil, err
 	}
 	for _, res := range []string{resultSuccess, resultFailure} {

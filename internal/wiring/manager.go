@@ -101,6 +101,8 @@ type Options struct {
 	// BundlePollInterval is how often files are checked; HTTP services are polled between
 	// BundlePollInterval and twice it (OPA's jitter).
 	BundlePollInterval time.Duration
+	// BundleDownloadTimeout bounds one download from a bundle service, body included (0: 60s).
+	BundleDownloadTimeout time.Duration
 	// VerificationKeys (PEM public key files) make every administrators' bundle require a valid
 	// signature; VerificationAlg defaults to RS256.
 	VerificationKeys  []string
@@ -299,7 +301,7 @@ func addBundleSources(mgr ctrlmanager.Manager, st *loader.Loader, o Options) err
 		}
 		src, err := loader.NewHTTPSource(st, loader.HTTPOptions{
 			Name: sourceName("http", i, u.Host), URL: u.Scheme + "://" + u.Host, Resource: resource,
-			MinDelay: o.BundlePollInterval, MaxDelay: 2 * o.BundlePollInterval,
+			MinDelay: o.BundlePollInterval, MaxDelay: 2 * o.BundlePollInterval, Timeout: o.BundleDownloadTimeout,
 			Verification: v, PersistDir: o.BundlePersistDir,
 		})
 		if err != nil {
