@@ -185,6 +185,15 @@ func TestPodInjector(t *testing.T) {
 		},
 		code: http.StatusBadRequest, message: "decoding the pod",
 	}, {
+		// The decision would read app=web (gjson: the first key), the injection app=other (the last).
+		name: "a key twice: 400, never decided on one value and injected with another",
+		req: func(t *testing.T) admissionv1.AdmissionRequest {
+			r := podRequest(t, "default", p1())
+			r.Object = runtime.RawExtension{Raw: []byte(`{"metadata":{"name":"p","labels":{"app":"web"},"labels":{"app":"other"}},"spec":{"containers":[{"name":"c","image":"i"}]}}`)}
+			return r
+		},
+		code: http.StatusBadRequest, message: `duplicate field "metadata.labels"`,
+	}, {
 		name: "no object: 400",
 		req: func(t *testing.T) admissionv1.AdmissionRequest {
 			r := podRequest(t, "default", p1())

@@ -92,8 +92,16 @@ func decodeObject(raw []byte, what string, into any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return fmt.Errorf("the request has no %s", what)
 	}
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, into); err != nil {
+	// Duplicate keys are refused: the policies read the object's bytes with gjson, which takes the
+	// first of two, and this decoder would take the last, so a crafted object could be decided on
+	// one value and injected with another. The API server never sends one: it encodes the object
+	// itself.
+	strict, err := kjson.UnmarshalStrict(raw, into, kjson.DisallowDuplicateFields)
+	if err != nil {
 		return fmt.Errorf("decoding the %s: %w", what, err)
+	}
+	if len(strict) > 0 {
+		return fmt.Errorf("decoding the %s: %w", what, errors.Join(strict...))
 	}
 	return nil
 }
