@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -78,7 +79,10 @@ type Options struct {
 	CertMode      string // CertSelf or CertExternal
 
 	MetricsAddr string // "0" disables
-	ProbeAddr   string // "0" disables
+	// InsecureMetrics serves the metrics over plain HTTP without authentication; by default they
+	// are HTTPS, and only for callers allowed GET /metrics (metricsOptions).
+	InsecureMetrics bool
+	ProbeAddr       string // "0" disables
 	// LeaderElection makes only the elected replica run the SidecarSet controller; webhooks and
 	// the policy loader run on every replica regardless.
 	LeaderElection bool
@@ -157,7 +161,7 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 		// The controller caches every pod; nothing reads their managedFields, which are often
 		// the larger part of a pod object.
 		Cache:                   cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()},
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.ProbeAddr,
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        LeaderElectionID,
@@ -323,4 +327,17 @@ func sourceName(kind string, i int, hint string) string {
 		return '-'
 	}, hint)
 	return fmt.Sprintf("%s-%d-%s", kind, i, clean)
+}
+
+// metricsOptions serves the metrics over HTTPS to callers the API server authenticates
+// (TokenReview) and authorizes (SubjectAccessReview for GET /metrics, granted by the ClusterRole
+// sidecarops-metrics-reader), as kubebuilder scaffolds it; the certificate is self-signed unless
+// the operator mounts one. InsecureMetrics serves plain HTTP to anyone.
+func metricsOptions(o Options) metricsserver.Options {
+	if o.InsecureMetrics {
+		return metricsserver.Options{BindAddress: o.MetricsAddr}
+	}
+	return metricsserver.Options{BindAddress: o.MetricsAddr, SecureServing: true,
+		FilterProvider: filters.WithAuthenticationAndAuthorization,
+		TLSOpts:        []func(*tls.Config){webhook.TLSOptions(false)}}
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,6 +21,19 @@ import (
 // cluster is shared by every test: starting kube-apiserver takes seconds, and the tests use their
 // own namespaces and SidecarSet names.
 var cluster *devcluster.Cluster
+
+// metricsAddr is where the manager serves its metrics, as in a cluster: HTTPS, authenticated and
+// authorized by the API server.
+var metricsAddr string
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
 
 // The administrators' whitelist bundle the manager watches on disk, and the key pair it must be
 // signed with (the manager runs with --verification-key).
@@ -54,9 +68,14 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if metricsAddr, err = freeAddr(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cluster, err = devcluster.Start(ctx, devcluster.Options{Root: "../..", Manager: wiring.Options{
+		MetricsAddr:        metricsAddr,
 		Bundles:            []string{whitelistPath},
 		BundlePollInterval: 200 * time.Millisecond,
 		VerificationKeys:   []string{pubPath},

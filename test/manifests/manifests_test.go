@@ -49,16 +49,20 @@ func TestDefaultInstallation(t *testing.T) {
 		"Role/sidecarops-manager", "RoleBinding/sidecarops-manager", "Deployment/sidecarops-manager",
 		"Service/sidecarops-webhook", "PodDisruptionBudget/sidecarops-manager",
 		"MutatingWebhookConfiguration/sidecarops", "ValidatingWebhookConfiguration/sidecarops",
-		"Secret/sidecarops-webhook-cert",
+		"Secret/sidecarops-webhook-cert", "ClusterRole/sidecarops-metrics-reader",
 	} {
 		assert.Contains(t, objs, k)
 	}
-	assert.Len(t, objs, 13)
+	assert.Len(t, objs, 14)
 
 	d := as[appsv1.Deployment](t, objs["Deployment/sidecarops-manager"])
 	assert.Equal(t, int32(2), *d.Spec.Replicas)
 	mgr := d.Spec.Template.Spec.Containers[0]
 	assert.Contains(t, mgr.Args, "--leader-elect", "one replica runs the SidecarSet controller")
+	assert.NotContains(t, mgr.Args, "--metrics-insecure", "metrics are HTTPS for callers allowed GET /metrics")
+	reader := as[rbacv1.ClusterRole](t, objs["ClusterRole/sidecarops-metrics-reader"]).Rules
+	assert.Equal(t, []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}, reader,
+		"reading the metrics is a role of its own, granted to the scraper")
 	memLimit := false
 	for _, e := range mgr.Env {
 		if e.Name == "GOMEMLIMIT" {
