@@ -30,6 +30,10 @@ type PodInjector struct {
 	Injector *mutation.Injector
 	// Metrics, when not nil, records the admission latency and the decision result.
 	Metrics *Metrics
+	// FailOpen admits a pod unchanged, with a warning, while no snapshot is loaded, instead of
+	// answering 503: the manager's half of a fail-open installation (config/components/fail-open),
+	// whose failurePolicy Ignore covers only a webhook that cannot be reached.
+	FailOpen bool
 	// DecisionLog receives one line per pod decision (namespace, pod name or generateName, matched
 	// and injected SidecarSets, gates' reasons, bundle revision, duration). The zero Logger, or any
 	// disabled one, turns it off at the cost of one check.
@@ -81,6 +85,11 @@ func (p *PodInjector) admit(ctx context.Context, req *reviewRequest, pod *corev1
 	snap := current(p.Snapshots)
 	if snap == nil {
 		d.err = errNotLoaded
+		if p.FailOpen {
+			resp := allowed("no sidecars injected: " + errNotLoaded.Error())
+			resp.warnings = []string{"sidecarops: no sidecars injected: " + errNotLoaded.Error() + " (fail-open)"}
+			return resp, d
+		}
 		return errored(http.StatusServiceUnavailable, errNotLoaded), d
 	}
 	d.revision = snap.Revision()

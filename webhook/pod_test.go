@@ -60,6 +60,7 @@ func TestPodInjector(t *testing.T) {
 	tests := []struct {
 		name      string
 		snapshots Snapshots // default: eng
+		failOpen  bool
 		req       func(t *testing.T) admissionv1.AdmissionRequest
 		allowed   bool
 		code      int32
@@ -207,6 +208,15 @@ func TestPodInjector(t *testing.T) {
 		req:       func(t *testing.T) admissionv1.AdmissionRequest { return podRequest(t, "default", p1()) },
 		code:      http.StatusServiceUnavailable, message: "policies not loaded yet",
 	}, {
+		// config/components/fail-open: failurePolicy Ignore covers an unreachable webhook; a replica
+		// that answers before its first compile lets the pod through too.
+		name:      "policies not loaded, fail-open: admitted unchanged with a warning",
+		snapshots: &engine.Engine{},
+		failOpen:  true,
+		req:       func(t *testing.T) admissionv1.AdmissionRequest { return podRequest(t, "default", p1()) },
+		allowed:   true, code: 200, message: "policies not loaded yet",
+		warn: "sidecarops: no sidecars injected: policies not loaded yet (fail-open)",
+	}, {
 		name:      "no snapshot source at all: 503, no panic",
 		snapshots: snapshotsFunc(func() *engine.Snapshot { return nil }),
 		req:       func(t *testing.T) admissionv1.AdmissionRequest { return podRequest(t, "default", p1()) },
@@ -219,7 +229,7 @@ func TestPodInjector(t *testing.T) {
 				snaps = eng
 			}
 			req := tt.req(t)
-			resp := admit(t, &PodInjector{Snapshots: snaps, Injector: fixedInjector()}, req)
+			resp := admit(t, &PodInjector{Snapshots: snaps, Injector: fixedInjector(), FailOpen: tt.failOpen}, req)
 			assert.Equal(t, tt.allowed, resp.Allowed)
 			require.NotNil(t, resp.Result)
 			assert.Equal(t, tt.code, resp.Result.Code)

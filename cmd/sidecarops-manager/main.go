@@ -41,6 +41,7 @@ func main() {
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "the manager's namespace (default $POD_NAMESPACE, else sidecarops-system)")
 	fs.StringVar(&o.WebhookHost, "webhook-host", "", "address the webhook server listens on (default all)")
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "port of the webhook server")
+	fs.BoolVar(&o.FailOpen, "fail-open", false, "admit pods unchanged, with a warning, while no policy snapshot is loaded yet (config/components/fail-open), instead of answering 503")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", false, "let the webhook server speak HTTP/2 (off: HTTP/1.1 only)")
 	fs.Int64Var(&o.WebhookLimits.LargeBodyBytes, "webhook-large-body-bytes", webhook.DefaultLargeBodyBytes, "bytes of request bodies over 1 MiB being read at once, by declared size; one more is answered 429 Too Many Requests")
 	fs.Int64Var(&o.WebhookLimits.InFlightBytes, "webhook-in-flight-bytes", webhook.DefaultInFlightBytes, "bytes of admission requests (body plus 64 KiB each) decoded and answered at once; one more is answered 429 Too Many Requests")

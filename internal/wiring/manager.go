@@ -72,6 +72,9 @@ type Options struct {
 	// server hands every request's body and response through one goroutine per connection, which
 	// on a busy node adds scheduling delay to the tail (docs/loadgen.md).
 	EnableHTTP2 bool
+	// FailOpen admits pods unchanged, with a warning, while this replica has no policy snapshot
+	// yet, instead of answering 503 (config/components/fail-open sets it with failurePolicy Ignore).
+	FailOpen bool
 	// WebhookLimits bound what a peer of the webhook port can make the server hold (webhook.Limits:
 	// bytes of admissions in flight, how long a request body may take; zero fields: the defaults).
 	WebhookLimits webhook.Limits
@@ -194,6 +197,7 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	}
 	handlers := webhook.NewHandlers(&eng, m, decisionLog)
 	handlers.Limits = o.WebhookLimits
+	handlers.PodInjector.FailOpen = o.FailOpen
 	webhook.Register(server, handlers)
 
 	if err := addWebhookServer(mgr, server, o); err != nil {

@@ -138,6 +138,11 @@ func TestFailOpenOverlay(t *testing.T) {
 	m := as[admissionregv1.MutatingWebhookConfiguration](t, objs["MutatingWebhookConfiguration/sidecarops"])
 	assert.Equal(t, admissionregv1.Ignore, *m.Webhooks[0].FailurePolicy, "pod webhook fails open")
 	assert.Equal(t, admissionregv1.Fail, *m.Webhooks[1].FailurePolicy, "SidecarSet defaulting stays Fail")
+	d := as[appsv1.Deployment](t, objs["Deployment/sidecarops-manager"])
+	assert.Contains(t, d.Spec.Template.Spec.Containers[0].Args, "--fail-open",
+		"a replica answering before its first compile lets pods through too (not 503)")
+	def := as[appsv1.Deployment](t, render(t, "config/default")["Deployment/sidecarops-manager"])
+	assert.NotContains(t, def.Spec.Template.Spec.Containers[0].Args, "--fail-open", "fail-closed by default")
 }
 
 func contains(xs []string, x string) bool {
