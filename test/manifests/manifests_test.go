@@ -60,6 +60,11 @@ func TestDefaultInstallation(t *testing.T) {
 	mgr := d.Spec.Template.Spec.Containers[0]
 	assert.Contains(t, mgr.Args, "--leader-elect", "one replica runs the SidecarSet controller")
 	assert.NotContains(t, mgr.Args, "--metrics-insecure", "metrics are HTTPS for callers allowed GET /metrics")
+	require.NotNil(t, mgr.Lifecycle, "a preStop hook drains the replica before SIGTERM")
+	require.NotNil(t, mgr.Lifecycle.PreStop.Sleep, "a sleep action: the image has no shell")
+	assert.Positive(t, mgr.Lifecycle.PreStop.Sleep.Seconds)
+	assert.Greater(t, *d.Spec.Template.Spec.TerminationGracePeriodSeconds, mgr.Lifecycle.PreStop.Sleep.Seconds+30,
+		"room for the drain and --graceful-shutdown-timeout (30 s)")
 	reader := as[rbacv1.ClusterRole](t, objs["ClusterRole/sidecarops-metrics-reader"]).Rules
 	assert.Equal(t, []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}, reader,
 		"reading the metrics is a role of its own, granted to the scraper")

@@ -43,6 +43,7 @@ func (c *Cluster) StartManagerProcess(ctx context.Context, bin string) (*Manager
 		"--compile-debounce=" + o.Debounce.String(),
 		"--decision-log=" + strconv.FormatBool(o.DecisionLog),
 		"--kubeconfig=" + c.Kubeconfig,
+		"--leader-elect=" + strconv.FormatBool(o.LeaderElection),
 	}
 	log, err := os.CreateTemp("", "sidecarops-manager-*.log")
 	if err != nil {
@@ -82,4 +83,13 @@ func (p *ManagerProcess) Kill() error {
 		return err
 	}
 	return nil
+}
+
+// Terminate sends SIGTERM, as the kubelet does to stop a pod, and waits until the process exits;
+// its exit status is returned (nil for a clean shutdown).
+func (p *ManagerProcess) Terminate() error {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	return <-p.done
 }

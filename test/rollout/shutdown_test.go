@@ -1,0 +1,57 @@
+package rollout
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
+	"github.com/sidecarops/sidecarops/internal/wiring"
+)
+
+// TestShutdownReleasesTheLease: the manager runs as its own process with leader election and is
+// stopped as the kubelet stops a pod (SIGTERM). It gives its lease up on the way out, so the next
+// replica can lead at once; before, the lease stayed held until it expired (15 s), during which no
+// replica ran the SidecarSet controller.
+func TestShutdownReleasesTheLease(t *testing.T) {
+	bin := buildCommand(t, "sidecarops-manager")
+	cluster.Manager.LeaderElection = true
+	proc, err := cluster.StartManagerProcess(testCtx(t), bin)
+	cluster.Manager.LeaderElection = false // the other tests run with the in-process manager, alone
+	require.NoError(t, err)
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = proc.Kill()
+		}
+		if t.Failed() {
+			t.Logf("the manager's output: %s", proc.Log)
+		}
+		require.NoError(t, cluster.RestartManager(testCtx(t)))
+	})
+
+	key := types.NamespacedName{Namespace: devcluster.Namespace, Name: wiring.LeaderElectionID}
+	holder := func() string {
+		var l coordinationv1.Lease
+		if err := cluster.Client.Get(testCtx(t), key, &l); err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	eventually(t, "the manager holds the lease", func() error {
+		if holder() == "" {
+			return fmt.Errorf("no holder yet")
+		}
+		return nil
+	})
+
+	began := time.Now()
+	require.NoError(t, proc.Terminate(), "a clean shutdown on SIGTERM")
+	stopped = true
+	t.Logf("SIGTERM to exit: %s", time.Since(began))
+	require.Empty(t, holder(), "the lease was released before the process exited")
+}
