@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"bytes"
+	"maps"
 	"os/exec"
 	"strings"
 	"testing"
@@ -10,8 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 )
@@ -104,9 +108,35 @@ func TestDefaultInstallation(t *testing.T) {
 	pod := m.Webhooks[0]
 	require.Equal(t, "mpod.sidecarops.io", pod.Name)
 	assert.Equal(t, []admissionregv1.OperationType{admissionregv1.Create}, pod.Rules[0].Operations, "injection is CREATE-only (compat §1.1)")
-	require.Len(t, pod.NamespaceSelector.MatchExpressions, 1)
-	assert.ElementsMatch(t, []string{"sidecarops-system", "kube-system"}, pod.NamespaceSelector.MatchExpressions[0].Values,
-		"the manager's own pods and kube-system are never sent to the webhook")
+}
+
+// The pod webhook never calls the manager for pods of its own namespace (it would wait for itself
+// to start) nor of kube-system, in whatever namespace it is installed. Before, it excluded
+// "sidecarops-system" by name, so an overlay that renamed the namespace made the manager block its
+// own pods.
+func TestPodWebhookSkipsTheManagersNamespace(t *testing.T) {
+	for dir, ns := range map[string]string{"config/default": "sidecarops-system", "config/samples/other-namespace": "platform-sidecars"} {
+		t.Run(dir, func(t *testing.T) {
+			objs := render(t, dir)
+			require.Contains(t, objs, "Namespace/"+ns)
+			m := as[admissionregv1.MutatingWebhookConfiguration](t, objs["MutatingWebhookConfiguration/sidecarops"])
+			require.Equal(t, "mpod.sidecarops.io", m.Webhooks[0].Name)
+			assert.Equal(t, ns, m.Webhooks[0].ClientConfig.Service.Namespace)
+			sel, err := metav1.LabelSelectorAsSelector(m.Webhooks[0].NamespaceSelector)
+			require.NoError(t, err)
+			// The API server matches a namespace's labels, which always include its name.
+			nsLabels := func(name string, l map[string]string) labels.Set {
+				out := labels.Set{"kubernetes.io/metadata.name": name}
+				maps.Copy(out, l)
+				return out
+			}
+			own := as[corev1.Namespace](t, objs["Namespace/"+ns])
+			assert.False(t, sel.Matches(nsLabels(ns, own.Labels)), "the manager's namespace %s is skipped", ns)
+			assert.False(t, sel.Matches(nsLabels("kube-system", nil)), "kube-system is skipped")
+			assert.True(t, sel.Matches(nsLabels("default", nil)), "other namespaces are injected")
+			assert.True(t, sel.Matches(nsLabels("sidecarops-system", nil)), "a name alone exempts nothing")
+		})
+	}
 }
 
 // Least privilege: no wildcards; deletes only of the SidecarSets' ControllerRevisions in the
