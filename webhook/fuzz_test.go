@@ -60,6 +60,15 @@ func FuzzAdmissionReview(f *testing.F) {
 		f.Add(review(f, req))
 	}
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"apps.kruise.io","version":"v1alpha1","kind":"SidecarSet"},"resource":{"version":"v1","resource":"pods"},"operation":"CREATE","object":` + m1 + `}}`))
+	// A matching pod whose JSON has no spec: the patch must still apply (it needs an "add /spec").
+	noSpec := podRequest(f, "default", podP1())
+	var doc map[string]any
+	if err := json.Unmarshal(noSpec.Object.Raw, &doc); err != nil {
+		f.Fatal(err)
+	}
+	delete(doc, "spec")
+	noSpec.Object.Raw = mustJSON(f, doc)
+	f.Add(review(f, noSpec))
 	f.Add([]byte(`invalid json`))
 	f.Add([]byte(``))
 

@@ -2,12 +2,14 @@ package injector
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/open-policy-agent/opa/v1/bundle"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -269,4 +271,41 @@ func TestSnapshotReuse(t *testing.T) {
 	assert.Same(t, prev, snap, "the engine's compile is skipped")
 	assert.Equal(t, prev.Revision(), seen, "Reuse sees the compiled bundle")
 	assert.Equal(t, seen, core.Manifest.Revision)
+}
+
+// The patch applies to the pod as it arrived, also when its JSON lacks spec or metadata entirely
+// (a fuzz input: the decoded pod has them empty, and the patch added below /spec to a document
+// without /spec). The API server always sends both; the webhook must not answer a patch that does
+// not apply to what anyone else sends.
+func TestPodPatchAppliesToWhatArrived(t *testing.T) {
+	snap := snapshotOf(t, nil, sidecarSet(t, "log", "web"), sidecarSet(t, "anything", "", func(ss *v1alpha1.SidecarSet) {
+		ss.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpDoesNotExist}}}
+	}))
+	for name, raw := range map[string]string{
+		"no spec":        `{"metadata":{"name":"p","namespace":"shop","labels":{"app":"web"}}}`,
+		"empty spec":     `{"metadata":{"name":"p","namespace":"shop","labels":{"app":"web"}},"spec":{}}`,
+		"no metadata":    `{"spec":{"containers":[{"name":"app","image":"app"}]}}`,
+		"neither":        `{}`,
+		"a complete pod": `{"metadata":{"name":"p","namespace":"shop","labels":{"app":"web"}},"spec":{"containers":[{"name":"app","image":"app"}]}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			var p corev1.Pod
+			require.NoError(t, json.Unmarshal([]byte(raw), &p))
+			res, err := Pod(context.Background(), snap, fixedInjector, PodRequest{Pod: &p, Raw: []byte(raw), Namespace: "shop"})
+			require.NoError(t, err)
+			require.Equal(t, Injected, res.Outcome)
+			ops, err := json.Marshal(res.Patch)
+			require.NoError(t, err)
+			patch, err := jsonpatch.DecodePatch(ops)
+			require.NoError(t, err)
+			out, err := patch.Apply([]byte(raw))
+			require.NoError(t, err, "the patch applies to the pod's own JSON")
+			var got corev1.Pod
+			require.NoError(t, json.Unmarshal(out, &got))
+			want := res.Pod.DeepCopy()
+			want.Namespace = got.Namespace // defaulted for the decision, never patched
+			assert.Equal(t, want.Spec, got.Spec)
+			assert.Equal(t, want.Annotations, got.Annotations)
+		})
+	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
+	"github.com/tidwall/gjson"
 	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,6 +105,37 @@ func Pod(ctx context.Context, snap *engine.Snapshot, m *mutation.Injector, req P
 	if err != nil {
 		return res, &InjectionError{Err: err}
 	}
-	res.Outcome, res.Injected, res.Pod, res.Patch = Injected, out.Injected, out.Pod, out.Patch
+	res.Outcome, res.Injected, res.Pod, res.Patch = Injected, out.Injected, out.Pod, withParents(pod, raw, out.Patch)
 	return res, nil
+}
+
+// withParents makes patch apply to the pod's own JSON when it has no spec or no metadata at all:
+// the decoded pod cannot tell an absent object from an empty one, and the patch's paths below
+// /spec or /metadata need the object, so an "add" of an empty one goes first. The API server
+// always sends both; anyone else may not, and must not be answered a patch that does not apply.
+func withParents(pod *corev1.Pod, raw []byte, patch []jsonpatch.JsonPatchOperation) []jsonpatch.JsonPatchOperation {
+	var parents []jsonpatch.JsonPatchOperation
+	// Only a pod without a name or without containers can lack the object, so a real pod costs
+	// nothing more than these two tests.
+	for _, parent := range []struct {
+		key    string
+		absent bool
+	}{{"metadata", pod.Name == "" && pod.GenerateName == ""}, {"spec", len(pod.Spec.Containers) == 0}} {
+		if parent.absent && touches(patch, "/"+parent.key+"/") && !gjson.GetBytes(raw, parent.key).Exists() {
+			parents = append(parents, jsonpatch.JsonPatchOperation{Operation: "add", Path: "/" + parent.key, Value: map[string]any{}})
+		}
+	}
+	if parents == nil {
+		return patch
+	}
+	return append(parents, patch...)
+}
+
+func touches(patch []jsonpatch.JsonPatchOperation, prefix string) bool {
+	for _, op := range patch {
+		if strings.HasPrefix(op.Path, prefix) {
+			return true
+		}
+	}
+	return false
 }
