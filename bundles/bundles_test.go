@@ -447,3 +447,22 @@ func TestIndexModuleParses(t *testing.T) {
 	_, err := ast.ParseModuleWithOpts("i.rego", mod, ast.ParserOptions{RegoVersion: ast.RegoV1})
 	require.NoError(t, err, mod)
 }
+
+// A bundle whose file decompresses past MaxFileSize is refused while it is being read, not after
+// the whole file is in memory: a 100 MiB data.json compresses to about 100 KB.
+func TestReadRefusesOversizedFiles(t *testing.T) {
+	var tgz bytes.Buffer
+	gz := gzip.NewWriter(&tgz)
+	tw := tar.NewWriter(gz)
+	data := append(append([]byte(`{"x":"`), bytes.Repeat([]byte("a"), 100<<20)...), `"}`...)
+	require.NoError(t, tw.WriteHeader(&tar.Header{Name: "/data.json", Mode: 0o600, Size: int64(len(data))}))
+	_, err := tw.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, tw.Close())
+	require.NoError(t, gz.Close())
+	require.Less(t, tgz.Len(), 1<<20, "the bomb is small")
+
+	_, err = ReadBytes("bomb.tar.gz", tgz.Bytes(), nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "size")
+}

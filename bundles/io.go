@@ -111,6 +111,11 @@ func ReadBytes(name string, raw []byte, v *Verification) (*bundle.Bundle, error)
 	return readWith(name, bundle.NewTarballLoaderWithBaseURL(bytes.NewReader(raw), name), v)
 }
 
+// MaxFileSize bounds each file of a bundle, decompressed: OPA's own default is 1 GiB, so a
+// 200 KB gzip bomb made a poll hold that much before the bundle was refused. Policies and
+// whitelists are a few KiB to a few MiB; a file past this refuses the bundle.
+const MaxFileSize = 32 << 20
+
 // skipTests leaves Rego test files out of a bundle being loaded to serve: tests live beside an
 // administrator's policies (so `opa test` and `sidecarctl policy test` find them) but are not policy,
 // and their packages usually sit outside the bundle's roots. `opa build --ignore '*_test.rego'` does
@@ -120,7 +125,7 @@ func skipTests(abspath string, info fs.FileInfo, _ int) bool {
 }
 
 func readWith(name string, loader bundle.DirectoryLoader, v *Verification) (*bundle.Bundle, error) {
-	r := bundle.NewCustomReader(loader.WithFilter(skipTests)).WithBundleName(name)
+	r := bundle.NewCustomReader(loader.WithFilter(skipTests)).WithBundleName(name).WithSizeLimitBytes(MaxFileSize)
 	if v != nil {
 		r = r.WithBundleVerificationConfig(v.config)
 	} else {

@@ -125,6 +125,7 @@ func NewHTTPSource(st *Loader, opts HTTPOptions) (*HTTPSource, error) {
 		// Persistence makes the downloader keep the raw bytes (Update.Raw): they are what
 		// bundles.ReadBytes verifies and what is persisted.
 		WithBundlePersistence(true).
+		WithSizeLimitBytes(bundles.MaxFileSize).
 		WithBundleName(opts.Name).
 		WithBundleVerificationConfig(opts.Verification.OPAConfig())
 	return h, nil
