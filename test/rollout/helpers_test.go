@@ -181,6 +181,23 @@ func (f *fleet) waitStatus(want counts) v1alpha1.SidecarSetStatus {
 	return st
 }
 
+// waitInjectsCurrentSpec waits until the webhook injects the SidecarSet's current spec: a pod
+// created in dry run carries the SidecarSet's current kruise.io/sidecarset-hash.
+func (f *fleet) waitInjectsCurrentSpec() {
+	f.t.Helper()
+	eventually(f.t, "the webhook injects the current spec of "+f.name, func() error {
+		want := f.sidecarSet().Annotations[v1alpha1.SidecarSetHashAnnotation]
+		p := f.pod(-1, nil)
+		if err := cluster.Client.Create(testCtx(f.t), p, client.DryRunAll); err != nil {
+			return err
+		}
+		if got := p.Annotations[v1alpha1.SidecarSetHashAnnotation]; !strings.Contains(got, `"hash":"`+want+`"`) {
+			return fmt.Errorf("injected %s, the SidecarSet's hash is %s", got, want)
+		}
+		return nil
+	})
+}
+
 // images returns pod name → the spec image of container name.
 func (f *fleet) images(name string) map[string]string {
 	out := map[string]string{}

@@ -204,6 +204,10 @@ func TestNonImageChangeIsNotUpgradable(t *testing.T) {
 		return nil
 	})
 
+	// The webhook's policy snapshot follows the change on its own schedule (debounced compile), and
+	// a pod created before it has is injected with the old spec, as in OpenKruise with a lagging
+	// informer. Under the race detector the compile is slow enough for that to happen.
+	f.waitInjectsCurrentSpec()
 	late := f.pod(n, nil)
 	require.NoError(t, cluster.Client.Create(testCtx(t), late))
 	// Injected with the current spec, the new pod counts as updated.
