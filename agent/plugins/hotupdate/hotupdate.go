@@ -49,7 +49,16 @@ type Config struct {
 	Workload string `json:"workload,omitempty"`
 	// DownloadTimeoutSeconds bounds one download (default 60).
 	DownloadTimeoutSeconds int `json:"downloadTimeoutSeconds,omitempty"`
+	// MaxBytes bounds one downloaded file (default 64 MiB): a larger one fails the update and the
+	// old file stays.
+	MaxBytes int64 `json:"maxBytes,omitempty"`
+	// FileMode is the mode a new file gets, e.g. 0644 (default: the mode of the file it replaces,
+	// or 0644 when there is none), so that the app, which may run as another user, can read it.
+	FileMode *uint32 `json:"fileMode,omitempty"`
 }
+
+// defaultMaxBytes bounds a download unless MaxBytes says otherwise.
+const defaultMaxBytes = 64 << 20
 
 // Signal says which process to signal and with what.
 type Signal struct {
@@ -71,6 +80,9 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 	}
 	if unix.SignalNum(c.Signal.SignalName) == 0 {
 		errs = append(errs, field.Invalid(p.Child("signal", "signalName"), c.Signal.SignalName, "must be a signal name such as SIGHUP or SIGUSR1"))
+	}
+	if c.FileMode != nil && *c.FileMode > 0o777 {
+		errs = append(errs, field.Invalid(p.Child("fileMode"), *c.FileMode, "must be a permission mode, at most 0777"))
 	}
 	if c.Workload != "" {
 		// Placeholders expand to a pod name and namespace, both valid in a ConfigMap key.
@@ -114,6 +126,8 @@ type Plugin struct {
 	host   agent.Host
 	sig    syscall.Signal
 	client *http.Client
+	// kill signals a process; tests replace it to make signalling fail.
+	kill func(pid int, sig syscall.Signal) error
 
 	// update serialises updates: one file, one process, one version at a time.
 	update sync.Mutex
@@ -147,6 +161,12 @@ func (p *Plugin) Init(cfg any, host agent.Host) error {
 	}
 	if p.cfg.DownloadTimeoutSeconds == 0 {
 		p.cfg.DownloadTimeoutSeconds = 60
+	}
+	if p.cfg.MaxBytes <= 0 {
+		p.cfg.MaxBytes = defaultMaxBytes
+	}
+	if p.kill == nil {
+		p.kill = syscall.Kill
 	}
 	p.sig = unix.SignalNum(p.cfg.Signal.SignalName)
 	p.client = &http.Client{Timeout: time.Duration(p.cfg.DownloadTimeoutSeconds) * time.Second}
@@ -311,16 +331,46 @@ func (p *Plugin) replace(ctx context.Context, req Request, mustSignal bool) (fil
 		return target, sum, &failure{code: http.StatusConflict, err: fmt.Errorf(
 			"no process %q to signal (is shareProcessNamespace set?); the old file stays", p.cfg.Signal.ProcessName)}
 	}
+	if err := os.Chmod(tmp, p.fileMode(target)); err != nil {
+		return target, sum, fmt.Errorf("setting the mode of the new %s: %w", target, err)
+	}
+	// The old file is kept aside until every process took the signal: a refused signal puts it
+	// back, so the app never runs with a file it was not told about.
+	backup := ""
+	if _, err := os.Stat(target); err == nil {
+		backup = filepath.Join(p.cfg.FileDir, ".previous-"+name)
+		if err := os.Link(target, backup); err != nil {
+			return target, sum, fmt.Errorf("keeping the old %s: %w", target, err)
+		}
+		defer os.Remove(backup)
+	}
 	if err := os.Rename(tmp, target); err != nil {
 		return target, sum, fmt.Errorf("replacing %s: %w", target, err)
 	}
 	for _, pid := range pids {
-		if err := syscall.Kill(pid, p.sig); err != nil {
+		if err := p.kill(pid, p.sig); err != nil {
+			restored := "the old file is back"
+			if backup == "" {
+				restored = "there was no old file; the new one stays"
+			} else if rerr := os.Rename(backup, target); rerr != nil {
+				restored = "putting the old file back failed too: " + rerr.Error()
+			}
 			return target, sum, &failure{code: http.StatusConflict, err: fmt.Errorf(
-				"file replaced, but signalling process %q (pid %d) with %s failed: %w", p.cfg.Signal.ProcessName, pid, p.cfg.Signal.SignalName, err)}
+				"signalling process %q (pid %d) with %s failed: %w; %s", p.cfg.Signal.ProcessName, pid, p.cfg.Signal.SignalName, err, restored)}
 		}
 	}
 	return target, sum, nil
+}
+
+// fileMode is the mode a new file at target gets: FileMode, else the replaced file's, else 0644.
+func (p *Plugin) fileMode(target string) os.FileMode {
+	if p.cfg.FileMode != nil {
+		return os.FileMode(*p.cfg.FileMode).Perm()
+	}
+	if info, err := os.Stat(target); err == nil {
+		return info.Mode().Perm()
+	}
+	return 0o644
 }
 
 // download writes req's body to a temporary file in fileDir (so the rename is atomic) and checks
@@ -346,7 +396,10 @@ func (p *Plugin) download(ctx context.Context, req Request) (tmp, sum string, er
 		return "", "", fmt.Errorf("download into fileDir: %w", err)
 	}
 	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(f, h), resp.Body)
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(resp.Body, p.cfg.MaxBytes+1))
+	if err == nil && n > p.cfg.MaxBytes {
+		err = fmt.Errorf("larger than maxBytes %d; the old file stays", p.cfg.MaxBytes)
+	}
 	if err == nil {
 		err = f.Sync()
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,32 +72,44 @@ func TestUpdate(t *testing.T) {
 		signals  []string
 		message  string
 		recorded bool // a result was stored
+		// setup adjusts the started plugin: a signal that fails, a smaller maxBytes.
+		setup func(p *Plugin)
 	}{
 		{"applied", rec.Name, Request{URL: srv.URL + "/v2/game.cfg", Version: "v2", SHA256: sum("max_players=64\n")},
-			200, "max_players=64\n", []string{"SIGHUP"}, "applied", true},
+			200, "max_players=64\n", []string{"SIGHUP"}, "applied", true, nil},
 		{"checksum optional", rec.Name, Request{URL: srv.URL + "/v2/game.cfg", Version: "v2"},
-			200, "max_players=64\n", []string{"SIGHUP"}, "applied", true},
+			200, "max_players=64\n", []string{"SIGHUP"}, "applied", true, nil},
 		{"checksum mismatch", rec.Name, Request{URL: srv.URL + "/v2/game.cfg", Version: "v2", SHA256: sum("other")},
-			502, "max_players=32\n", nil, "checksum mismatch", true},
+			502, "max_players=32\n", nil, "checksum mismatch", true, nil},
 		{"download 404", rec.Name, Request{URL: srv.URL + "/v3/game.cfg", Version: "v3"},
-			502, "max_players=32\n", nil, "status 404", true},
+			502, "max_players=32\n", nil, "status 404", true, nil},
 		{"download timeout", rec.Name, Request{URL: srv.URL + "/slow/game.cfg", Version: "v3"},
-			502, "max_players=32\n", nil, "Timeout", true},
+			502, "max_players=32\n", nil, "Timeout", true, nil},
 		{"connection refused", rec.Name, Request{URL: "http://127.0.0.1:1/game.cfg", Version: "v3"},
-			502, "max_players=32\n", nil, "refused", true},
+			502, "max_players=32\n", nil, "refused", true, nil},
 		{"bad url", rec.Name, Request{URL: "ftp://example.com/game.cfg", Version: "v3"},
-			400, "max_players=32\n", nil, "must be an absolute http", true},
+			400, "max_players=32\n", nil, "must be an absolute http", true, nil},
 		{"no version", rec.Name, Request{URL: srv.URL + "/v2/game.cfg"},
-			400, "max_players=32\n", nil, "version is required", true},
+			400, "max_players=32\n", nil, "version is required", true, nil},
 		{"file name escaping fileDir", rec.Name, Request{URL: srv.URL + "/v2/game.cfg", Version: "v2", FileName: "../x"},
-			400, "max_players=32\n", nil, "plain file name", true},
+			400, "max_players=32\n", nil, "plain file name", true, nil},
 		{"missing process", "no-such-process", Request{URL: srv.URL + "/v2/game.cfg", Version: "v2"},
-			409, "max_players=32\n", nil, "no process \"no-such-process\"", true},
+			409, "max_players=32\n", nil, "no process \"no-such-process\"", true, nil},
+		// Before, the new file stayed although the app was never told (the README promised otherwise).
+		{"signal refused: the old file is back", rec.Name, Request{URL: srv.URL + "/v2/game.cfg", Version: "v2"},
+			409, "max_players=32\n", nil, "the old file is back", true, func(p *Plugin) {
+				p.kill = func(int, syscall.Signal) error { return syscall.EPERM }
+			}},
+		{"larger than maxBytes", rec.Name, Request{URL: srv.URL + "/v2/game.cfg", Version: "v2"},
+			502, "max_players=32\n", nil, "larger than maxBytes 8", true, func(p *Plugin) { p.cfg.MaxBytes = 8 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := len(rec.Signals(t))
 			p, host, dir := started(t, tt.process)
+			if tt.setup != nil {
+				tt.setup(p)
+			}
 			res, code := p.Update(context.Background(), tt.req)
 			assert.Equal(t, tt.code, code, res.Message)
 			assert.Equal(t, tt.code == 200, res.Success)
@@ -110,7 +123,7 @@ func TestUpdate(t *testing.T) {
 			entries, err := os.ReadDir(dir)
 			require.NoError(t, err)
 			for _, e := range entries {
-				assert.False(t, strings.HasPrefix(e.Name(), ".download-"), "temporary file left: %s", e.Name())
+				assert.False(t, strings.HasPrefix(e.Name(), ".download-") || strings.HasPrefix(e.Name(), ".previous-"), "temporary file left: %s", e.Name())
 			}
 			stored := host.Stored()
 			require.Len(t, stored, 1)
@@ -126,6 +139,36 @@ func TestUpdate(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	assert.Equal(t, []string{"SIGHUP", "SIGHUP"}, rec.Signals(t))
 }
+
+// The new file gets the mode of the one it replaces (the app may run as another user and read it
+// through the group), or fileMode when set; before, it kept the download's 0600.
+func TestUpdateFileMode(t *testing.T) {
+	srv := files(t)
+	rec := agenttest.StartSignalRecorder(t)
+	for _, tc := range []struct {
+		name string
+		set  *uint32
+		old  os.FileMode
+		want os.FileMode
+	}{
+		{name: "the replaced file's", old: 0o640, want: 0o640},
+		{name: "fileMode", set: ptrTo(uint32(0o600)), old: 0o644, want: 0o600},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _, dir := started(t, rec.Name)
+			p.cfg.FileMode = tc.set
+			target := filepath.Join(dir, "game.cfg")
+			require.NoError(t, os.Chmod(target, tc.old))
+			_, code := p.Update(context.Background(), Request{URL: srv.URL + "/v2/game.cfg", Version: "v2"})
+			require.Equal(t, http.StatusOK, code)
+			info, err := os.Stat(target)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, info.Mode().Perm())
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 func TestHandler(t *testing.T) {
 	srv := files(t)
