@@ -72,10 +72,12 @@ type HTTPSource struct {
 	// pollMu serializes downloads: OPA's Downloader is not safe for concurrent triggers.
 	pollMu sync.Mutex
 
-	mu      sync.Mutex
-	last    [sha256.Size]byte // digest of the last bundle handled, for servers that send no ETag
-	handled bool
-	offered bool
+	mu sync.Mutex
+	// attemptDone is closed by update when the attempt Poll started has been reported.
+	attemptDone chan struct{}
+	last        [sha256.Size]byte // digest of the last bundle handled, for servers that send no ETag
+	handled     bool
+	offered     bool
 }
 
 // NewHTTPSource registers an HTTP bundle source with st; Start (or Poll) downloads.
@@ -167,12 +169,19 @@ func (h *HTTPSource) Poll(ctx context.Context) error {
 	defer h.pollMu.Unlock()
 	attempt, cancel := context.WithTimeout(ctx, h.opts.Timeout)
 	defer cancel()
+	done := make(chan struct{})
+	h.mu.Lock()
+	h.attemptDone = done
+	h.mu.Unlock()
 	err := h.dl.Trigger(attempt)
 	if attempt.Err() != nil && ctx.Err() == nil {
-		// OPA's downloader hands a cancelled attempt to no callback: the timeout is reported here.
-		err = fmt.Errorf("%s: download did not finish within %s: %w", h.opts.Resource, h.opts.Timeout, attempt.Err())
-		h.st.sourceError(h.opts.Name, err)
-		return err
+		// Trigger returns as soon as the attempt's context ends, but OPA's download goroutine goes
+		// on until it notices and reports to update; the next attempt must not overlap it.
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+		return fmt.Errorf("%s: download did not finish within %s: %w", h.opts.Resource, h.opts.Timeout, attempt.Err())
 	}
 	if err != nil && isTransportError(err) {
 		return err
@@ -184,10 +193,18 @@ func (h *HTTPSource) Poll(ctx context.Context) error {
 func (h *HTTPSource) update(_ context.Context, u download.Update) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	defer func() {
+		if h.attemptDone != nil {
+			close(h.attemptDone)
+			h.attemptDone = nil
+		}
+	}()
 	if u.Error == nil || !isTransportError(u.Error) {
 		h.st.sourceAnswered(h.opts.Name)
 	}
 	switch {
+	case u.Error != nil && errors.Is(u.Error, context.DeadlineExceeded):
+		h.st.sourceError(h.opts.Name, fmt.Errorf("%s: download did not finish within %s: %w", h.opts.Resource, h.opts.Timeout, u.Error))
 	case u.Error != nil && isTransportError(u.Error):
 		h.st.sourceError(h.opts.Name, u.Error)
 	case u.Error != nil:
