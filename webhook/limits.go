@@ -54,12 +54,28 @@ type Limits struct {
 
 // gate enforces Limits for the handlers of one server.
 type gate struct {
-	room        *semaphore.Weighted
-	size        int64
-	large       *semaphore.Weighted
-	largeSize   int64
+	inFlight    room // admissions being decoded and answered
+	large       room // bodies over smallBody being read
 	bodyTimeout time.Duration
 	metrics     *Metrics
+}
+
+// room is a byte budget taken without waiting.
+type room struct {
+	sem  *semaphore.Weighted
+	size int64
+}
+
+func newRoom(size int64) room { return room{sem: semaphore.NewWeighted(size), size: size} }
+
+// take takes n bytes (at most the whole room) and returns the weight to give back, or false when
+// there is not enough left.
+func (r room) take(n int64) (int64, bool) {
+	w := min(n, r.size)
+	if !r.sem.TryAcquire(w) {
+		return 0, false
+	}
+	return w, true
 }
 
 func newGate(l Limits, m *Metrics) *gate {
@@ -72,8 +88,7 @@ func newGate(l Limits, m *Metrics) *gate {
 	if l.BodyTimeout <= 0 {
 		l.BodyTimeout = DefaultBodyTimeout
 	}
-	return &gate{room: semaphore.NewWeighted(l.InFlightBytes), size: l.InFlightBytes,
-		large: semaphore.NewWeighted(l.LargeBodyBytes), largeSize: l.LargeBodyBytes, bodyTimeout: l.BodyTimeout, metrics: m}
+	return &gate{inFlight: newRoom(l.InFlightBytes), large: newRoom(l.LargeBodyBytes), bodyTimeout: l.BodyTimeout, metrics: m}
 }
 
 // acquire takes room for an admission of a body of n bytes without waiting; it returns the weight
@@ -83,16 +98,12 @@ func (g *gate) acquire(n int64) (int64, bool) {
 	if g == nil {
 		return 0, true
 	}
-	w := min(n+admissionOverhead, g.size)
-	if !g.room.TryAcquire(w) {
-		return 0, false
-	}
-	return w, true
+	return g.inFlight.take(n + admissionOverhead)
 }
 
 func (g *gate) release(w int64) {
 	if g != nil && w > 0 {
-		g.room.Release(w)
+		g.inFlight.sem.Release(w)
 	}
 }
 
@@ -104,16 +115,12 @@ func (g *gate) acquireLarge(declared int64) (int64, bool) {
 	if declared < 0 || declared > maxReviewSize {
 		declared = maxReviewSize + 1 // unknown or too large: reading stops past the limit anyway
 	}
-	w := min(declared, g.largeSize)
-	if !g.large.TryAcquire(w) {
-		return 0, false
-	}
-	return w, true
+	return g.large.take(declared)
 }
 
 func (g *gate) releaseLarge(w int64) {
 	if g != nil && w > 0 {
-		g.large.Release(w)
+		g.large.sem.Release(w)
 	}
 }
 
@@ -128,7 +135,7 @@ func (g *gate) bodyDeadline(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(g.bodyTimeout))
 }
 
-// refuse answers a request that found no room in time.
+// refuse answers a request that found no room.
 func (g *gate) refuse(w http.ResponseWriter, path string) {
 	g.metrics.throttle(path)
 	w.Header().Set("Retry-After", strconv.Itoa(1))
