@@ -421,6 +421,9 @@ type host struct {
 func (h *host) Logger() logr.Logger { return h.m.o.Logger.WithValues("plugin", h.name) }
 func (h *host) Self() storage.Self  { return h.m.o.Self }
 func (h *host) Kube() *storage.Kube { return h.m.o.Kube }
+func (h *host) Refused(reason string) {
+	h.m.o.Metrics.refused.WithLabelValues(h.name, reason).Inc()
+}
 func (h *host) Store(ctx context.Context, cfg storage.Config, r storage.Record) error {
 	return h.m.StoreData(ctx, h.name, cfg, r)
 }

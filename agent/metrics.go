@@ -12,6 +12,8 @@ type Metrics struct {
 	restarts *prometheus.CounterVec
 	stores   *prometheus.CounterVec
 	reloads  *prometheus.CounterVec
+	api      *prometheus.CounterVec
+	refused  *prometheus.CounterVec
 }
 
 // NewMetrics registers the agent's collectors on reg, or on a new registry when reg is nil (each
@@ -32,7 +34,11 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 			Help: "Results stored by plugins: written, unchanged (no API write) or error."}, []string{"plugin", "result"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_agent_config_reloads_total",
 			Help: "config.yaml changes seen: applied or rejected (the previous configuration keeps running)."}, []string{"result"}),
+		api: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_agent_api_requests_total",
+			Help: "Requests to the agent's API but /healthz: allowed, unauthenticated (401), forbidden (403) or error (503: no answer from the API server)."}, []string{"result"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_agent_plugin_refused_total",
+			Help: "Requests, downloads and stored records a plugin refused, by the plugin's reason."}, []string{"plugin", "reason"}),
 	}
-	reg.MustRegister(m.up, m.failures, m.restarts, m.stores, m.reloads)
+	reg.MustRegister(m.up, m.failures, m.restarts, m.stores, m.reloads, m.api, m.refused)
 	return m
 }

@@ -63,6 +63,10 @@ type Host interface {
 	Store(ctx context.Context, cfg storage.Config, r storage.Record) error
 	// Kube is the agent's API access for plugins that keep more than results (nil without one).
 	Kube() *storage.Kube
+	// Refused counts something the plugin refused for a security reason (a URL outside its
+	// allow-list, a stored record without an authenticated writer), so that an attempt shows in the
+	// metrics, not only in the log. reason is one of a few fixed words per plugin: it is a label.
+	Refused(reason string)
 }
 
 // ConfigAs is the configuration Init receives, as the type the plugin's ConfigType returns.

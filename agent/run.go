@@ -18,6 +18,9 @@ type RunOptions struct {
 	ConfigPath string
 	// Listener serves the HTTP face; Run closes it.
 	Listener net.Listener
+	// Authorizer admits callers of the API; nil (no Kubernetes API) admits nobody but the kubelet's
+	// /healthz.
+	Authorizer Authorizer
 	// ReloadInterval is how often config.yaml is re-read (default 5s). The kubelet swaps a mounted
 	// ConfigMap by a symlink change that inotify on the file does not see, so the file is polled.
 	ReloadInterval time.Duration
@@ -50,7 +53,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		o.Listener.Close()
 		return err
 	}
-	srv := NewServer(m)
+	srv := NewServer(m, o.Authorizer)
 	srv.setConfig(o.ConfigPath, cfg)
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)

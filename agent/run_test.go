@@ -17,9 +17,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// get asks as a caller allowed everything (see authz).
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer admin")
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
@@ -57,7 +61,7 @@ func TestRun(t *testing.T) {
 	go func() {
 		done <- Run(ctx, RunOptions{
 			ManagerOptions: ManagerOptions{Registry: reg, Logger: testr.New(t)},
-			ConfigPath:     path, Listener: ln, ReloadInterval: 20 * time.Millisecond,
+			ConfigPath:     path, Listener: ln, ReloadInterval: 20 * time.Millisecond, Authorizer: &authz{},
 		})
 	}()
 	require.Eventually(t, func() bool { return j.count("probe:start") == 1 }, time.Minute, 10*time.Millisecond)

@@ -2,7 +2,9 @@ package agent
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -27,14 +29,16 @@ type ConfigStatus struct {
 
 // Server is the agent's HTTP face.
 type Server struct {
-	m *Manager
+	m     *Manager
+	authz Authorizer
 
 	mu     sync.Mutex
 	config ConfigStatus
 }
 
-// NewServer serves m.
-func NewServer(m *Manager) *Server { return &Server{m: m} }
+// NewServer serves m. Every request but /healthz must pass authz; a nil authz (the agent runs without
+// the Kubernetes API, so nobody can be authenticated) refuses them all.
+func NewServer(m *Manager, authz Authorizer) *Server { return &Server{m: m, authz: authz} }
 
 func (s *Server) setConfig(file string, c *Config) {
 	s.mu.Lock()
@@ -48,13 +52,14 @@ func (s *Server) setRejected(msg string) {
 	s.config.RejectedChange = msg
 }
 
-// Handler routes /healthz, /status, /metrics and /plugins/NAME/.
+// Handler routes /healthz, /status, /metrics and /plugins/NAME/. Only /healthz, which says nothing
+// but "ok", is open: the kubelet probes it without credentials.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle("GET /status", s.authorized(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		s.mu.Lock()
 		rep := StatusReport{Version: s.m.Version(), Config: s.config, Plugins: s.m.Statuses()}
 		s.mu.Unlock()
@@ -62,11 +67,12 @@ func (s *Server) Handler() http.Handler {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(rep)
-	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.o.Metrics.Registry, promhttp.HandlerOpts{}))
+	})))
+	mux.Handle("GET /metrics", s.authorized(promhttp.HandlerFor(s.m.o.Metrics.Registry, promhttp.HandlerOpts{})))
 	// Plugins come and go with reloads, and a ServeMux cannot unregister, so plugin routes are
-	// looked up per request.
-	mux.HandleFunc("/plugins/{name}/", func(w http.ResponseWriter, r *http.Request) {
+	// looked up per request. The caller is authorised before the lookup, so that a 404 tells nobody
+	// unauthenticated which plugins run.
+	mux.Handle("/plugins/{name}/", s.authorized(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
 		p, ok := s.m.plugin(name)
 		hp, serves := p.(HTTPPlugin)
@@ -75,6 +81,67 @@ func (s *Server) Handler() http.Handler {
 			return
 		}
 		http.StripPrefix("/plugins/"+name, hp.Handler()).ServeHTTP(w, r)
-	})
+	})))
 	return mux
+}
+
+// authorized serves next only to a caller whose bearer token the Authorizer accepts for the access
+// the request asks for (the route's {name} is the plugin), with the caller's user name in the
+// request's context and without the token: a plugin never sees, so never logs or stores, it.
+func (s *Server) authorized(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := Access{Verb: "update", Plugin: r.PathValue("name")}
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			a.Verb = "get"
+		}
+		log := s.m.o.Logger.WithValues("method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+		refuse := func(result string, code int, msg string) {
+			s.m.o.Metrics.api.WithLabelValues(result).Inc()
+			if code == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="sidecar-agent"`)
+			}
+			http.Error(w, msg, code)
+		}
+		token := bearerToken(r)
+		switch {
+		case s.authz == nil:
+			// Logged once per request at V(1): anything that reaches the port can make these.
+			log.V(1).Info("API request refused: the agent runs without the Kubernetes API and authenticates nobody")
+			refuse("unauthenticated", http.StatusUnauthorized, "the agent runs without the Kubernetes API and cannot authenticate callers; its API is closed")
+			return
+		case token == "":
+			log.V(1).Info("API request refused: no bearer token")
+			refuse("unauthenticated", http.StatusUnauthorized, "a bearer token is required (Authorization: Bearer TOKEN)")
+			return
+		}
+		user, err := s.authz.Authorize(r.Context(), token, a)
+		switch {
+		case errors.Is(err, ErrUnauthenticated):
+			log.V(1).Info("API request refused: token not accepted", "reason", err.Error())
+			refuse("unauthenticated", http.StatusUnauthorized, "the bearer token is not accepted")
+			return
+		case errors.Is(err, ErrForbidden):
+			log.Info("API request refused: caller not allowed", "user", user, "verb", a.Verb, "plugin", a.Plugin, "reason", err.Error())
+			refuse("forbidden", http.StatusForbidden, err.Error())
+			return
+		case err != nil:
+			log.Error(err, "API request refused: the caller could not be authorised")
+			refuse("error", http.StatusServiceUnavailable, "the caller could not be authorised; try again later")
+			return
+		}
+		s.m.o.Metrics.api.WithLabelValues("allowed").Inc()
+		r = r.Clone(WithCaller(r.Context(), user))
+		r.Header.Del("Authorization")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bearerToken is the token of an "Authorization: Bearer TOKEN" header (the scheme is
+// case-insensitive, RFC 6750), "" without one.
+func bearerToken(r *http.Request) string {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
 }

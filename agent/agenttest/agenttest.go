@@ -25,13 +25,16 @@ type Stored struct {
 	Record storage.Record
 }
 
-// Host records Store calls.
+// Host records Store and Refused calls.
 type Host struct {
-	T    *testing.T
-	Pod  storage.Self
-	mu   sync.Mutex
-	recs []Stored
-	err  error
+	T   *testing.T
+	Pod storage.Self
+	// API is what Kube returns; nil is the agent without API access (--no-kube).
+	API     *storage.Kube
+	mu      sync.Mutex
+	recs    []Stored
+	refused []string
+	err     error
 }
 
 // FailStores makes Store record and then return err (nil: succeed again).
@@ -47,8 +50,8 @@ func (h *Host) Logger() logr.Logger { return testr.New(h.T) }
 // Self returns Pod, the pod the plugin is told it runs in.
 func (h *Host) Self() storage.Self { return h.Pod }
 
-// Kube returns nil, as the agent does without API access (--no-kube): plugins skip what needs it.
-func (h *Host) Kube() *storage.Kube { return nil }
+// Kube returns API.
+func (h *Host) Kube() *storage.Kube { return h.API }
 
 // Store records the call (see Stored) and returns the error set by FailStores.
 func (h *Host) Store(_ context.Context, c storage.Config, r storage.Record) error {
@@ -56,6 +59,20 @@ func (h *Host) Store(_ context.Context, c storage.Config, r storage.Record) erro
 	defer h.mu.Unlock()
 	h.recs = append(h.recs, Stored{c, r})
 	return h.err
+}
+
+// Refused records reason (see Refusals).
+func (h *Host) Refused(reason string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.refused = append(h.refused, reason)
+}
+
+// Refusals returns the reasons of the Refused calls so far, in order.
+func (h *Host) Refusals() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.refused...)
 }
 
 // Stored returns a copy of the Store calls so far.

@@ -14,11 +14,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sidecarops/sidecarops/agent"
+	"github.com/sidecarops/sidecarops/agent/auth"
 	"github.com/sidecarops/sidecarops/agent/plugins"
 	"github.com/sidecarops/sidecarops/agent/storage"
 )
@@ -33,22 +36,37 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sidecar-agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "/etc/sidecar-agent/config.yaml", "config.yaml (mounted from a ConfigMap; re-read when it changes)")
-	addr := fs.String("addr", ":5000", "address of /status, /healthz, /metrics and the plugins' endpoints")
+	// Loopback by default: only the pod's own containers reach the API unless the SidecarSet says
+	// otherwise (it must for the kubelet's probe of /healthz and for callers outside the pod).
+	addr := fs.String("addr", "127.0.0.1:5000", "address of /status, /healthz, /metrics and the plugins' endpoints; every endpoint but /healthz needs a bearer token")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; default: the pod's ServiceAccount (in-cluster)")
 	noKube := fs.Bool("no-kube", false, "run without the Kubernetes API (storageConfig writes then fail and are reported)")
 	reload := fs.Duration("reload-interval", 5*time.Second, "how often config.yaml is checked for changes")
+	audience := fs.String("token-audience", "sidecar-agent", `audience callers' bearer tokens must be issued for ("" accepts the API server's own tokens, which the agent could then replay)`)
+	resource := fs.String("authz-resource", "sidecaragents.sidecarops.io", "RESOURCE.GROUP callers are authorised on, in the pod's namespace with the pod's name: get for /status and /metrics, get or update of subresource PLUGIN for /plugins/PLUGIN/")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
+	gr := schema.ParseGroupResource(*resource)
+	if gr.Resource == "" {
+		fmt.Fprintf(fs.Output(), "invalid value %q for flag -authz-resource: want RESOURCE.GROUP, e.g. sidecaragents.sidecarops.io\n", *resource)
+		return 2
+	}
+	var audiences []string
+	if *audience != "" {
+		audiences = []string{*audience}
+	}
 	log := logr.FromSlogHandler(slog.NewJSONHandler(stderr, nil))
 	self := storage.Self{PodName: os.Getenv("POD_NAME"), PodNamespace: os.Getenv("POD_NAMESPACE")}
 	var kube *storage.Kube
+	// Without API access nobody can be authenticated, and the API stays closed (agent.Run).
+	var authz agent.Authorizer
 	if !*noKube {
 		var err error
-		if kube, err = kubeClient(*kubeconfig, self); err != nil {
+		if kube, authz, err = kubeClients(*kubeconfig, self, auth.Options{Self: self, Audiences: audiences, Resource: gr}); err != nil {
 			fmt.Fprintln(stderr, "sidecar-agent:", err)
 			return 1
 		}
@@ -60,7 +78,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	err = agent.Run(ctx, agent.RunOptions{
 		ManagerOptions: agent.ManagerOptions{Registry: plugins.Builtin(), Logger: log, Self: self, Kube: kube},
-		ConfigPath:     *configPath, Listener: ln, ReloadInterval: *reload,
+		ConfigPath:     *configPath, Listener: ln, ReloadInterval: *reload, Authorizer: authz,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "sidecar-agent:", err)
@@ -69,9 +87,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	return 0
 }
 
-func kubeClient(kubeconfig string, self storage.Self) (*storage.Kube, error) {
+// kubeClients are the agent's API access: the storage of results, and the reviews authorising the
+// API's callers, each through a client of its own so that each has its own rate limiter (callers
+// with made-up tokens must not delay the results' writes).
+func kubeClients(kubeconfig string, self storage.Self, o auth.Options) (*storage.Kube, *auth.Reviewer, error) {
 	if self.PodName == "" || self.PodNamespace == "" {
-		return nil, errors.New("POD_NAME and POD_NAMESPACE must be set (downward API fieldRefs metadata.name and metadata.namespace), or pass --no-kube")
+		return nil, nil, errors.New("POD_NAME and POD_NAMESPACE must be set (downward API fieldRefs metadata.name and metadata.namespace), or pass --no-kube")
 	}
 	var cfg *rest.Config
 	var err error
@@ -81,12 +102,15 @@ func kubeClient(kubeconfig string, self storage.Self) (*storage.Kube, error) {
 		cfg, err = rest.InClusterConfig()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
+		return nil, nil, fmt.Errorf("building the Kubernetes client: %w", err)
 	}
 	cfg.UserAgent = "sidecar-agent/" + agent.Version
 	dc, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("building the Kubernetes client: %w", err)
+		return nil, nil, fmt.Errorf("building the Kubernetes client: %w", err)
 	}
-	return &storage.Kube{Client: dc, Self: self}, nil
+	if o.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, nil, fmt.Errorf("building the Kubernetes client: %w", err)
+	}
+	return &storage.Kube{Client: dc, Self: self}, auth.NewReviewer(o), nil
 }

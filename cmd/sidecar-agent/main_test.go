@@ -59,6 +59,20 @@ func TestCommand(t *testing.T) {
 			resp.Body.Close()
 			return resp.StatusCode == 200
 		}, 2*time.Minute, 20*time.Millisecond)
+
+		// Without the Kubernetes API nobody can be authenticated: the API is closed, not open
+		// (before, anyone reaching the port could read it and drive hot_update).
+		for _, r := range []struct{ method, path string }{
+			{"GET", "/status"}, {"GET", "/metrics"}, {"POST", "/plugins/hot_update/update"}, {"GET", "/plugins/hot_update/result"},
+		} {
+			req, err := http.NewRequest(r.method, "http://"+addr+r.path, strings.NewReader(`{"url": "http://127.0.0.1:1/x.cfg", "version": "v2"}`))
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer anything")
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, r.path)
+		}
 		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
@@ -85,6 +99,7 @@ func TestCommand(t *testing.T) {
 		{"no pod identity", []string{"--config", good}, []string{"POD_NAME="}, 1, "POD_NAME and POD_NAMESPACE must be set"},
 		{"no cluster", []string{"--config", good}, []string{"POD_NAME=p", "POD_NAMESPACE=n", "KUBERNETES_SERVICE_HOST="}, 1, "sidecar-agent: building the Kubernetes client:"},
 		{"bad flag", []string{"--nope"}, nil, 2, "flag provided but not defined: -nope"},
+		{"no resource to authorise on", []string{"--authz-resource", ".sidecarops.io", "--no-kube"}, nil, 2, "invalid value \".sidecarops.io\" for flag -authz-resource"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,5 +113,16 @@ func TestCommand(t *testing.T) {
 			assert.Equal(t, tt.code, exit.ExitCode())
 			assert.Contains(t, strings.TrimSpace(stderr.String()), tt.err)
 		})
+	}
+}
+
+// The API listens on loopback unless told otherwise: before, it listened on every interface.
+func TestDefaults(t *testing.T) {
+	cmd := exec.Command(agentBinary(t), "--help")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Run())
+	for _, want := range []string{`(default "127.0.0.1:5000")`, `(default "sidecar-agent")`, `(default "sidecaragents.sidecarops.io")`} {
+		assert.Contains(t, stderr.String(), want)
 	}
 }

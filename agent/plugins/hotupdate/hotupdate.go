@@ -52,6 +52,15 @@ type Config struct {
 	// MaxBytes bounds one downloaded file (default 64 MiB): a larger one fails the update and the
 	// old file stays.
 	MaxBytes int64 `json:"maxBytes,omitempty"`
+	// AllowedURLPrefixes are where files may come from: a URL is downloaded only when it has an
+	// entry's scheme, host and port, and its path starts with the entry's path. Empty: from nowhere.
+	AllowedURLPrefixes []string `json:"allowedURLPrefixes,omitempty"`
+	// AllowRedirects follows redirects (default false), each one checked against AllowedURLPrefixes.
+	AllowRedirects bool `json:"allowRedirects,omitempty"`
+	// AllowPrivateNetworks lets downloads connect to loopback, private, link-local (the cloud
+	// metadata address) and other non-public addresses (default false): the pod's own and its
+	// cluster's services are what a forged URL would be aimed at.
+	AllowPrivateNetworks bool `json:"allowPrivateNetworks,omitempty"`
 	// FileMode is the mode a new file gets, e.g. 0644 (default: the mode of the file it replaces,
 	// or 0644 when there is none), so that the app, which may run as another user, can read it.
 	FileMode *uint32 `json:"fileMode,omitempty"`
@@ -98,10 +107,19 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 	if c.DownloadTimeoutSeconds < 0 {
 		errs = append(errs, field.Invalid(p.Child("downloadTimeoutSeconds"), c.DownloadTimeoutSeconds, "must not be negative"))
 	}
+	if c.MaxBytes < 0 {
+		errs = append(errs, field.Invalid(p.Child("maxBytes"), c.MaxBytes, "must not be negative"))
+	}
+	for i, s := range c.AllowedURLPrefixes {
+		if _, err := parsePrefix(s); err != nil {
+			errs = append(errs, field.Invalid(p.Child("allowedURLPrefixes").Index(i), s, err.Error()))
+		}
+	}
 	return append(errs, c.StorageConfig.Validate(p.Child("storageConfig"))...)
 }
 
-// Request asks for an update. FileName defaults to the URL's last path element.
+// Request asks for an update: the body of POST /update. FileName defaults to the URL's last path
+// element.
 type Request struct {
 	URL      string `json:"url"`
 	Version  string `json:"version"`
@@ -111,21 +129,33 @@ type Request struct {
 
 // Result is what an update did; it is stored as JSON.
 type Result struct {
-	Version string    `json:"version"`
-	URL     string    `json:"url"`
-	File    string    `json:"file"`
-	SHA256  string    `json:"sha256,omitempty"`
-	Success bool      `json:"success"`
-	Message string    `json:"message,omitempty"`
-	Time    time.Time `json:"time"`
+	Version string `json:"version"`
+	URL     string `json:"url"`
+	// RequestedBy is the authenticated user who asked for the version (for a restore: who asked for
+	// it first).
+	RequestedBy string    `json:"requestedBy,omitempty"`
+	File        string    `json:"file"`
+	SHA256      string    `json:"sha256,omitempty"`
+	Success     bool      `json:"success"`
+	Message     string    `json:"message,omitempty"`
+	Time        time.Time `json:"time"`
+}
+
+// latest is the workload's latest version, as the result ConfigMap keeps it.
+type latest struct {
+	Request
+	// RequestedBy is the authenticated user whose request made it the latest. A pod restores only a
+	// record that names one: before the API was authenticated anyone could have written it.
+	RequestedBy string `json:"requestedBy,omitempty"`
 }
 
 // Plugin is the hot_update plugin.
 type Plugin struct {
-	cfg    Config
-	host   agent.Host
-	sig    syscall.Signal
-	client *http.Client
+	cfg     Config
+	host    agent.Host
+	sig     syscall.Signal
+	allowed allowList
+	client  *http.Client
 	// kill signals a process; tests replace it to make signalling fail.
 	kill func(pid int, sig syscall.Signal) error
 
@@ -169,7 +199,15 @@ func (p *Plugin) Init(cfg any, host agent.Host) error {
 		p.kill = syscall.Kill
 	}
 	p.sig = unix.SignalNum(p.cfg.Signal.SignalName)
-	p.client = &http.Client{Timeout: time.Duration(p.cfg.DownloadTimeoutSeconds) * time.Second}
+	p.allowed = nil
+	for _, s := range p.cfg.AllowedURLPrefixes {
+		u, err := parsePrefix(s)
+		if err != nil {
+			return fmt.Errorf("hot_update: allowedURLPrefixes: %q: %w", s, err)
+		}
+		p.allowed = append(p.allowed, u)
+	}
+	p.client = newClient(time.Duration(p.cfg.DownloadTimeoutSeconds)*time.Second, p.allowed, p.cfg.AllowRedirects, p.cfg.AllowPrivateNetworks, nil)
 	return nil
 }
 
@@ -230,10 +268,8 @@ func (p *Plugin) Status() any {
 func (p *Plugin) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /update", func(w http.ResponseWriter, r *http.Request) {
-		var req Request
-		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
+		req, err := decodeRequest(r.Body)
+		if err != nil {
 			http.Error(w, "hot_update: request body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
@@ -244,7 +280,7 @@ func (p *Plugin) Handler() http.Handler {
 			http.Error(w, "hot_update: plugin is not running", http.StatusServiceUnavailable)
 			return
 		}
-		res, code := p.Update(ctx, req)
+		res, code := p.Update(ctx, agent.Caller(r.Context()), req)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
 		_ = json.NewEncoder(w).Encode(res)
@@ -256,34 +292,61 @@ func (p *Plugin) Handler() http.Handler {
 	return mux
 }
 
-// Update applies req and records the result; code is the HTTP status answering it (200 applied,
-// 400 invalid request, 502 download failed, 409 process missing or signal refused).
-func (p *Plugin) Update(ctx context.Context, req Request) (Result, int) {
+// maxBody bounds a request body; a Request is a few short strings.
+const maxBody = 1 << 16
+
+// decodeRequest reads a request body: one JSON object with Request's fields and no others.
+func decodeRequest(body io.Reader) (Request, error) {
+	var req Request
+	dec := json.NewDecoder(io.LimitReader(body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return Request{}, err
+	}
+	return req, nil
+}
+
+// Update applies req on behalf of caller, the authenticated user asking, and records the result;
+// code is the HTTP status answering it (200 applied, 400 invalid request, 401 no caller, 403 URL not
+// allowed, 502 download failed, 409 process missing or signal refused).
+func (p *Plugin) Update(ctx context.Context, caller string, req Request) (Result, int) {
+	if caller == "" {
+		// The agent's server authenticates every request; reaching here without a caller is a
+		// wiring fault, and nothing is done nor recorded on nobody's behalf.
+		p.host.Logger().Error(nil, "hot update refused: no authenticated caller", "url", req.URL)
+		return Result{Version: req.Version, URL: req.URL, Message: "no authenticated caller", Time: time.Now().UTC()}, http.StatusUnauthorized
+	}
 	p.update.Lock()
 	defer p.update.Unlock()
-	res, code := p.apply(ctx, req, true)
+	res, code := p.apply(ctx, req, caller, true)
 	p.record(ctx, res)
 	return res, code
 }
 
+// failure is an update that did not happen: code answers it, reason (when set) counts it as
+// refused.
 type failure struct {
-	code int
-	err  error
+	code   int
+	reason string
+	err    error
 }
 
 func (f *failure) Error() string { return f.err.Error() }
 
-func (p *Plugin) apply(ctx context.Context, req Request, mustSignal bool) (Result, int) {
-	res := Result{Version: req.Version, URL: req.URL, Time: time.Now().UTC()}
+func (p *Plugin) apply(ctx context.Context, req Request, caller string, mustSignal bool) (Result, int) {
+	res := Result{Version: req.Version, URL: redacted(req.URL), RequestedBy: caller, Time: time.Now().UTC()}
 	file, sum, err := p.replace(ctx, req, mustSignal)
 	res.File, res.SHA256 = file, sum
 	if err != nil {
 		res.Message = err.Error()
 		var f *failure
-		if errors.As(err, &f) {
-			return res, f.code
+		if !errors.As(err, &f) {
+			return res, http.StatusInternalServerError
 		}
-		return res, http.StatusInternalServerError
+		if f.reason != "" {
+			p.host.Refused(f.reason)
+		}
+		return res, f.code
 	}
 	res.Success = true
 	res.Message = "applied"
@@ -296,28 +359,59 @@ func (p *Plugin) apply(ctx context.Context, req Request, mustSignal bool) (Resul
 	return res, http.StatusOK
 }
 
-// replace downloads req into fileDir and signals the process. With mustSignal a missing process
-// is a failure that leaves the old file; without (a start-up restore, the app may not run yet)
-// the file is replaced and a running process is still signalled.
-func (p *Plugin) replace(ctx context.Context, req Request, mustSignal bool) (file, sum string, err error) {
+// check validates req and returns the file it replaces: 400 for a malformed request, 403 for a URL
+// outside allowedURLPrefixes. Errors name the request's field.
+func (p *Plugin) check(req Request) (target string, err error) {
 	bad := func(format string, a ...any) error {
 		return &failure{code: http.StatusBadRequest, err: fmt.Errorf(format, a...)}
 	}
 	u, err := url.Parse(req.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", "", bad("url %q must be an absolute http:// or https:// URL", req.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+		return "", bad("url %q must be an absolute http:// or https:// URL", req.URL)
+	}
+	if u.User != nil {
+		return "", bad("url %s must not carry credentials: it is recorded where the namespace can read it", u.Redacted())
 	}
 	if req.Version == "" {
-		return "", "", bad("version is required")
+		return "", bad("version is required")
+	}
+	if req.SHA256 != "" && !isSHA256(req.SHA256) {
+		return "", bad("sha256 %q must be 64 hexadecimal digits", req.SHA256)
 	}
 	name := req.FileName
 	if name == "" {
 		name = path.Base(u.Path)
 	}
 	if name == "" || name == "." || name == "/" || name == ".." || strings.ContainsAny(name, `/\`) || name == versionFile {
-		return "", "", bad("file name %q: give fileName, a plain file name", name)
+		return "", bad("fileName %q must be a plain file name (give fileName when the URL's path does not end in one)", name)
 	}
-	target := filepath.Join(p.cfg.FileDir, name)
+	if err := p.allowed.check(u); err != nil {
+		return "", err
+	}
+	return filepath.Join(p.cfg.FileDir, name), nil
+}
+
+// redacted is raw without a password: a refused URL's result is stored where the namespace reads it.
+func redacted(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	return raw
+}
+
+func isSHA256(s string) bool {
+	b, err := hex.DecodeString(s)
+	return err == nil && len(b) == sha256.Size
+}
+
+// replace downloads req into fileDir and signals the process. With mustSignal a missing process
+// is a failure that leaves the old file; without (a start-up restore, the app may not run yet)
+// the file is replaced and a running process is still signalled.
+func (p *Plugin) replace(ctx context.Context, req Request, mustSignal bool) (file, sum string, err error) {
+	target, err := p.check(req)
+	if err != nil {
+		return "", "", err
+	}
 	tmp, sum, err := p.download(ctx, req)
 	if err != nil {
 		return target, "", err
@@ -338,7 +432,7 @@ func (p *Plugin) replace(ctx context.Context, req Request, mustSignal bool) (fil
 	// back, so the app never runs with a file it was not told about.
 	backup := ""
 	if _, err := os.Stat(target); err == nil {
-		backup = filepath.Join(p.cfg.FileDir, ".previous-"+name)
+		backup = filepath.Join(p.cfg.FileDir, ".previous-"+filepath.Base(target))
 		if err := os.Link(target, backup); err != nil {
 			return target, sum, fmt.Errorf("keeping the old %s: %w", target, err)
 		}
@@ -374,7 +468,8 @@ func (p *Plugin) fileMode(target string) os.FileMode {
 }
 
 // download writes req's body to a temporary file in fileDir (so the rename is atomic) and checks
-// its checksum.
+// its size and checksum before the file is put in place: a refused download changes nothing the
+// app reads.
 func (p *Plugin) download(ctx context.Context, req Request) (tmp, sum string, err error) {
 	failed := func(format string, a ...any) (string, string, error) {
 		return "", "", &failure{code: http.StatusBadGateway, err: fmt.Errorf(format, a...)}
@@ -385,35 +480,47 @@ func (p *Plugin) download(ctx context.Context, req Request) (tmp, sum string, er
 	}
 	resp, err := p.client.Do(hreq)
 	if err != nil {
+		// A refused redirect or address keeps its code and reason; the message is the client's.
+		if f := (*failure)(nil); errors.As(err, &f) {
+			return "", "", &failure{code: f.code, reason: f.reason, err: fmt.Errorf("download: %w", err)}
+		}
 		return failed("download: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return failed("download %s: status %d", req.URL, resp.StatusCode)
 	}
+	tooLarge := &failure{code: http.StatusBadGateway, reason: reasonTooLarge,
+		err: fmt.Errorf("download %s: larger than maxBytes %d; the old file stays", req.URL, p.cfg.MaxBytes)}
+	if resp.ContentLength > p.cfg.MaxBytes {
+		return "", "", tooLarge
+	}
 	f, err := os.CreateTemp(p.cfg.FileDir, ".download-*")
 	if err != nil {
 		return "", "", fmt.Errorf("download into fileDir: %w", err)
 	}
 	h := sha256.New()
+	// A body without Content-Length (or lying about it) is cut at one byte past the bound, so that
+	// "exactly maxBytes" and "more" can be told apart without reading more.
 	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(resp.Body, p.cfg.MaxBytes+1))
-	if err == nil && n > p.cfg.MaxBytes {
-		err = fmt.Errorf("larger than maxBytes %d; the old file stays", p.cfg.MaxBytes)
-	}
 	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
+	if err != nil || n > p.cfg.MaxBytes {
 		os.Remove(f.Name())
+		if err == nil {
+			return "", "", tooLarge
+		}
 		return failed("download %s: %w", req.URL, err)
 	}
 	sum = hex.EncodeToString(h.Sum(nil))
 	if req.SHA256 != "" && !strings.EqualFold(req.SHA256, sum) {
 		os.Remove(f.Name())
-		return "", "", &failure{code: http.StatusBadGateway, err: fmt.Errorf("checksum mismatch: got sha256 %s, want %s; the old file stays", sum, req.SHA256)}
+		return "", "", &failure{code: http.StatusBadGateway, reason: reasonChecksumMismatch,
+			err: fmt.Errorf("checksum mismatch: got sha256 %s, want %s; the old file stays", sum, req.SHA256)}
 	}
 	return f.Name(), sum, nil
 }
@@ -465,15 +572,19 @@ func (p *Plugin) record(ctx context.Context, res Result) {
 	}
 	key, err := p.workload(ctx)
 	if err == nil {
-		latest := Request{URL: res.URL, Version: res.Version, SHA256: res.SHA256, FileName: filepath.Base(res.File)}
-		_, err = p.host.Kube().PutKey(ctx, p.cfg.ResultConfigMap, key, string(toJSON(latest)))
+		rec := latest{Request: Request{URL: res.URL, Version: res.Version, SHA256: res.SHA256, FileName: filepath.Base(res.File)},
+			RequestedBy: res.RequestedBy}
+		_, err = p.host.Kube().PutKey(ctx, p.cfg.ResultConfigMap, key, string(toJSON(rec)))
 	}
 	if err != nil {
 		log.Error(err, "recording the workload's latest version")
 	}
 }
 
-// restore brings fileDir to the workload's latest version from the result ConfigMap.
+// restore brings fileDir to the workload's latest version from the result ConfigMap, if an
+// authenticated request wrote it and the configuration in force still allows it. A record that
+// fails either is ignored, logged and counted: whoever can write the ConfigMap must not make every
+// new pod of the workload download what they like.
 func (p *Plugin) restore(ctx context.Context) error {
 	k := p.host.Kube()
 	if k == nil {
@@ -487,13 +598,28 @@ func (p *Plugin) restore(ctx context.Context) error {
 	if err != nil || !found {
 		return err
 	}
-	var latest Request
-	if err := json.Unmarshal([]byte(raw), &latest); err != nil {
+	var rec latest
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
 		return fmt.Errorf("hot_update: ConfigMap %s key %s: %w", p.cfg.ResultConfigMap, key, err)
+	}
+	log := p.host.Logger().WithValues("configMap", p.cfg.ResultConfigMap, "key", key, "version", rec.Version, "url", rec.URL)
+	if rec.RequestedBy == "" {
+		log.Info("not restoring the workload's latest version: no authenticated request wrote it (an agent before v0.2, or a hand edit); the next update replaces it")
+		p.host.Refused(reasonRecordUnauthenticated)
+		return nil
+	}
+	// The checksum is what ties the file downloaded now to the one the requester got.
+	if _, err := p.check(rec.Request); err != nil || !isSHA256(rec.SHA256) {
+		if err == nil {
+			err = errors.New("it has no sha256")
+		}
+		log.Info("not restoring the workload's latest version: the configuration in force does not allow it", "reason", err.Error())
+		p.host.Refused(reasonRecordNotAllowed)
+		return nil
 	}
 	if have, err := os.ReadFile(filepath.Join(p.cfg.FileDir, versionFile)); err == nil {
 		var cur Result
-		if json.Unmarshal(have, &cur) == nil && cur.Success && cur.Version == latest.Version {
+		if json.Unmarshal(have, &cur) == nil && cur.Success && cur.Version == rec.Version {
 			p.mu.Lock()
 			p.last = &cur
 			p.mu.Unlock()
@@ -502,12 +628,17 @@ func (p *Plugin) restore(ctx context.Context) error {
 	}
 	p.update.Lock()
 	defer p.update.Unlock()
-	res, _ := p.apply(ctx, latest, false)
+	res, code := p.apply(ctx, rec.Request, rec.RequestedBy, false)
 	p.record(ctx, res)
-	if !res.Success {
-		return fmt.Errorf("hot_update: restoring version %s of %s: %s", latest.Version, key, res.Message)
+	switch {
+	case res.Success:
+		return nil
+	case code == http.StatusForbidden:
+		// Refused (a redirect, an address): retrying cannot help; apply counted it.
+		log.Info("not restoring the workload's latest version: its download was refused", "reason", res.Message)
+		return nil
 	}
-	return nil
+	return fmt.Errorf("hot_update: restoring version %s of %s: %s", rec.Version, key, res.Message)
 }
 
 // workload is the ConfigMap key of the pod's workload.

@@ -16,8 +16,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 
+	"github.com/sidecarops/sidecarops/agent"
 	"github.com/sidecarops/sidecarops/agent/agenttest"
 	"github.com/sidecarops/sidecarops/agent/storage"
 )
@@ -44,15 +48,27 @@ func sum(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
+// config signals processName and allows downloads from the allowed prefixes, which may be on
+// loopback, where the tests' file servers are.
+func config(dir, processName string, allowed ...string) *Config {
+	return &Config{FileDir: dir, Signal: Signal{ProcessName: processName, SignalName: "SIGHUP"}, DownloadTimeoutSeconds: 1,
+		StorageConfig:      storage.Config{Type: storage.TypeInKube, InKube: &storage.InKubeConfig{AnnotationKey: "example.com/hot-update"}},
+		AllowedURLPrefixes: allowed, AllowPrivateNetworks: true}
+}
+
 // started is a running plugin signalling the recorder's process, fileDir holding version 1.
-func started(t *testing.T, processName string) (*Plugin, *agenttest.Host, string) {
+func started(t *testing.T, processName string, allowed ...string) (*Plugin, *agenttest.Host, string) {
 	t.Helper()
 	dir := t.TempDir()
+	return startedWith(t, config(dir, processName, allowed...), &agenttest.Host{T: t})
+}
+
+// startedWith is a running plugin with cfg and host, cfg.FileDir holding version 1.
+func startedWith(t *testing.T, cfg *Config, host *agenttest.Host) (*Plugin, *agenttest.Host, string) {
+	t.Helper()
+	dir := cfg.FileDir
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "game.cfg"), []byte("max_players=32\n"), 0o644))
 	p := New().(*Plugin)
-	host := &agenttest.Host{T: t}
-	cfg := &Config{FileDir: dir, Signal: Signal{ProcessName: processName, SignalName: "SIGHUP"}, DownloadTimeoutSeconds: 1,
-		StorageConfig: storage.Config{Type: storage.TypeInKube, InKube: &storage.InKubeConfig{AnnotationKey: "example.com/hot-update"}}}
 	require.Empty(t, cfg.Validate(field.NewPath("config")))
 	require.NoError(t, p.Init(cfg, host))
 	require.NoError(t, p.Start(context.Background(), nil))
@@ -91,6 +107,10 @@ func TestUpdate(t *testing.T) {
 			400, "max_players=32\n", nil, "must be an absolute http", true, nil},
 		{"no version", rec.Name, Request{URL: srv.URL + "/v2/game.cfg"},
 			400, "max_players=32\n", nil, "version is required", true, nil},
+		{"sha256 not a digest", rec.Name, Request{URL: srv.URL + "/v2/game.cfg", Version: "v2", SHA256: "md5:abc"},
+			400, "max_players=32\n", nil, `sha256 "md5:abc" must be 64 hexadecimal digits`, true, nil},
+		{"credentials in the url", rec.Name, Request{URL: "http://u:secret@" + strings.TrimPrefix(srv.URL, "http://") + "/v2/game.cfg", Version: "v2"},
+			400, "max_players=32\n", nil, "must not carry credentials", true, nil},
 		{"file name escaping fileDir", rec.Name, Request{URL: srv.URL + "/v2/game.cfg", Version: "v2", FileName: "../x"},
 			400, "max_players=32\n", nil, "plain file name", true, nil},
 		{"missing process", "no-such-process", Request{URL: srv.URL + "/v2/game.cfg", Version: "v2"},
@@ -106,11 +126,11 @@ func TestUpdate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := len(rec.Signals(t))
-			p, host, dir := started(t, tt.process)
+			p, host, dir := started(t, tt.process, srv.URL+"/", "http://127.0.0.1:1/")
 			if tt.setup != nil {
 				tt.setup(p)
 			}
-			res, code := p.Update(context.Background(), tt.req)
+			res, code := p.Update(context.Background(), "alice", tt.req)
 			assert.Equal(t, tt.code, code, res.Message)
 			assert.Equal(t, tt.code == 200, res.Success)
 			assert.Contains(t, res.Message, tt.message)
@@ -155,11 +175,11 @@ func TestUpdateFileMode(t *testing.T) {
 		{name: "fileMode", set: ptrTo(uint32(0o600)), old: 0o644, want: 0o600},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, _, dir := started(t, rec.Name)
+			p, _, dir := started(t, rec.Name, srv.URL+"/")
 			p.cfg.FileMode = tc.set
 			target := filepath.Join(dir, "game.cfg")
 			require.NoError(t, os.Chmod(target, tc.old))
-			_, code := p.Update(context.Background(), Request{URL: srv.URL + "/v2/game.cfg", Version: "v2"})
+			_, code := p.Update(context.Background(), "alice", Request{URL: srv.URL + "/v2/game.cfg", Version: "v2"})
 			require.Equal(t, http.StatusOK, code)
 			info, err := os.Stat(target)
 			require.NoError(t, err)
@@ -173,11 +193,13 @@ func ptrTo[T any](v T) *T { return &v }
 func TestHandler(t *testing.T) {
 	srv := files(t)
 	rec := agenttest.StartSignalRecorder(t)
-	p, _, dir := started(t, rec.Name)
+	p, _, dir := started(t, rec.Name, srv.URL+"/")
 	h := p.Handler()
+	// The agent's server puts the authenticated caller in the request's context.
 	post := func(body string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/update", strings.NewReader(body)))
+		r := httptest.NewRequest(http.MethodPost, "/update", strings.NewReader(body))
+		h.ServeHTTP(w, r.WithContext(agent.WithCaller(r.Context(), "system:serviceaccount:ops:operator")))
 		return w
 	}
 	w := post(`{"url": "` + srv.URL + `/v2/game.cfg", "version": "v2", "fileName": "live.cfg"}`)
@@ -186,6 +208,7 @@ func TestHandler(t *testing.T) {
 	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &res))
 	assert.True(t, res.Success)
 	assert.Equal(t, filepath.Join(dir, "live.cfg"), res.File)
+	assert.Equal(t, "system:serviceaccount:ops:operator", res.RequestedBy)
 	assert.Equal(t, sum("max_players=64\n"), res.SHA256)
 	got, err := os.ReadFile(filepath.Join(dir, "live.cfg"))
 	require.NoError(t, err)
@@ -201,6 +224,13 @@ func TestHandler(t *testing.T) {
 	var last Result
 	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &last))
 	assert.Equal(t, res, last)
+
+	// Without a caller (a request that did not come through the agent's server) nothing happens.
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/update", strings.NewReader(`{"url": "`+srv.URL+`/v2/game.cfg", "version": "v3", "fileName": "other.cfg"}`)))
+	assert.Equal(t, http.StatusUnauthorized, w.Code)
+	assert.NoFileExists(t, filepath.Join(dir, "other.cfg"))
+	assert.Equal(t, &last, p.Status(), "nothing recorded")
 
 	require.NoError(t, p.Stop(context.Background()))
 	w = post(`{"url": "` + srv.URL + `/v2/game.cfg", "version": "v2"}`)
@@ -270,4 +300,98 @@ func TestFindProcesses(t *testing.T) {
 	}
 	_, err := findProcesses(filepath.Join(proc, "missing"), "x")
 	assert.Error(t, err)
+}
+
+// kube is API access backed by a fake API server holding objs.
+func kube(objs ...runtime.Object) *storage.Kube {
+	return &storage.Kube{Client: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), objs...),
+		Self: storage.Self{PodName: "game-0", PodNamespace: "games"}}
+}
+
+func resultConfigMap(value string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "sidecar-agent-hot-update", "namespace": "games"},
+		"data":     map[string]any{"Deployment.game": value}}}
+}
+
+// The workload's latest version records who asked for it, so that pods restore only what an
+// authenticated request wrote.
+func TestUpdateRecordsCaller(t *testing.T) {
+	srv := files(t)
+	rec := agenttest.StartSignalRecorder(t)
+	api := kube()
+	cfg := config(t.TempDir(), rec.Name, srv.URL+"/")
+	cfg.Workload = "Deployment.game"
+	p, _, _ := startedWith(t, cfg, &agenttest.Host{T: t, API: api})
+	_, code := p.Update(context.Background(), "system:serviceaccount:ops:operator", Request{URL: srv.URL + "/v2/game.cfg", Version: "v2"})
+	require.Equal(t, http.StatusOK, code)
+	v, found, err := api.GetKey(context.Background(), "sidecar-agent-hot-update", "Deployment.game")
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.JSONEq(t, `{"url": "`+srv.URL+`/v2/game.cfg", "version": "v2", "sha256": "`+sum("max_players=64\n")+`", "fileName": "game.cfg",
+		"requestedBy": "system:serviceaccount:ops:operator"}`, v)
+}
+
+// Before, a new pod downloaded whatever URL the result ConfigMap named: written by anyone who
+// reached the agent's port, or by anyone who can write the ConfigMap.
+func TestRestore(t *testing.T) {
+	srv, hits := counted(t)
+	other, _ := counted(t)
+	rec := agenttest.StartSignalRecorder(t)
+	v2 := sum("max_players=64\n")
+	record := func(url, sha, by string) string {
+		return string(toJSON(latest{Request: Request{URL: url, Version: "v2", SHA256: sha, FileName: "game.cfg"}, RequestedBy: by}))
+	}
+	tests := []struct {
+		name     string
+		record   string
+		private  bool   // allowPrivateNetworks
+		startErr string // "" Start succeeds
+		file     string // game.cfg afterwards
+		refused  []string
+		hits     int32
+	}{
+		{name: "written by an authenticated request", record: record(srv.URL+"/v2/game.cfg", v2, "alice"), private: true,
+			file: "max_players=64\n", hits: 1},
+		{name: "written before requests were authenticated", record: `{"url": "` + srv.URL + `/v2/game.cfg", "version": "v2", "sha256": "` + v2 + `"}`,
+			private: true, file: "max_players=32\n", refused: []string{"record_unauthenticated"}},
+		{name: "outside allowedURLPrefixes", record: record(other.URL+"/v2/game.cfg", v2, "alice"), private: true,
+			file: "max_players=32\n", refused: []string{"record_not_allowed"}},
+		{name: "without a checksum", record: record(srv.URL+"/v2/game.cfg", "", "alice"), private: true,
+			file: "max_players=32\n", refused: []string{"record_not_allowed"}},
+		{name: "an address refused now", record: record(srv.URL+"/v2/game.cfg", v2, "alice"), private: false,
+			file: "max_players=32\n", refused: []string{"private_address"}},
+		// The file is not what the requester got: the start fails, and restartPolicy retries.
+		{name: "the file changed since", record: record(srv.URL+"/v2/game.cfg", sum("other"), "alice"), private: true,
+			startErr: "checksum mismatch", file: "max_players=32\n", refused: []string{"checksum_mismatch"}, hits: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hits.Store(0)
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "game.cfg"), []byte("max_players=32\n"), 0o644))
+			cfg := config(dir, rec.Name, srv.URL+"/")
+			cfg.Workload, cfg.AllowPrivateNetworks = "Deployment.game", tt.private
+			host := &agenttest.Host{T: t, API: kube(resultConfigMap(tt.record))}
+			p := New().(*Plugin)
+			require.NoError(t, p.Init(cfg, host))
+			err := p.Start(context.Background(), nil)
+			t.Cleanup(func() { require.NoError(t, p.Stop(context.Background())) })
+			if tt.startErr == "" {
+				require.NoError(t, err)
+			} else {
+				require.ErrorContains(t, err, tt.startErr)
+			}
+			got, err := os.ReadFile(filepath.Join(dir, "game.cfg"))
+			require.NoError(t, err)
+			assert.Equal(t, tt.file, string(got))
+			assert.Equal(t, tt.refused, host.Refusals())
+			assert.Equal(t, tt.hits, hits.Load())
+			if tt.file == "max_players=64\n" {
+				res := p.Status().(*Result)
+				assert.Equal(t, "alice", res.RequestedBy)
+				assert.Equal(t, "restored the workload's latest version", res.Message)
+			}
+		})
+	}
 }
