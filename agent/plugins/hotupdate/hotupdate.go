@@ -313,8 +313,8 @@ func (p *Plugin) Update(ctx context.Context, caller string, req Request) (Result
 	if caller == "" {
 		// The agent's server authenticates every request; reaching here without a caller is a
 		// wiring fault, and nothing is done nor recorded on nobody's behalf.
-		p.host.Logger().Error(nil, "hot update refused: no authenticated caller", "url", req.URL)
-		return Result{Version: req.Version, URL: req.URL, Message: "no authenticated caller", Time: time.Now().UTC()}, http.StatusUnauthorized
+		p.host.Logger().Error(nil, "hot update refused: no authenticated caller", "url", redacted(req.URL))
+		return Result{Version: req.Version, URL: redacted(req.URL), Message: "no authenticated caller", Time: time.Now().UTC()}, http.StatusUnauthorized
 	}
 	p.update.Lock()
 	defer p.update.Unlock()
@@ -604,7 +604,7 @@ func (p *Plugin) restore(ctx context.Context) error {
 	}
 	log := p.host.Logger().WithValues("configMap", p.cfg.ResultConfigMap, "key", key, "version", rec.Version, "url", rec.URL)
 	if rec.RequestedBy == "" {
-		log.Info("not restoring the workload's latest version: no authenticated request wrote it (an agent before v0.2, or a hand edit); the next update replaces it")
+		log.Info("not restoring the workload's latest version: no authenticated request wrote it (an older agent did, or someone edited the ConfigMap); the next update replaces it")
 		p.host.Refused(reasonRecordUnauthenticated)
 		return nil
 	}
