@@ -4,7 +4,8 @@
 //
 // It owns the plugin lifecycle and the agent's face: the Plugin interface, config.yaml (parsing,
 // validation, reloading), the plugin manager (boot order, restartPolicy with backoff), the HTTP
-// server (/status, /healthz, /metrics, /plugins/NAME/) and graceful shutdown.
+// server (/status, /healthz, /metrics, /plugins/NAME/), closed to every caller an Authorizer does not
+// let through (agent/auth is the one asking the API server), and graceful shutdown.
 //
 // It must not hold what a plugin does (agent/plugins/...) nor talk to the API server itself
 // (agent/storage does every write): plugins reach both only through Host.
