@@ -23,6 +23,7 @@ type Metrics struct {
 	latency   *prometheus.HistogramVec
 	decisions *prometheus.CounterVec
 	throttled *prometheus.CounterVec
+	widening  prometheus.Counter
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil: controller-runtime's
@@ -56,6 +57,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
+	widening, err := promreg.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "sidecarops_webhook_prefilter_widen_failures_total",
+		Help: "SidecarSets refused because the pod webhook's match condition could not be widened for them at admission.",
+	}))
+	if err != nil {
+		return nil, err
+	}
 	// Every series exists from the start, so rate() and absence alerts work before the first event.
 	for _, p := range []string{PodPath, SidecarSetDefaultPath, SidecarSetValidatePath} {
 		latency.WithLabelValues(p)
@@ -64,7 +72,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	for _, r := range []string{ResultInjected, ResultNotMatched, ResultGated, ResultInactive, ResultError} {
 		decisions.WithLabelValues(r)
 	}
-	return &Metrics{latency: latency, decisions: decisions, throttled: throttled}, nil
+	return &Metrics{latency: latency, decisions: decisions, throttled: throttled, widening: widening}, nil
 }
 
 // observe records the latency of one admission that started at start.
@@ -87,4 +95,11 @@ func (m *Metrics) decision(result string) {
 		return
 	}
 	m.decisions.WithLabelValues(result).Inc()
+}
+
+func (m *Metrics) countPrefilterFailure() {
+	if m == nil {
+		return
+	}
+	m.widening.Inc()
 }

@@ -8,6 +8,8 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
@@ -52,6 +54,12 @@ type SidecarSetValidator struct {
 	Snapshots Snapshots
 	// Metrics, when not nil, records the admission latency.
 	Metrics *Metrics
+	// Prefilter, when not nil, widens the pod webhook's match condition for an admitted SidecarSet
+	// before the API server stores it (*prefilter.Widener). A SidecarSet it cannot widen for is
+	// refused: stored, its pods would reach no webhook until the elected replica caught up.
+	Prefilter interface {
+		Widen(ctx context.Context, ss, old *v1alpha1.SidecarSet) error
+	}
 }
 
 // Handle implements admission.Handler.
@@ -80,6 +88,14 @@ func (h *SidecarSetValidator) Handle(ctx context.Context, req admission.Request)
 	if len(errs) > 0 {
 		status := apierrors.NewInvalid(sidecarSetKind.GroupKind(), ss.Name, errs).Status()
 		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
+	}
+	// A dry run must have no side effects (the registration says sideEffects: NoneOnDryRun).
+	if h.Prefilter != nil && !ptr.Deref(req.DryRun, false) {
+		if err := h.Prefilter.Widen(ctx, ss, old); err != nil {
+			h.Metrics.countPrefilterFailure()
+			ctrllog.FromContext(ctx).Error(err, "refusing the SidecarSet: its pods would not reach the pod webhook", "sidecarSet", ss.Name)
+			return admission.Errored(http.StatusServiceUnavailable, err)
+		}
 	}
 	return admission.Allowed("")
 }

@@ -1,7 +1,9 @@
 package webhook
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"testing"
 
@@ -14,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/engine"
@@ -399,6 +402,60 @@ func TestSidecarSetValidator(t *testing.T) {
 				fields = append(fields, c.Field)
 			}
 			assert.Equal(t, tt.causes, fields, resp.Result.Message)
+		})
+	}
+}
+
+// wideners records what the validator asks the prefilter to widen, failing with err.
+type wideners struct {
+	calls []string
+	err   error
+}
+
+func (w *wideners) Widen(_ context.Context, ss, old *v1alpha1.SidecarSet) error {
+	call := ss.Name
+	if old != nil {
+		call += " from " + old.Spec.Containers[0].Image
+	}
+	w.calls = append(w.calls, call)
+	return w.err
+}
+
+// The validator widens the pod webhook's match condition for every SidecarSet it admits, and only
+// for those: not for one it refuses, not in a dry run; a SidecarSet it cannot widen for is refused.
+func TestSidecarSetValidatorWidensThePrefilter(t *testing.T) {
+	eng := validatorEngine(t)
+	next := minimalSidecarSet("new", "web", "agent")
+	prev := next.DeepCopy()
+	prev.Spec.Containers[0].Image = "agent:0"
+	dryRun := sidecarSetRequest(t, admissionv1.Create, next, nil)
+	dryRun.DryRun = ptr.To(true)
+	tests := []struct {
+		name    string
+		req     admissionv1.AdmissionRequest
+		err     error
+		code    int32
+		calls   []string
+		message string
+	}{
+		{name: "create", req: sidecarSetRequest(t, admissionv1.Create, next, nil), code: 200, calls: []string{"new"}},
+		{name: "update", req: sidecarSetRequest(t, admissionv1.Update, next, prev), code: 200, calls: []string{"new from agent:0"}},
+		{name: "dry run", req: dryRun, code: 200},
+		{name: "refused", req: sidecarSetRequest(t, admissionv1.Create, v21("conflicting"), nil), code: http.StatusUnprocessableEntity},
+		{
+			name: "widening fails", req: sidecarSetRequest(t, admissionv1.Create, next, nil), err: errors.New("conflict after 5 tries"),
+			code: http.StatusServiceUnavailable, calls: []string{"new"}, message: "conflict after 5 tries",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &wideners{err: tt.err}
+			resp := admit(t, &SidecarSetValidator{Snapshots: eng, Prefilter: w}, tt.req)
+			require.NotNil(t, resp.Result)
+			assert.Equal(t, tt.code, resp.Result.Code, resp.Result.Message)
+			assert.Equal(t, tt.code == 200, resp.Allowed)
+			assert.Equal(t, tt.calls, w.calls)
+			assert.Contains(t, resp.Result.Message, tt.message)
 		})
 	}
 }

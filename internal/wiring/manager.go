@@ -212,6 +212,9 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	handlers := webhook.NewHandlers(&eng, m, decisionLog)
 	handlers.Limits = o.WebhookLimits
 	handlers.PodInjector.FailOpen = o.FailOpen
+	if !o.NoPodWebhookPrefilter {
+		handlers.Validator.Prefilter = &prefilter.Widener{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Configuration: WebhookConfigurationName, Webhook: PodWebhookName}
+	}
 	webhook.Register(server, handlers)
 
 	if err := addWebhookServer(mgr, server, o); err != nil {

@@ -95,7 +95,8 @@ func TestDefaultInstallation(t *testing.T) {
 	}
 	for _, w := range v.Webhooks {
 		paths[w.Name] = *w.ClientConfig.Service.Path
-		assert.Equal(t, admissionregv1.SideEffectClassNone, *w.SideEffects, w.Name)
+		// Admitting a SidecarSet widens the pod webhook's match condition, except in a dry run.
+		assert.Equal(t, admissionregv1.SideEffectClassNoneOnDryRun, *w.SideEffects, w.Name)
 		assert.Equal(t, int32(3), *w.TimeoutSeconds, w.Name)
 		assert.Equal(t, admissionregv1.Fail, *w.FailurePolicy, w.Name)
 	}

@@ -6,11 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
-	"github.com/sidecarops/sidecarops/internal/wiring"
 )
 
 // TestShutdownReleasesTheLease: the manager runs as its own process with leader election and is
@@ -34,16 +29,8 @@ func TestShutdownReleasesTheLease(t *testing.T) {
 		require.NoError(t, cluster.RestartManager(testCtx(t)))
 	})
 
-	key := types.NamespacedName{Namespace: devcluster.Namespace, Name: wiring.LeaderElectionID}
-	holder := func() string {
-		var l coordinationv1.Lease
-		if err := cluster.Client.Get(testCtx(t), key, &l); err != nil || l.Spec.HolderIdentity == nil {
-			return ""
-		}
-		return *l.Spec.HolderIdentity
-	}
 	eventually(t, "the manager holds the lease", func() error {
-		if holder() == "" {
+		if leaseHolder(t) == "" {
 			return fmt.Errorf("no holder yet")
 		}
 		return nil
@@ -53,5 +40,5 @@ func TestShutdownReleasesTheLease(t *testing.T) {
 	require.NoError(t, proc.Terminate(), "a clean shutdown on SIGTERM")
 	stopped = true
 	t.Logf("SIGTERM to exit: %s", time.Since(began))
-	require.Empty(t, holder(), "the lease was released before the process exited")
+	require.Empty(t, leaseHolder(t), "the lease was released before the process exited")
 }

@@ -3,6 +3,7 @@ package prefilter
 import (
 	"context"
 	"fmt"
+	"time"
 
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,6 +36,10 @@ type Reconciler struct {
 	// Unfiltered removes the condition and keeps it removed: a condition left by an earlier run
 	// would otherwise go stale, hiding the pods of new SidecarSets from the webhook.
 	Unfiltered bool
+	// Grace is how long a term added at admission (Widener) is kept (0: DefaultGrace).
+	Grace time.Duration
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
 }
 
 // CacheByObject restricts the cache to the one registration the Reconciler reads; merge it into
@@ -60,7 +65,8 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Complete(r)
 }
 
-// Reconcile applies the condition the SidecarSets call for, when it differs from the registered one.
+// Reconcile applies the condition the SidecarSets call for, widened by the terms admitted within
+// the grace period, when it differs from the registered one.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	logger := ctrllog.FromContext(ctx).WithValues("mutatingWebhookConfiguration", r.Configuration, "webhook", r.Webhook)
 	cfg := &admissionregv1.MutatingWebhookConfiguration{}
@@ -75,53 +81,69 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		logger.Error(nil, "the pod webhook is not registered under this name: every pod is sent to it unfiltered")
 		return reconcile.Result{}, nil
 	}
-	expr, reason, err := r.desired(ctx)
+	computed, reason, seen, err := r.desired(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if expr == current {
-		return reconcile.Result{}, nil
+	var admitted []Admitted
+	if !r.Unfiltered {
+		if admitted, err = admittedOf(cfg); err != nil {
+			logger.Error(err, "dropping the admitted terms")
+		}
 	}
-	err = r.apply(ctx, expr)
+	expr, keep, requeue := merged(computed, admitted, seen, clock(r.Now), grace(r.Grace))
+	annotation := encodeAdmitted(keep)
+	if expr == current && annotation == cfg.Annotations[AdmittedAnnotation] {
+		return reconcile.Result{RequeueAfter: requeue}, nil
+	}
+	// Conditional on what was read: a term another replica admitted since is never overwritten.
+	err = apply(ctx, r.Client, r.Configuration, r.Webhook, cfg.ResourceVersion, expr, annotation)
 	if apierrors.IsInvalid(err) && expr != "" {
 		// The API server's CEL limits are its own to judge: a refused condition means every pod is
 		// sent, as without one.
 		logger.Error(err, "the API server refused the condition: every pod is sent to the webhook", "length", len(expr))
 		expr, reason = "", "refused by the API server"
-		if expr == current {
-			return reconcile.Result{}, nil
-		}
-		err = r.apply(ctx, "")
+		err = apply(ctx, r.Client, r.Configuration, r.Webhook, cfg.ResourceVersion, expr, annotation)
+	}
+	if apierrors.IsConflict(err) {
+		// The cache has not seen the newer registration yet; its event reconciles again, and this
+		// is the fallback should that event be missed.
+		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("applying the pod webhook's match condition: %w", err)
 	}
-	if expr == "" {
+	switch expr {
+	case current:
+	case "":
 		logger.Info("pod webhook unfiltered: every pod is sent to it", "reason", reason)
-	} else {
-		logger.Info("pod webhook filtered: only pods a SidecarSet may inject into are sent to it", "length", len(expr))
+	default:
+		logger.Info("pod webhook filtered: only pods a SidecarSet may inject into are sent to it", "length", len(expr), "admittedTerms", len(keep))
 	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{RequeueAfter: requeue}, nil
 }
 
-// desired is the condition to register ("" for none, with the reason).
-func (r *Reconciler) desired(ctx context.Context) (expr, reason string, err error) {
+// desired is the condition to register ("" for none, with the reason), and each cached
+// SidecarSet's own term by name (what an admitted term is compared with).
+func (r *Reconciler) desired(ctx context.Context) (expr, reason string, seen map[string]string, err error) {
 	if r.Unfiltered {
-		return "", "the prefilter is off", nil
+		return "", "the prefilter is off", nil, nil
 	}
 	sets := &v1alpha1.SidecarSetList{}
 	if err := r.Client.List(ctx, sets); err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
 	ptrs := make([]*v1alpha1.SidecarSet, len(sets.Items))
+	seen = make(map[string]string, len(sets.Items))
 	for i := range sets.Items {
 		ptrs[i] = &sets.Items[i]
+		seen[ptrs[i].Name] = termOf(ptrs[i])
 	}
 	expr, filter, reason := Condition(ptrs)
 	if !filter {
-		return "", reason, nil
+		return "", reason, seen, nil
 	}
-	return expr, "", nil
+	return expr, "", seen, nil
 }
 
 // Registered is the expression of the prefilter's condition on the named webhook of cfg ("" when
@@ -141,13 +163,21 @@ func Registered(cfg *admissionregv1.MutatingWebhookConfiguration, webhook string
 	return "", false
 }
 
-// apply sets our condition to expr, or removes it when expr is empty: server-side apply drops
-// the fields this manager applied before and no longer applies.
-func (r *Reconciler) apply(ctx context.Context, expr string) error {
-	w := admissionv1ac.MutatingWebhook().WithName(r.Webhook)
+// apply sets our condition to expr, or removes it when expr is empty, and the admitted terms to
+// annotation (removed when empty): server-side apply drops the fields this manager applied before
+// and no longer applies. A resourceVersion makes it conditional on the registration being the one
+// read (a Conflict otherwise).
+func apply(ctx context.Context, c client.Writer, configuration, webhook, resourceVersion, expr, annotation string) error {
+	w := admissionv1ac.MutatingWebhook().WithName(webhook)
 	if expr != "" {
 		w = w.WithMatchConditions(admissionv1ac.MatchCondition().WithName(ConditionName).WithExpression(expr))
 	}
-	return r.Client.Apply(ctx, admissionv1ac.MutatingWebhookConfiguration(r.Configuration).WithWebhooks(w),
-		client.FieldOwner(FieldOwner), client.ForceOwnership)
+	cfg := admissionv1ac.MutatingWebhookConfiguration(configuration).WithWebhooks(w)
+	if resourceVersion != "" {
+		cfg = cfg.WithResourceVersion(resourceVersion)
+	}
+	if annotation != "" {
+		cfg = cfg.WithAnnotations(map[string]string{AdmittedAnnotation: annotation})
+	}
+	return c.Apply(ctx, cfg, client.FieldOwner(FieldOwner), client.ForceOwnership)
 }

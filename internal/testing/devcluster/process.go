@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -18,6 +19,24 @@ type ManagerProcess struct {
 	Log  string
 	cmd  *exec.Cmd
 	done chan error
+
+	// exited is closed once the process's exit status is in err: Kill and Terminate may be called
+	// again (a test's cleanup after the test killed it) and must then return at once.
+	waitOnce sync.Once
+	exited   chan struct{}
+	err      error
+}
+
+// wait waits for the process to exit and returns how Wait reported it, every time.
+func (p *ManagerProcess) wait() error {
+	p.waitOnce.Do(func() {
+		p.err = <-p.done
+		// Put it back for Cluster.WaitReady, which watches the same channel for an early exit.
+		p.done <- p.err
+		close(p.exited)
+	})
+	<-p.exited
+	return p.err
 }
 
 // StartManagerProcess stops the in-process manager (if running) and starts bin, a build of
@@ -55,7 +74,7 @@ func (c *Cluster) StartManagerProcess(ctx context.Context, bin string) (*Manager
 		_ = log.Close()
 		return nil, fmt.Errorf("devcluster: starting %s: %w", bin, err)
 	}
-	p := &ManagerProcess{Log: log.Name(), cmd: cmd, done: make(chan error, 1)}
+	p := &ManagerProcess{Log: log.Name(), cmd: cmd, done: make(chan error, 1), exited: make(chan struct{})}
 	go func() {
 		p.done <- cmd.Wait()
 		_ = log.Close()
@@ -79,7 +98,7 @@ func (p *ManagerProcess) Kill() error {
 	// ended the process first): the process is gone, which is all Kill promises. Anything else is
 	// Wait failing, and is returned.
 	var exit *exec.ExitError
-	if err := <-p.done; err != nil && !errors.As(err, &exit) {
+	if err := p.wait(); err != nil && !errors.As(err, &exit) {
 		return err
 	}
 	return nil
@@ -91,5 +110,5 @@ func (p *ManagerProcess) Terminate() error {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
-	return <-p.done
+	return p.wait()
 }

@@ -1,0 +1,208 @@
+package prefilter
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+)
+
+// AdmittedAnnotation lists, on the webhook configuration, the terms that SidecarSet admission added
+// to the condition (JSON, []Admitted). Every replica admits SidecarSets but only the elected one
+// recomputes the condition, from a cache that trails the API server: without these terms it would
+// drop a SidecarSet admitted a moment ago, and with no leader nobody would add it at all.
+const AdmittedAnnotation = "prefilter.sidecarops.io/admitted"
+
+// DefaultGrace is how long an admitted term is kept before the elected replica's own view of the
+// SidecarSets must cover it: far above a watch's usual lag, short enough that a SidecarSet refused
+// after our admission (by a later webhook) widens the condition only briefly.
+const DefaultGrace = 2 * time.Minute
+
+// maxAdmitted bounds the annotation (entries and bytes, well under the API server's 256 KiB for
+// all annotations); past it the list collapses into one term that sends every pod for a grace
+// period, the direction that can only cost calls, never sidecars.
+const (
+	maxAdmitted      = 64
+	maxAdmittedBytes = 96 << 10
+)
+
+// Admitted is one SidecarSet's term added at its admission.
+type Admitted struct {
+	SidecarSet string    `json:"sidecarSet"`
+	Expression string    `json:"expression"`
+	At         time.Time `json:"at"`
+}
+
+// admittedOf reads the annotation. A value that does not parse is dropped: it can only have been
+// written by hand, and the elected replica's next apply rewrites it from the SidecarSets.
+func admittedOf(cfg *admissionregv1.MutatingWebhookConfiguration) ([]Admitted, error) {
+	raw, ok := cfg.Annotations[AdmittedAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	var out []Admitted
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", AdmittedAnnotation, err)
+	}
+	return out, nil
+}
+
+// encodeAdmitted is the annotation's value ("" for none: the annotation is then not applied).
+func encodeAdmitted(as []Admitted) string {
+	if len(as) == 0 {
+		return ""
+	}
+	raw, _ := json.Marshal(as) // strings and times only: cannot fail
+	return string(raw)
+}
+
+// termOf is the condition of ss alone: "false" when it injects nowhere, "true" when the condition
+// cannot express it (every pod must then be sent).
+func termOf(ss *v1alpha1.SidecarSet) string {
+	expr, filter, _ := Condition([]*v1alpha1.SidecarSet{ss})
+	if !filter {
+		return "true"
+	}
+	return expr
+}
+
+// union is the disjunction of conditions, each parenthesized (a condition may be a ternary, which
+// binds looser than ||), "" when it would exceed MaxExpressionLength.
+func union(exprs ...string) string {
+	var terms []string
+	for _, e := range exprs {
+		switch e {
+		case "false":
+			continue
+		case "true":
+			return "true"
+		}
+		if !slices.Contains(terms, e) {
+			terms = append(terms, e)
+		}
+	}
+	var out string
+	switch len(terms) {
+	case 0:
+		out = "false"
+	case 1:
+		out = terms[0]
+	default:
+		out = "(" + strings.Join(terms, ") || (") + ")"
+	}
+	if len(out) > MaxExpressionLength {
+		return ""
+	}
+	return out
+}
+
+// merged is the registration the elected replica applies: its own condition (computed, "" for
+// none) widened by the admitted terms it keeps in the annotation; and when to look again, so that
+// expired terms are dropped. A term is kept for the grace period, or until the replica's cache
+// holds that SidecarSet with that very term (seen, by name), from when computed covers it: a
+// SidecarSet deleted after that leaves the condition at once.
+func merged(computed string, admitted []Admitted, seen map[string]string, now time.Time, grace time.Duration) (expr string, keep []Admitted, requeue time.Duration) {
+	exprs := []string{computed}
+	for _, a := range admitted {
+		left := a.At.Add(grace).Sub(now)
+		if t, ok := seen[a.SidecarSet]; left <= 0 || (ok && t == a.Expression) {
+			continue
+		}
+		keep = append(keep, a)
+		exprs = append(exprs, a.Expression)
+		if requeue == 0 || left < requeue {
+			requeue = left
+		}
+	}
+	if computed == "" {
+		return "", keep, requeue
+	}
+	return union(exprs...), keep, requeue
+}
+
+// Widener adds an admitted SidecarSet's term to the registered condition before the SidecarSet is
+// stored, so the API server sends its pods to the webhook from the moment it exists, whichever
+// replica admits it and whether or not a leader is elected.
+type Widener struct {
+	// Reader reads the registration uncached: the write is conditional on its resourceVersion.
+	Reader client.Reader
+	// Writer applies the condition.
+	Writer        client.Writer
+	Configuration string
+	Webhook       string
+	// Grace is how long an admitted term is kept (0: DefaultGrace); the Reconciler's must be the same.
+	Grace time.Duration
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// retries bounds how often a write that lost a race with another replica's is tried again.
+const retries = 5
+
+// Widen widens the condition for ss (old is its previous version on an update, else nil). It
+// writes nothing when ss can select no pod that old could not.
+func (w *Widener) Widen(ctx context.Context, ss, old *v1alpha1.SidecarSet) error {
+	term := termOf(ss)
+	if term == "false" || (old != nil && termOf(old) == term) {
+		return nil
+	}
+	var err error
+	for range retries {
+		cfg := &admissionregv1.MutatingWebhookConfiguration{}
+		if err = w.Reader.Get(ctx, types.NamespacedName{Name: w.Configuration}, cfg); err != nil {
+			return fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", w.Configuration, err)
+		}
+		current, found := Registered(cfg, w.Webhook)
+		if !found {
+			return nil // nothing filters: every pod is sent
+		}
+		now := clock(w.Now)
+		previous, _ := admittedOf(cfg)
+		_, admitted, _ := merged("", previous, nil, now, grace(w.Grace))
+		admitted = append(slices.DeleteFunc(admitted, func(a Admitted) bool {
+			return a.SidecarSet == ss.Name && a.Expression == term
+		}), Admitted{SidecarSet: ss.Name, Expression: term, At: now.UTC()})
+		added := term
+		if len(admitted) > maxAdmitted || len(encodeAdmitted(admitted)) > maxAdmittedBytes {
+			added = "true"
+			admitted = []Admitted{{SidecarSet: "*", Expression: added, At: now.UTC()}}
+		}
+		expr := ""
+		// No condition now means every pod is sent; the term is still recorded, for the elected
+		// replica's next condition.
+		if current != "" {
+			expr = union(current, added)
+		}
+		err = apply(ctx, w.Writer, w.Configuration, w.Webhook, cfg.ResourceVersion, expr, encodeAdmitted(admitted))
+		if !apierrors.IsConflict(err) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("widening the pod webhook's match condition %s for SidecarSet %s: %w", ConditionName, ss.Name, err)
+	}
+	return nil
+}
+
+func clock(now func() time.Time) time.Time {
+	if now == nil {
+		return time.Now()
+	}
+	return now()
+}
+
+func grace(d time.Duration) time.Duration {
+	if d <= 0 {
+		return DefaultGrace
+	}
+	return d
+}
