@@ -160,7 +160,7 @@ test-go: $(OPA)
 
 # Each fuzz target for FUZZTIME; new interesting inputs land in the package's testdata/fuzz corpus.
 FUZZTIME ?= 2m
-FUZZ_TARGETS := ./webhook:FuzzAdmissionReview ./mutation:FuzzInject ./bundles:FuzzReadBytes ./internal/manifest:FuzzWhitelist ./internal/sidecarset/history:FuzzRestore ./agent:FuzzParseConfig ./internal/manifest:FuzzDecode ./internal/sidecarset/resourcespolicy:FuzzParse ./internal/sidecarset/validation:FuzzSidecarSet ./internal/sidecarset/defaults:FuzzIdempotent
+FUZZ_TARGETS := ./webhook:FuzzAdmissionReview ./mutation:FuzzInject ./bundles:FuzzReadBytes ./internal/manifest:FuzzWhitelist ./internal/sidecarset/history:FuzzRestore ./agent:FuzzParseConfig ./internal/manifest:FuzzDecode ./internal/sidecarset/resourcespolicy:FuzzParse ./internal/sidecarset/validation:FuzzSidecarSet ./internal/sidecarset/defaults:FuzzIdempotent ./agent/plugins/hotupdate:FuzzUpdateRequest
 fuzz:
 	for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; fn=$${t##*:}; \
