@@ -25,6 +25,8 @@ type FileOptions struct {
 	Interval time.Duration
 	// Verification, when set, requires every bundle to carry a valid signature.
 	Verification *bundles.Verification
+	// Limits bound the .tar.gz file (compressed) and the bundle it holds, or the directory's files.
+	Limits bundles.Limits
 	// PersistDir, when set, keeps the last good bundle under PersistDir/Name/bundle.tar.gz and
 	// restores it at start when Path is missing or refused.
 	PersistDir string
@@ -35,7 +37,8 @@ type FileOptions struct {
 // It polls rather than using inotify: a bundle mounted from a ConfigMap or Secret is replaced by
 // swapping a symlink, which inotify reports on the parent directory only, and polling a few KB every
 // few seconds costs nothing. A change is a change of content (a digest of what OPA's loader reads),
-// so touching a file or rewriting it identically does not recompile.
+// so touching a file or rewriting it identically does not recompile, and a refused bundle is
+// refused (logged, recorded) once, not at every poll.
 type FileSource struct {
 	st   *Loader
 	opts FileOptions
@@ -44,6 +47,7 @@ type FileSource struct {
 	mu      sync.Mutex
 	last    [sha256.Size]byte // digest of the content last handled (offered or refused)
 	handled bool
+	refused bool // the content last handled was refused
 	offered bool
 	lastErr string // last unavailability reported, so a missing file is logged once, not every poll
 }
@@ -87,12 +91,21 @@ func (f *FileSource) Start(ctx context.Context) error {
 }
 
 // Poll reads the path and offers its bundle when the content changed since the last poll. A bundle
-// that fails verification is refused and the source's last good bundle keeps serving.
+// that fails verification or is over the Limits is refused and the source's last good bundle keeps
+// serving.
 func (f *FileSource) Poll() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	raw, err := f.read()
-	if err != nil {
+	var sum [sha256.Size]byte
+	switch {
+	case err == nil:
+		sum = digest(raw)
+	case errors.Is(err, bundles.ErrTooLarge):
+		// Nothing whole was read to take a digest of; the refusal, which names the file and the
+		// limit, tells this content from other content as well.
+		sum = digest([]byte(err.Error()))
+	default:
 		if msg := err.Error(); msg != f.lastErr {
 			f.lastErr = msg
 			f.st.sourceError(f.opts.Name, err)
@@ -100,13 +113,16 @@ func (f *FileSource) Poll() {
 		return
 	}
 	f.lastErr = ""
-	f.st.sourceAnswered(f.opts.Name)
-	sum := digest(raw)
+	defer f.st.sourceAnswered(f.opts.Name)
 	if f.handled && sum == f.last {
 		return
 	}
-	f.handled, f.last = true, sum
-	b, err := bundles.ReadBytes(f.opts.Path, raw, f.opts.Verification)
+	f.handled, f.last, f.refused = true, sum, true
+	if err != nil {
+		f.st.refuse(f.opts.Name, fmt.Errorf("%s: bundle refused: %w", f.opts.Path, err))
+		return
+	}
+	b, err := f.opts.Limits.ReadBytes(f.opts.Path, raw, f.opts.Verification)
 	if err != nil {
 		f.st.refuse(f.opts.Name, err)
 		return
@@ -115,7 +131,7 @@ func (f *FileSource) Poll() {
 		f.st.refuse(f.opts.Name, err)
 		return
 	}
-	f.offered = true
+	f.refused, f.offered = false, true
 	if err := f.p.save(raw, ""); err != nil {
 		f.st.log.Error(err, "persisting bundle failed", "source", f.opts.Name)
 	}
@@ -128,7 +144,7 @@ func (f *FileSource) restore() {
 	if f.offered || !f.p.enabled() {
 		return
 	}
-	b, _, _, err := readPersisted(f.p, f.opts.Verification)
+	b, _, _, err := readPersisted(f.p, f.opts.Verification, f.opts.Limits)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			f.st.refuse(f.opts.Name, fmt.Errorf("persisted bundle: %w", err))
@@ -150,11 +166,7 @@ func (f *FileSource) read() ([]byte, error) {
 		return nil, err
 	}
 	if info.IsDir() {
-		raw, err := tarDirectory(f.opts.Path)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f.opts.Path, err)
-		}
-		return raw, nil
+		return tarDirectory(f.opts.Path, f.opts.Limits)
 	}
-	return os.ReadFile(f.opts.Path)
+	return f.opts.Limits.ReadFile(f.opts.Path)
 }

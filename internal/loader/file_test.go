@@ -102,7 +102,7 @@ func TestFileSourceVerification(t *testing.T) {
 	refused("signed with another key", sign(t, gateFiles("s4", "other key"), otherPriv, nil), "failed to verify")
 
 	// The persisted copy is the last good bundle, not the refused ones.
-	persisted, _, _, err := readPersisted(src.p, testVerification(t, ""))
+	persisted, _, _, err := readPersisted(src.p, testVerification(t, ""), bundles.Limits{})
 	require.NoError(t, err)
 	assert.Equal(t, "s1", persisted.Manifest.Revision)
 

@@ -91,6 +91,14 @@ func (h *harness) sourceErrors(source string) float64 {
 	return testutil.ToFloat64(h.st.metrics.sourceErrors.WithLabelValues(source))
 }
 
+func (h *harness) refused(source string) float64 {
+	return testutil.ToFloat64(h.st.metrics.refused.WithLabelValues(source))
+}
+
+func (h *harness) refusedPolls(source string) float64 {
+	return testutil.ToFloat64(h.st.metrics.refusedPolls.WithLabelValues(source))
+}
+
 // drainEvents returns the Events recorded so far.
 func (h *harness) drainEvents() []string {
 	var out []string
@@ -187,7 +195,7 @@ func writeDir(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
-func tarGz(t *testing.T, files map[string]string) []byte {
+func tarGz(t testing.TB, files map[string]string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
@@ -207,7 +215,7 @@ func readBundle(t *testing.T, files map[string]string) *bundle.Bundle {
 	t.Helper()
 	dir := t.TempDir()
 	writeDir(t, dir, files)
-	raw, err := tarDirectory(dir)
+	raw, err := tarDirectory(dir, bundles.Limits{})
 	require.NoError(t, err)
 	b, err := bundles.ReadBytes("test", raw, nil)
 	require.NoError(t, err)
@@ -223,7 +231,7 @@ var (
 )
 
 // testKeys returns one RSA key pair for signing and another private key, generated once per run.
-func testKeys(t *testing.T) (priv, pub, other string) {
+func testKeys(t testing.TB) (priv, pub, other string) {
 	t.Helper()
 	keysOnce.Do(func() {
 		gen := func() (string, string) {
@@ -247,7 +255,7 @@ func testKeys(t *testing.T) (priv, pub, other string) {
 	return testPriv, testPub, otherPriv
 }
 
-func testVerification(t *testing.T, scope string) *bundles.Verification {
+func testVerification(t testing.TB, scope string) *bundles.Verification {
 	t.Helper()
 	_, pub, _ := testKeys(t)
 	v, err := bundles.NewVerification(map[string]string{"default": pub}, "RS256", scope)
@@ -266,7 +274,7 @@ func withoutTests(files map[string]string) map[string]string {
 // files left out, every file hashed (JSON canonically), one JWT with key id "default", and the claims
 // given (e.g. a scope). Test files are left out because bundles.Read skips them, and a signature
 // naming a file it skips is refused ("specified in bundle signatures but not found").
-func sign(t *testing.T, files map[string]string, priv string, claims map[string]any) map[string]string {
+func sign(t testing.TB, files map[string]string, priv string, claims map[string]any) map[string]string {
 	t.Helper()
 	return signAs(t, files, priv, "default", claims)
 }
@@ -281,7 +289,7 @@ func bundlesReadBytes(raw []byte, v *bundles.Verification) (*bundle.Bundle, erro
 	return bundles.ReadBytes("test.tar.gz", raw, v)
 }
 
-func signAs(t *testing.T, files map[string]string, priv, keyID string, claims map[string]any) map[string]string {
+func signAs(t testing.TB, files map[string]string, priv, keyID string, claims map[string]any) map[string]string {
 	t.Helper()
 	files = withoutTests(files)
 	hasher, err := bundle.NewSignatureHasher(bundle.SHA256)

@@ -8,15 +8,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/url"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/open-policy-agent/opa/v1/download"
 	"github.com/open-policy-agent/opa/v1/logging"
-	"github.com/open-policy-agent/opa/v1/plugins"
 	"github.com/open-policy-agent/opa/v1/plugins/rest"
 	"github.com/open-policy-agent/opa/v1/util"
 
@@ -31,6 +29,9 @@ const (
 	// defaultDownloadTimeout bounds one download, body included. OPA's response_header_timeout_seconds
 	// covers only the headers: a server that stalls mid-body held the poller forever.
 	defaultDownloadTimeout = 60 * time.Second
+	// defaultRefusedMaxDelay caps the back-off while the server offers a refused bundle: an
+	// administrator's fix is picked up within it.
+	defaultRefusedMaxDelay = 2 * time.Minute
 )
 
 // HTTPOptions configure an HTTPSource.
@@ -46,38 +47,48 @@ type HTTPOptions struct {
 	Service json.RawMessage
 	// MinDelay and MaxDelay bound the jittered polling interval (defaults 60s and 120s, as OPA's).
 	MinDelay, MaxDelay time.Duration
+	// RefusedMaxDelay caps the polling interval while the server offers a refused bundle: it doubles
+	// from MaxDelay with every poll that finds the bundle still refused (default 2m, at least MaxDelay).
+	RefusedMaxDelay time.Duration
 	// Timeout bounds one download attempt, body included (default 60s); past it the attempt is a
 	// source error and the next poll follows the backoff.
 	Timeout time.Duration
 	// Verification, when set, requires every bundle to carry a valid signature.
 	Verification *bundles.Verification
+	// Limits bound a download (compressed) and the bundle it holds (decompressed).
+	Limits bundles.Limits
 	// PersistDir, when set, keeps the last good bundle (and its ETag) under PersistDir/Name and
 	// restores it at start, so a restart while the server is down still serves the bundle.
 	PersistDir string
 }
 
-// HTTPSource polls an OPA bundle service with OPA's downloader: it sends the last bundle's ETag in
-// If-None-Match, takes 304 Not Modified as "unchanged", and verifies every new bundle with
-// bundles.ReadBytes before offering it to the Loader.
+// HTTPSource polls an OPA bundle service through OPA's REST client (the service configuration:
+// credentials, TLS, headers): it sends the ETag of the last bundle it handled in If-None-Match,
+// takes 304 Not Modified as "unchanged", and reads every new bundle with bundles.Limits.ReadBytes
+// before offering it to the Loader.
 //
-// The downloader runs in manual trigger mode and this source drives it, rather than OPA's own
-// periodic loop: that loop stops only through Stop (not a context), schedules in whole seconds, and
-// cannot be stepped in tests; the HTTP exchange, ETag handling and bundle parsing stay OPA's.
+// The ETag it sends is that of the last bundle handled, refused or not: a server still offering a
+// refused bundle answers 304, which costs no download, no parse and no new log line, and the source
+// stays refused (sidecarops_bundle_refused) until the server offers another bundle. A server that
+// sends no ETag is recognised by a digest of the body instead.
+//
+// OPA's download package is not used: it parses every body with OPA's tarball loader, which holds
+// every file of the bundle before the signature is looked at, cannot bound the body, and forgets
+// the ETag of a bundle it refused, so a refused bundle was downloaded, parsed and logged again on
+// every poll (issue #11).
 type HTTPSource struct {
-	st   *Loader
-	opts HTTPOptions
-	p    persister
-	dl   *download.Downloader
+	st     *Loader
+	opts   HTTPOptions
+	p      persister
+	client rest.Client
 
-	// pollMu serializes downloads: OPA's Downloader is not safe for concurrent triggers.
-	pollMu sync.Mutex
-
-	mu sync.Mutex
-	// attemptDone is closed by update when the attempt Poll started has been reported.
-	attemptDone chan struct{}
-	last        [sha256.Size]byte // digest of the last bundle handled, for servers that send no ETag
-	handled     bool
-	offered     bool
+	// mu serializes polls and guards the fields below.
+	mu      sync.Mutex
+	etag    string            // sent in If-None-Match: the last bundle handled, good or refused
+	last    [sha256.Size]byte // digest of the last body handled, for servers that send no ETag
+	handled bool
+	refused bool // the last bundle handled was refused
+	offered bool
 }
 
 // NewHTTPSource registers an HTTP bundle source with st; Start (or Poll) downloads.
@@ -91,6 +102,10 @@ func NewHTTPSource(st *Loader, opts HTTPOptions) (*HTTPSource, error) {
 	if opts.MaxDelay < opts.MinDelay {
 		opts.MaxDelay = max(defaultMaxDelay, opts.MinDelay)
 	}
+	if opts.RefusedMaxDelay <= 0 {
+		opts.RefusedMaxDelay = defaultRefusedMaxDelay
+	}
+	opts.RefusedMaxDelay = max(opts.RefusedMaxDelay, opts.MaxDelay)
 	if opts.Timeout <= 0 {
 		opts.Timeout = defaultDownloadTimeout
 	}
@@ -110,26 +125,13 @@ func NewHTTPSource(st *Loader, opts HTTPOptions) (*HTTPSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loader: HTTP source %q: %w", opts.Name, err)
 	}
-	trigger := plugins.TriggerManual
-	cfg := download.Config{Trigger: &trigger}
-	if err := cfg.ValidateAndInjectDefaults(); err != nil {
-		return nil, err
-	}
 	if err := st.RegisterSource(opts.Name); err != nil {
 		return nil, err
 	}
-	h := &HTTPSource{st: st, opts: opts}
+	h := &HTTPSource{st: st, opts: opts, client: client}
 	if opts.PersistDir != "" {
 		h.p = persister{dir: filepath.Join(opts.PersistDir, opts.Name)}
 	}
-	h.dl = download.New(cfg, client, opts.Resource).
-		WithCallback(h.update).
-		// Persistence makes the downloader keep the raw bytes (Update.Raw): they are what
-		// bundles.ReadBytes verifies and what is persisted.
-		WithBundlePersistence(true).
-		WithSizeLimitBytes(bundles.MaxFileSize).
-		WithBundleName(opts.Name).
-		WithBundleVerificationConfig(opts.Verification.OPAConfig())
 	return h, nil
 }
 
@@ -137,20 +139,13 @@ func NewHTTPSource(st *Loader, opts HTTPOptions) (*HTTPSource, error) {
 func (h *HTTPSource) NeedLeaderElection() bool { return false }
 
 // Start restores the persisted bundle (so that readiness does not wait for the server), then polls
-// until ctx ends: a jittered MinDelay..MaxDelay after success, an exponential backoff from 100ms to
-// MaxDelay after a failure, as OPA does.
+// until ctx ends, at the pace of a pacer.
 func (h *HTTPSource) Start(ctx context.Context) error {
 	h.restore()
-	retry := 0
+	p := pacer{min: h.opts.MinDelay, max: h.opts.MaxDelay, refusedMax: h.opts.RefusedMaxDelay}
 	for {
-		delay := h.opts.MinDelay + rand.N(h.opts.MaxDelay-h.opts.MinDelay+1) //nolint:gosec // G404: polling jitter, not a secret; math/rand/v2 is the right source
-		if err := h.Poll(ctx); err != nil {
-			delay = util.DefaultBackoff(float64(minRetryDelay), float64(h.opts.MaxDelay), retry)
-			retry++
-		} else {
-			retry = 0
-		}
-		t := time.NewTimer(delay)
+		refused, err := h.poll(ctx)
+		t := time.NewTimer(p.next(refused, err))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -160,98 +155,117 @@ func (h *HTTPSource) Start(ctx context.Context) error {
 	}
 }
 
+// pacer spaces the polls of a bundle service: a jittered min..max after a bundle was accepted or
+// found unchanged; after a failure, an exponential backoff from 100ms to max, as OPA's; while the
+// server offers a refused bundle, a backoff doubling from max to refusedMax, so that a refused
+// bundle is asked about ever less often, until the server offers another.
+type pacer struct {
+	min, max, refusedMax time.Duration
+	retries, refusals    int
+}
+
+func (p *pacer) next(refused bool, err error) time.Duration {
+	switch {
+	case err != nil:
+		d := util.DefaultBackoff(float64(minRetryDelay), float64(p.max), p.retries)
+		p.retries++
+		return d
+	case refused:
+		p.retries = 0
+		p.refusals++
+		return util.Backoff(float64(p.max), float64(p.refusedMax), 0.2, 2, p.refusals)
+	default:
+		p.retries, p.refusals = 0, 0
+		return p.min + rand.N(p.max-p.min+1) //nolint:gosec // G404: polling jitter, not a secret; math/rand/v2 is the right source
+	}
+}
+
 // Poll makes one download attempt, within the Timeout. It returns an error when the server could
 // not be reached, answered with an error status or did not finish in time; a downloaded bundle
 // that is refused is reported (metrics, log, Event) but is not a transport error. Polls are
 // serialized, also with those of Start.
 func (h *HTTPSource) Poll(ctx context.Context) error {
-	h.pollMu.Lock()
-	defer h.pollMu.Unlock()
-	attempt, cancel := context.WithTimeout(ctx, h.opts.Timeout)
-	defer cancel()
-	done := make(chan struct{})
-	h.mu.Lock()
-	h.attemptDone = done
-	h.mu.Unlock()
-	err := h.dl.Trigger(attempt)
-	if attempt.Err() != nil && ctx.Err() == nil {
-		// Trigger returns as soon as the attempt's context ends, but OPA's download goroutine goes
-		// on until it notices and reports to update; the next attempt must not overlap it.
-		select {
-		case <-done:
-		case <-ctx.Done():
-		}
-		return fmt.Errorf("%s: download did not finish within %s: %w", h.opts.Resource, h.opts.Timeout, attempt.Err())
-	}
-	if err != nil && isTransportError(err) {
-		return err
-	}
-	return nil
+	_, err := h.poll(ctx)
+	return err
 }
 
-// update is the downloader's callback, called once per download attempt.
-func (h *HTTPSource) update(_ context.Context, u download.Update) error {
+// poll is Poll, also telling whether the server's bundle stands refused.
+func (h *HTTPSource) poll(ctx context.Context) (refused bool, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	defer func() {
-		if h.attemptDone != nil {
-			close(h.attemptDone)
-			h.attemptDone = nil
+	attempt, cancel := context.WithTimeout(ctx, h.opts.Timeout)
+	defer cancel()
+	raw, etag, sum, err := h.download(attempt)
+	if err != nil && !errors.Is(err, bundles.ErrTooLarge) {
+		if attempt.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("%s: download did not finish within %s: %w", h.opts.Resource, h.opts.Timeout, err)
 		}
-	}()
-	if u.Error == nil || !isTransportError(u.Error) {
-		h.st.sourceAnswered(h.opts.Name)
+		h.st.sourceError(h.opts.Name, err)
+		return false, err
 	}
-	switch {
-	case u.Error != nil && errors.Is(u.Error, context.DeadlineExceeded):
-		h.st.sourceError(h.opts.Name, fmt.Errorf("%s: download did not finish within %s: %w", h.opts.Resource, h.opts.Timeout, u.Error))
-	case u.Error != nil && isTransportError(u.Error):
-		h.st.sourceError(h.opts.Name, u.Error)
-	case u.Error != nil:
-		// The downloader parsed the bundle and refused it (bad signature, unreadable archive).
-		h.st.refuse(h.opts.Name, fmt.Errorf("%s: bundle refused: %w", h.opts.Resource, u.Error))
-	case u.Bundle == nil:
-		// 304 Not Modified (or an empty 200): the bundle in use stays, nothing to activate.
-	default:
-		raw, err := io.ReadAll(u.Raw)
-		if err != nil {
-			h.st.sourceError(h.opts.Name, err)
-			return nil
-		}
-		sum := digest(raw)
-		if h.handled && sum == h.last {
-			return nil // the same bytes again from a server that ignores If-None-Match
-		}
-		h.handled, h.last = true, sum
-		// The downloader already verified with the same keys; bundles.ReadBytes is the check that
-		// also refuses unsigned bundles and is shared with every other source.
-		b, err := bundles.ReadBytes(h.opts.URL+"/"+h.opts.Resource, raw, h.opts.Verification)
-		if err != nil {
-			h.st.refuse(h.opts.Name, err)
-			return nil
-		}
-		b.Etag = u.ETag
-		if err := h.st.SetBundle(h.opts.Name, b); err != nil {
-			h.st.refuse(h.opts.Name, err)
-			return nil
-		}
-		h.offered = true
-		if err := h.p.save(raw, u.ETag); err != nil {
-			h.st.log.Error(err, "persisting bundle failed", "source", h.opts.Name)
-		}
+	defer h.st.sourceAnswered(h.opts.Name)
+	if raw == nil && err == nil || h.handled && sum == h.last {
+		return h.refused, nil // the bundle last handled, still; if it was refused, it was said then
 	}
-	return nil
+	h.handled, h.last, h.etag = true, sum, etag
+	h.refused = true
+	if err != nil {
+		h.st.refuse(h.opts.Name, fmt.Errorf("%s/%s: bundle refused: %w", h.opts.URL, h.opts.Resource, err))
+		return true, nil
+	}
+	b, err := h.opts.Limits.ReadBytes(h.opts.URL+"/"+h.opts.Resource, raw, h.opts.Verification)
+	if err != nil {
+		h.st.refuse(h.opts.Name, err)
+		return true, nil
+	}
+	b.Etag = etag
+	if err := h.st.SetBundle(h.opts.Name, b); err != nil {
+		h.st.refuse(h.opts.Name, err)
+		return true, nil
+	}
+	h.refused, h.offered = false, true
+	if err := h.p.save(raw, etag); err != nil {
+		h.st.log.Error(err, "persisting bundle failed", "source", h.opts.Name)
+	}
+	return false, nil
 }
 
-// restore offers the persisted bundle and primes the downloader with its ETag, so an unchanged
-// server answers 304 instead of sending the bundle again.
+// download GETs the bundle, sending If-None-Match. It returns no body when the server answers 304
+// or names the ETag last handled; otherwise the body, within Limits.ArchiveBytes, with its ETag and
+// digest. A body over the limit is cut there: the error wraps bundles.ErrTooLarge and sum is the
+// digest of what was read, which names that body as well as a digest of all of it would.
+func (h *HTTPSource) download(ctx context.Context) (raw []byte, etag string, sum [sha256.Size]byte, err error) {
+	resp, err := h.client.WithHeader("If-None-Match", h.etag).Do(ctx, http.MethodGet, h.opts.Resource)
+	if err != nil {
+		return nil, "", sum, err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotModified:
+		return nil, h.etag, sum, nil
+	default:
+		return nil, "", sum, fmt.Errorf("%s: server replied with %s", h.opts.Resource, http.StatusText(resp.StatusCode))
+	}
+	etag = resp.Header.Get("ETag")
+	if etag != "" && etag == h.etag {
+		return nil, etag, sum, nil // a server that ignores If-None-Match
+	}
+	hash := sha256.New()
+	raw, err = h.opts.Limits.ReadArchive(io.TeeReader(resp.Body, hash))
+	hash.Sum(sum[:0])
+	return raw, etag, sum, err
+}
+
+// restore offers the persisted bundle and remembers its ETag, so an unchanged server answers 304
+// instead of sending the bundle again.
 func (h *HTTPSource) restore() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.offered || !h.p.enabled() {
 		return
 	}
-	b, raw, etag, err := readPersisted(h.p, h.opts.Verification)
+	b, raw, etag, err := readPersisted(h.p, h.opts.Verification, h.opts.Limits)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			h.st.refuse(h.opts.Name, fmt.Errorf("persisted bundle: %w", err))
@@ -263,15 +277,6 @@ func (h *HTTPSource) restore() {
 		return
 	}
 	h.offered = true
-	h.handled, h.last = true, digest(raw)
-	h.dl.SetCache(etag)
+	h.handled, h.last, h.etag = true, digest(raw), etag
 	h.st.log.Info("using the persisted bundle until the server answers", "source", h.opts.Name, "revision", b.Manifest.Revision, "etag", etag)
-}
-
-// isTransportError tells a server that could not be reached or answered an error status (the
-// last good bundle stays, nothing was refused) from a bundle that arrived and was refused.
-func isTransportError(err error) bool {
-	var he download.HTTPError
-	var ue *url.Error
-	return errors.As(err, &he) || errors.As(err, &ue) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }

@@ -107,6 +107,9 @@ type source struct {
 	offered  *bundle.Bundle // the latest verified bundle
 	active   *bundle.Bundle // the bundle in the snapshot in force
 	rejected *bundle.Bundle // an offered bundle that did not compile; not retried until a source offers anew
+	// refused: the newest bundle of this source was refused (unreadable, unverified, over the
+	// limits, not compiling); cleared by the next bundle offered.
+	refused bool
 }
 
 // New returns a Loader feeding eng. Nothing is compiled before Start runs and SetClusterSynced
@@ -161,6 +164,7 @@ func New(eng *engine.Engine, opts Options) (*Loader, error) {
 	s.sources[ConfigMapSource] = &source{name: ConfigMapSource, reported: true, offered: bundles.DataBundle(bundles.WhitelistRoot, configMapRevision(nil), doc)}
 	m.activations.WithLabelValues(ConfigMapSource, resultSuccess)
 	m.activations.WithLabelValues(ConfigMapSource, resultFailure)
+	m.refused.WithLabelValues(ConfigMapSource).Set(0)
 	return s, nil
 }
 
@@ -276,7 +280,9 @@ func (s *Loader) SetConfigMap(cm *corev1.ConfigMap) {
 		if err != nil {
 			return err
 		}
-		s.sources[ConfigMapSource].offered = bundles.DataBundle(bundles.WhitelistRoot, configMapRevision(cm), doc)
+		src := s.sources[ConfigMapSource]
+		src.offered = bundles.DataBundle(bundles.WhitelistRoot, configMapRevision(cm), doc)
+		s.setRefusedLocked(src, false)
 		s.changedLocked()
 		return nil
 	}()
@@ -312,6 +318,8 @@ func (s *Loader) RegisterSource(name string) error {
 	s.order = append(s.order, name)
 	s.metrics.activations.WithLabelValues(name, resultSuccess)
 	s.metrics.activations.WithLabelValues(name, resultFailure)
+	s.metrics.refused.WithLabelValues(name).Set(0)
+	s.metrics.refusedPolls.WithLabelValues(name)
 	return nil
 }
 
@@ -330,6 +338,7 @@ func (s *Loader) SetBundle(sourceName string, b *bundle.Bundle) error {
 	}
 	src.offered = b
 	src.reported = true
+	s.setRefusedLocked(src, false)
 	// A bundle that failed may have failed because of another source's bundle (overlapping roots);
 	// any new offer gives every rejected bundle another chance.
 	for _, o := range s.sources {
@@ -669,20 +678,41 @@ func (s *Loader) activate(admin []*sourceBundle, rejected []string) {
 	}
 }
 
-// refuse reports a bundle that cannot serve (unverifiable, unreadable, not compiling); the source's
-// previous bundle keeps serving.
+// refuse reports a bundle that cannot serve (unverifiable, unreadable, over the limits, not
+// compiling); the source's previous bundle keeps serving. Sources call it once per bundle.
 func (s *Loader) refuse(sourceName string, err error) {
+	s.mu.Lock()
+	if src, ok := s.sources[sourceName]; ok {
+		s.setRefusedLocked(src, true)
+	}
+	s.mu.Unlock()
 	s.log.Error(err, "bundle refused; the source's last good bundle keeps serving", "source", sourceName)
 	s.event(corev1.EventTypeWarning, "BundleActivationFailed", "Activate", "bundle from source %s refused, last good bundle keeps serving: %v", sourceName, err)
 	s.metrics.activations.WithLabelValues(sourceName, resultFailure).Inc()
 }
 
-// sourceError reports that a source could not be read or reached; nothing was refused.
-// sourceAnswered records that a source answered in full (a bundle, refused or not, or "unchanged").
-func (s *Loader) sourceAnswered(sourceName string) {
-	s.metrics.sourceSuccess.WithLabelValues(sourceName).Set(float64(s.clock.Now().Unix()))
+func (s *Loader) setRefusedLocked(src *source, refused bool) {
+	src.refused = refused
+	v := 0.0
+	if refused {
+		v = 1
+	}
+	s.metrics.refused.WithLabelValues(src.name).Set(v)
 }
 
+// sourceAnswered records that a source answered in full (a bundle, refused or not, or "unchanged"),
+// after the source has handled the answer: a poll that finds the source's newest bundle refused,
+// refused by this poll or unchanged since, is counted.
+func (s *Loader) sourceAnswered(sourceName string) {
+	s.metrics.sourceSuccess.WithLabelValues(sourceName).Set(float64(s.clock.Now().Unix()))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if src, ok := s.sources[sourceName]; ok && src.refused {
+		s.metrics.refusedPolls.WithLabelValues(sourceName).Inc()
+	}
+}
+
+// sourceError reports that a source could not be read or reached; nothing was refused.
 func (s *Loader) sourceError(sourceName string, err error) {
 	s.log.Error(err, "bundle source unavailable; its last good bundle keeps serving", "source", sourceName)
 	s.metrics.sourceErrors.WithLabelValues(sourceName).Inc()

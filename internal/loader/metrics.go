@@ -21,6 +21,8 @@ type metrics struct {
 	bundleInfo      *prometheus.GaugeVec
 	sourceErrors    *prometheus.CounterVec
 	sourceSuccess   *prometheus.GaugeVec
+	refused         *prometheus.GaugeVec
+	refusedPolls    *prometheus.CounterVec
 }
 
 func newMetrics(r prometheus.Registerer) (*metrics, error) {
@@ -59,6 +61,14 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 			Name: "sidecarops_bundle_last_success_timestamp_seconds",
 			Help: "Unix time a bundle source last answered in full (a bundle, or not modified); a source that stalls or fails stops moving it.",
 		}, []string{"source"}),
+		refused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sidecarops_bundle_refused",
+			Help: "1 while the newest bundle of a source is refused (its last good bundle, if any, serving instead), 0 once one is accepted.",
+		}, []string{"source"}),
+		refusedPolls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sidecarops_bundle_refused_polls_total",
+			Help: "Polls of a bundle source answered while its newest bundle stands refused: the poll that brought it, then each that found it unchanged (logged once, counted every time).",
+		}, []string{"source"}),
 	}
 	var err error
 	if m.compileDuration, err = promreg.Register(r, m.compileDuration); err != nil {
@@ -83,6 +93,12 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.sourceSuccess, err = promreg.Register(r, m.sourceSuccess); err != nil {
+		return nil, err
+	}
+	if m.refused, err = promreg.Register(r, m.refused); err != nil {
+		return nil, err
+	}
+	if m.refusedPolls, err = promreg.Register(r, m.refusedPolls); err != nil {
 		return nil, err
 	}
 	for _, res := range []string{resultSuccess, resultFailure} {

@@ -46,8 +46,8 @@ func (p persister) save(raw []byte, etag string) error {
 	return writeAtomic(filepath.Join(p.dir, persistedETag), []byte(etag))
 }
 
-func (p persister) load() (raw []byte, etag string, err error) {
-	raw, err = os.ReadFile(filepath.Join(p.dir, persistedBundle))
+func (p persister) load(l bundles.Limits) (raw []byte, etag string, err error) {
+	raw, err = l.ReadFile(p.path())
 	if err != nil {
 		return nil, "", err
 	}
@@ -80,17 +80,17 @@ func writeAtomic(path string, data []byte) error {
 	return os.Rename(f.Name(), path)
 }
 
-// readPersisted restores a source's persisted bundle, verified again: keys may have changed since
-// it was saved, and the disk is not trusted more than the network.
-func readPersisted(p persister, v *bundles.Verification) (*bundle.Bundle, []byte, string, error) {
+// readPersisted restores a source's persisted bundle, verified again and within l: keys and limits
+// may have changed since it was saved, and the disk is not trusted more than the network.
+func readPersisted(p persister, v *bundles.Verification, l bundles.Limits) (*bundle.Bundle, []byte, string, error) {
 	if !p.enabled() {
 		return nil, nil, "", errors.New("no persistence directory configured")
 	}
-	raw, etag, err := p.load()
+	raw, etag, err := p.load(l)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	b, err := bundles.ReadBytes(p.path(), raw, v)
+	b, err := l.ReadBytes(p.path(), raw, v)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -99,12 +99,15 @@ func readPersisted(p persister, v *bundles.Verification) (*bundle.Bundle, []byte
 
 // tarDirectory archives exactly the files OPA's directory loader reads from dir (the loader
 // bundles.Read uses), with their bundle paths, so that reading the archive is reading the directory:
-// the signature covers the same file names and the persisted copy is what was verified.
-func tarDirectory(dir string) ([]byte, error) {
+// the signature covers the same file names and the persisted copy is what was verified. A file over
+// l.FileBytes, or files over l.TotalBytes together, are refused as soon as that much was read.
+func tarDirectory(dir string, l bundles.Limits) ([]byte, error) {
+	l = l.WithDefaults()
 	loader := bundle.NewDirectoryLoader(dir)
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(gz)
+	total := int64(0)
 	for {
 		d, err := loader.NextFile()
 		if errors.Is(err, io.EOF) {
@@ -114,13 +117,18 @@ func tarDirectory(dir string) ([]byte, error) {
 			return nil, err
 		}
 		var content bytes.Buffer
-		_, err = d.Read(&content, bundle.DefaultSizeLimitBytes+1)
+		n, err := d.Read(&content, l.FileBytes+1)
 		d.Close()
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: %w", d.Path(), err)
 		}
+		name := strings.TrimPrefix(filepath.ToSlash(d.Path()), "/")
+		total += n
+		if err := l.Check(name, n, total); err != nil {
+			return nil, err
+		}
 		hdr := &tar.Header{
-			Name:     strings.TrimPrefix(filepath.ToSlash(d.Path()), "/"),
+			Name:     name,
 			Mode:     0o644,
 			Size:     int64(content.Len()),
 			Typeflag: tar.TypeReg,
