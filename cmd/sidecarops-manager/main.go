@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/internal/wiring"
 	"github.com/sidecarops/sidecarops/webhook"
 )
@@ -36,7 +37,7 @@ func main() {
 		PodName:   os.Getenv("POD_NAME"),
 		PodUID:    types.UID(os.Getenv("POD_UID")),
 	}
-	var bundles, bundleURLs, keys repeated
+	var bundlePaths, bundleURLs, keys repeated
 	fs := flag.CommandLine
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "the manager's namespace (default $POD_NAMESPACE, else sidecarops-system)")
 	fs.StringVar(&o.WebhookHost, "webhook-host", "", "address the webhook server listens on (default all)")
@@ -58,10 +59,13 @@ func main() {
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew the lease")
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "how long the manager waits for its webhook server and controllers to stop after SIGTERM")
 	fs.IntVar(&o.SidecarSetWorkers, "sidecarset-workers", 3, "SidecarSets reconciled at once; -1 disables the SidecarSet controller")
-	fs.Var(&bundles, "bundle", "administrators' bundle file (.tar.gz) or directory, watched for changes; repeatable")
+	fs.Var(&bundlePaths, "bundle", "administrators' bundle file (.tar.gz) or directory, watched for changes; repeatable")
 	fs.Var(&bundleURLs, "bundle-url", "OPA bundle service URL of an administrators' bundle, polled with ETag; repeatable")
 	fs.DurationVar(&o.BundlePollInterval, "bundle-poll-interval", 5*time.Second, "how often bundle files are checked (HTTP: between this and twice this)")
 	fs.DurationVar(&o.BundleDownloadTimeout, "bundle-download-timeout", 60*time.Second, "how long one download from a --bundle-url may take, body included")
+	fs.Int64Var(&o.BundleLimits.ArchiveBytes, "bundle-max-download-bytes", bundles.MaxArchiveSize, "bytes of an administrators' bundle as downloaded or read from a .tar.gz file (compressed); a larger one is cut there and refused")
+	fs.Int64Var(&o.BundleLimits.FileBytes, "bundle-max-file-bytes", bundles.MaxFileSize, "bytes of each file of an administrators' bundle, decompressed; a bundle with a larger one is refused")
+	fs.Int64Var(&o.BundleLimits.TotalBytes, "bundle-max-total-bytes", bundles.MaxTotalSize, "bytes of an administrators' bundle decompressed (every file and tar header); a larger one is refused")
 	fs.Var(&keys, "verification-key", "PEM public key every administrators' bundle must be signed with; repeatable (key id: file name)")
 	fs.StringVar(&o.VerificationAlg, "verification-alg", "RS256", "signature algorithm of the verification keys")
 	fs.StringVar(&o.VerificationScope, "verification-scope", "", "required scope claim of bundle signatures")
@@ -76,7 +80,7 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(*gcPercent)
 	}
-	o.Bundles, o.BundleURLs, o.VerificationKeys = bundles, bundleURLs, keys
+	o.Bundles, o.BundleURLs, o.VerificationKeys = bundlePaths, bundleURLs, keys
 	o.NoPodWebhookPrefilter = !*prefilterOn
 	if o.Namespace == "" {
 		o.Namespace = "sidecarops-system"

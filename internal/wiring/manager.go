@@ -117,6 +117,9 @@ type Options struct {
 	BundlePollInterval time.Duration
 	// BundleDownloadTimeout bounds one download from a bundle service, body included (0: 60s).
 	BundleDownloadTimeout time.Duration
+	// BundleLimits bound each administrators' bundle: its archive as downloaded or read, each file
+	// and the whole bundle decompressed (zero fields: bundles' defaults).
+	BundleLimits bundles.Limits
 	// VerificationKeys (PEM public key files) make every administrators' bundle require a valid
 	// signature; VerificationAlg defaults to RS256.
 	VerificationKeys  []string
@@ -306,7 +309,7 @@ func addBundleSources(mgr ctrlmanager.Manager, st *loader.Loader, o Options) err
 	for i, p := range o.Bundles {
 		src, err := loader.NewFileSource(st, loader.FileOptions{
 			Name: sourceName("file", i, filepath.Base(p)), Path: p, Interval: o.BundlePollInterval,
-			Verification: v, PersistDir: o.BundlePersistDir,
+			Verification: v, Limits: o.BundleLimits, PersistDir: o.BundlePersistDir,
 		})
 		if err != nil {
 			return err
@@ -327,7 +330,7 @@ func addBundleSources(mgr ctrlmanager.Manager, st *loader.Loader, o Options) err
 		src, err := loader.NewHTTPSource(st, loader.HTTPOptions{
 			Name: sourceName("http", i, u.Host), URL: u.Scheme + "://" + u.Host, Resource: resource,
 			MinDelay: o.BundlePollInterval, MaxDelay: 2 * o.BundlePollInterval, Timeout: o.BundleDownloadTimeout,
-			Verification: v, PersistDir: o.BundlePersistDir,
+			Verification: v, Limits: o.BundleLimits, PersistDir: o.BundlePersistDir,
 		})
 		if err != nil {
 			return err
