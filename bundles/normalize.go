@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +44,7 @@ func Normalize(ss *v1alpha1.SidecarSet) (map[string]any, error) {
 	base, canary := canaryBase(ss)
 	return map[string]any{
 		"name":              ss.Name,
+		"created":           created(ss),
 		"labels":            stringMap(ss.Labels),
 		"canary":            canary,
 		"base":              base,
@@ -58,6 +60,15 @@ func Normalize(ss *v1alpha1.SidecarSet) (map[string]any, error) {
 		"volumeHashes":      volumeHashes,
 		"patchPodMetadata":  patches,
 	}, nil
+}
+
+// created is the creation time as RFC 3339 in UTC, which orders as text ("" when unset, as in
+// files given to sidecarctl: those then order by name alone).
+func created(ss *v1alpha1.SidecarSet) string {
+	if ss.CreationTimestamp.IsZero() {
+		return ""
+	}
+	return ss.CreationTimestamp.UTC().Format(time.RFC3339)
 }
 
 // canaryBase returns the base of a canary SidecarSet (compat §1.21): annotated canary "true"

@@ -10,13 +10,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/controller/rollout"
@@ -41,8 +44,12 @@ type Reconciler struct {
 	Now func() time.Time
 	// PodWriters bounds the pods of one round written concurrently (default 16).
 	PodWriters int
+	// Conflicts, when set, reports collisions with other SidecarSets that got past admission
+	// (decision D7): the Conflict condition, an Event, metrics.
+	Conflicts ConflictFinder
 
-	exp *expectations
+	exp       *expectations
+	conflicts *conflicts
 	// lastWaiting is the last RolloutWaiting message per SidecarSet (string by string).
 	lastWaiting sync.Map
 }
@@ -60,10 +67,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if workers <= 0 {
 		workers = 3
 	}
+	var err error
+	if r.conflicts, err = newConflicts(); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		For(&v1alpha1.SidecarSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Pod{}, podEvents{get: cachedSidecarSets(mgr.GetCache()), exp: r.exp}).
+		WatchesRawSource(source.Channel(r.conflicts.enqueue, &handler.TypedEnqueueRequestForObject[*v1alpha1.SidecarSet]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
@@ -75,21 +87,39 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-// Reconcile runs compat §3.2 for one SidecarSet.
+// requeueConflicts is how soon a SidecarSet the policy state does not hold yet is checked for
+// collisions again: a debounced compile away.
+const requeueConflicts = 500 * time.Millisecond
+
+// Reconcile runs compat §3.2 for one SidecarSet, and reports its collisions with others.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if r.exp == nil {
 		r.exp = newExpectations()
 	}
-	logger := ctrllog.FromContext(ctx)
 	ss := &v1alpha1.SidecarSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ss); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.exp.forget(req.Name)
 			r.lastWaiting.Delete(req.Name)
+			r.forgetConflicts(ctx, req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
+	conds, pending, err := r.conflictCondition(ctx, ss)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("checking for collisions with other SidecarSets: %w", err)
+	}
+	res, err := r.reconcile(ctx, ss, conds)
+	if pending && (res.RequeueAfter == 0 || res.RequeueAfter > requeueConflicts) {
+		res.RequeueAfter = requeueConflicts
+	}
+	return res, err
+}
+
+// reconcile is one round of compat §3.2 for ss, writing conds as its conditions.
+func (r *Reconciler) reconcile(ctx context.Context, ss *v1alpha1.SidecarSet, conds []metav1.Condition) (ctrl.Result, error) {
+	logger := ctrllog.FromContext(ctx)
 	pods, err := r.matchingPods(ctx, ss)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -99,6 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("registering the latest ControllerRevision: %w", err)
 	}
 	status := rollout.Status(ss, pods, latest, collisionCount)
+	status.Conditions = conds
 	if err := r.writeStatus(ctx, ss, status); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
 	}

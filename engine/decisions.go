@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -23,6 +24,14 @@ type Decision struct {
 	Matched []*v1alpha1.SidecarSet
 	// Denied are the administrators' gate reasons; non-empty means nothing is injected.
 	Denied []string
+	// Withheld are SidecarSets the pod matched but does not get: each collides with an older one
+	// that is injected (decision D7). Only two SidecarSets admitted at the same moment can.
+	Withheld []Withheld
+}
+
+// Withheld is a SidecarSet left out of a pod because it collides with an older one, CollidesWith.
+type Withheld struct {
+	SidecarSet, CollidesWith string
 }
 
 // MatchedNames lists the names of the matched SidecarSets.
@@ -51,7 +60,10 @@ func (s *Snapshot) DecideInput(ctx context.Context, in ast.Value) (Decision, err
 		return Decision{}, fmt.Errorf("engine: %s: %w", matchQuery, err)
 	}
 	// The decision is read by type assertion, not through a JSON round trip: this is the per-pod path.
-	var out struct{ Matched, Denied []string }
+	var out struct {
+		Matched, Denied []string
+		Withheld        []Withheld
+	}
 	if v != nil {
 		obj, ok := v.(map[string]any)
 		if !ok {
@@ -63,8 +75,11 @@ func (s *Snapshot) DecideInput(ctx context.Context, in ast.Value) (Decision, err
 		if out.Denied, err = stringList(obj, "denied"); err != nil {
 			return Decision{}, err
 		}
+		if out.Withheld, err = withheldList(obj); err != nil {
+			return Decision{}, err
+		}
 	}
-	d := Decision{Revision: s.revision, Denied: out.Denied}
+	d := Decision{Revision: s.revision, Denied: out.Denied, Withheld: out.Withheld}
 	for _, name := range out.Matched {
 		ss, ok := s.sidecarSets[name]
 		if !ok {
@@ -87,6 +102,29 @@ func stringList(obj map[string]any, key string) ([]string, error) {
 			return nil, fmt.Errorf("engine: %s.%s: want strings, got %T", matchQuery, key, x)
 		}
 		out = append(out, s)
+	}
+	return out, nil
+}
+
+// withheldList reads decision.withheld, pairs [withheld, collides with].
+func withheldList(obj map[string]any) ([]Withheld, error) {
+	raw, _ := obj["withheld"].([]any)
+	if obj["withheld"] != nil && raw == nil {
+		return nil, fmt.Errorf("engine: %s.withheld: want an array, got %T", matchQuery, obj["withheld"])
+	}
+	var out []Withheld
+	for _, x := range raw {
+		pair, _ := x.([]any)
+		var w Withheld
+		var ok1, ok2 bool
+		if len(pair) == 2 {
+			w.SidecarSet, ok1 = pair[0].(string)
+			w.CollidesWith, ok2 = pair[1].(string)
+		}
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("engine: %s.withheld: want [name, name] pairs, got %v", matchQuery, x)
+		}
+		out = append(out, w)
 	}
 	return out, nil
 }
@@ -124,6 +162,9 @@ type Violation struct {
 	Message string          `json:"message"`
 	Other   string          `json:"other,omitempty"`
 }
+
+// key identifies a violation apart from its field path, whose index an update may shift.
+func (v Violation) key() [3]string { return [3]string{v.Other, string(v.Value), v.Message} }
 
 // FieldError converts the violation into an apimachinery field error for uniform reporting.
 func (v Violation) FieldError() *field.Error {
@@ -180,10 +221,25 @@ func (s *Snapshot) sidecarSetViolations(ctx context.Context, query string, pq in
 // the whitelist, as field errors in a stable order, each naming the other SidecarSet involved
 // (decision D6). On UPDATE the snapshot still holds the old version under the same name;
 // the conflict policy never compares a SidecarSet with its namesake.
-func (s *Snapshot) PolicyErrors(ctx context.Context, ss *v1alpha1.SidecarSet) (field.ErrorList, error) {
+//
+// old, on UPDATE (defaulted, else nil), had conflicts of its own only if it was admitted at the
+// same moment as the other side (decision D7): an update is refused only for a conflict old did
+// not have, so that both sides stay updatable and either can resolve it.
+func (s *Snapshot) PolicyErrors(ctx context.Context, ss, old *v1alpha1.SidecarSet) (field.ErrorList, error) {
 	conflicts, err := s.Conflicts(ctx, ss)
 	if err != nil {
 		return nil, err
+	}
+	if old != nil && len(conflicts) > 0 {
+		before, err := s.Conflicts(ctx, old)
+		if err != nil {
+			return nil, err
+		}
+		had := make(map[[3]string]bool, len(before))
+		for _, v := range before {
+			had[v.key()] = true
+		}
+		conflicts = slices.DeleteFunc(conflicts, func(v Violation) bool { return had[v.key()] })
 	}
 	denied, err := s.Whitelist(ctx, ss)
 	if err != nil {

@@ -14,12 +14,60 @@ package sidecarops.match
 import data.sidecarops.selector
 
 # decision: matched names in injection order (by name, decision D1); an administrator's
-# gate vetoes the whole pod, so matched is empty whenever denied is not.
+# gate vetoes the whole pod, so matched is empty whenever denied is not. withheld lists
+# [name, other] for each SidecarSet left out because it collides with an older one on this pod.
 # One rule with an else rather than a rule per field: every rule evaluated costs allocations, and
 # this is evaluated per admission.
-decision := {"matched": [], "denied": denied} if {
+decision := {"matched": [], "denied": denied, "withheld": []} if {
 	count(denied) > 0
-} else := {"matched": sort(applicable - displaced), "denied": []}
+} else := {"matched": sort(candidates - {name | some [name, _] in withheld}), "denied": [], "withheld": sort(withheld)}
+
+candidates := applicable - displaced
+
+# withheld: two SidecarSets that collide (a container name in the same list, or a volume name
+# with another definition) are refused at admission, but two created at the same moment can both
+# be admitted. Injecting both would give a pod the API server refuses, so the older one (creation
+# time, then name) injects and the newer is withheld from this pod (decision D7). A chain A < B < C
+# where only A–B and B–C collide withholds both B and C: what is injected never collides.
+withheld contains [b, a] if {
+	count(candidates) > 1
+	_names_repeat
+	some b in candidates
+	some a in candidates
+	_collide(a, b)
+	_older(a, b)
+}
+
+# _names_repeat: some name comes up twice among the candidates: without it nothing can collide,
+# and the pairwise check below is skipped.
+_names_repeat if {
+	some list in ["containers", "initContainers"]
+	names := [name | some c in candidates; some name in _doc(c)[list]]
+	count(names) != count({name | some name in names})
+}
+
+_names_repeat if {
+	definitions := {[volume, digest] | some c in candidates; some volume, digest in _doc(c).volumeHashes}
+	count(definitions) != count({volume | some [volume, _] in definitions})
+}
+
+_collide(a, b) if {
+	a != b
+	some list in ["containers", "initContainers"]
+	some name in _doc(a)[list]
+	name in _doc(b)[list]
+}
+
+_collide(a, b) if {
+	a != b
+	some volume, digest in _doc(a).volumeHashes
+	other := _doc(b).volumeHashes[volume]
+	other != digest
+}
+
+_older(a, b) if [object.get(_doc(a), "created", ""), a] < [object.get(_doc(b), "created", ""), b]
+
+_doc(name) := data.sidecarops.state.sidecarsets[name]
 
 default denied := []
 

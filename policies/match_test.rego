@@ -29,7 +29,7 @@ _matched(sidecarsets, labels) := _decide(sidecarsets, {}, "default", labels).mat
 # --- compat §4.5 S24-S28 ---------------------------------------------------------------------------
 
 test_s24_no_namespace_objects_no_namespace_selector if {
-	_decide([_nginx("s1", {})], {}, "app1", {"app": "nginx"}) == {"matched": ["s1"], "denied": []}
+	_decide([_nginx("s1", {})], {}, "app1", {"app": "nginx"}) == {"matched": ["s1"], "denied": [], "withheld": []}
 }
 
 test_s25_namespace_selector_matches_namespace_labels if {
@@ -97,7 +97,7 @@ test_no_index_no_match if {
 	decision := match.decision with input as {"namespace": "default", "pod": pod({"app": "nginx"})}
 		with data.sidecarops.state.sidecarsets as by_name([_nginx("s1", {})])
 		with data.sidecarops.state.canaries as canaries([_nginx("s1", {})])
-	decision == {"matched": [], "denied": []}
+	decision == {"matched": [], "denied": [], "withheld": []}
 }
 
 # --- canary (compat §1.21) ----------------------------------------------------------------------------
@@ -127,5 +127,49 @@ test_gates_veto_the_pod if {
 		with data.sidecarops.state.canaries as canaries([_nginx("s1", {})])
 		with data.sidecarops.index.matches as {"s1"}
 		with data.gates.deny_injection as {"z: second", "a: first"}
-	decision == {"matched": [], "denied": ["a: first", "z: second"]}
+	decision == {"matched": [], "denied": ["a: first", "z: second"], "withheld": []}
+}
+
+# --- SidecarSets that collide on the pod (decision D7) ---------------------------------------------
+
+_withheld(sidecarsets) := _decide(sidecarsets, {}, "default", {"app": "nginx"})
+
+test_the_older_of_two_colliding_sidecarsets_injects if {
+	older := _nginx("zz-older", {"containers": ["proxy"], "created": "2026-11-26T10:00:00Z"})
+	newer := _nginx("aa-newer", {"containers": ["proxy"], "created": "2026-11-26T10:00:01Z"})
+	_withheld([older, newer]) == {"matched": ["zz-older"], "denied": [], "withheld": [["aa-newer", "zz-older"]]}
+}
+
+test_same_creation_time_the_first_name_injects if {
+	a := _nginx("a", {"initContainers": ["init"], "created": "2026-11-26T10:00:00Z"})
+	b := _nginx("b", {"initContainers": ["init"], "created": "2026-11-26T10:00:00Z"})
+	_withheld([b, a]).withheld == [["b", "a"]]
+}
+
+test_a_container_and_an_init_container_of_one_name_do_not_collide if {
+	a := _nginx("a", {"containers": ["x"]})
+	b := _nginx("b", {"initContainers": ["x"]})
+	_withheld([a, b]) == {"matched": ["a", "b"], "denied": [], "withheld": []}
+}
+
+test_volumes_collide_only_with_another_definition if {
+	shared := {"volumes": {"data": {"name": "data", "emptyDir": {}}}}
+	other := {"volumes": {"data": {"name": "data", "hostPath": {"path": "/x"}}}}
+	_withheld([_nginx("a", shared), _nginx("b", shared)]).withheld == []
+	_withheld([_nginx("a", shared), _nginx("b", other)]).withheld == [["b", "a"]]
+}
+
+# What stays never collides: in a chain a < b < c where only a-b and b-c collide, b and c are both
+# withheld.
+test_a_chain_withholds_everything_after_a_collision if {
+	a := _nginx("a", {"containers": ["x"]})
+	b := _nginx("b", {"containers": ["x", "y"]})
+	c := _nginx("c", {"containers": ["y"]})
+	_withheld([a, b, c]) == {"matched": ["a"], "denied": [], "withheld": [["b", "a"], ["c", "b"]]}
+}
+
+test_a_canary_displacing_its_base_is_not_a_collision if {
+	base := _nginx("base", {"containers": ["x"]})
+	canary := _canary("base-canary", "base", {"containers": ["x"]})
+	_withheld([base, canary]) == {"matched": ["base-canary"], "denied": [], "withheld": []}
 }

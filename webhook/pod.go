@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/mutation"
 )
@@ -57,6 +59,7 @@ type podDecision struct {
 	matched        []string
 	injected       []string
 	denied         []string
+	withheld       []string
 	err            error
 }
 
@@ -124,9 +127,12 @@ func (p *PodInjector) admit(ctx context.Context, req *reviewRequest, pod *corev1
 		return allowed(""), d
 	}
 	d.result = ResultInjected
-	d.injected = res.Injected
+	d.injected, d.withheld = res.Injected, withheldNames(res.Withheld)
 	resp := allowed("")
 	resp.patch = res.Patch
+	for _, w := range res.Withheld {
+		resp.warnings = append(resp.warnings, WithheldWarning(w))
+	}
 	return resp, d
 }
 
@@ -136,7 +142,7 @@ func (p *PodInjector) finish(req *reviewRequest, d podDecision, start time.Time,
 	if log := p.DecisionLog; log.Enabled() {
 		kv := []any{
 			"namespace", d.namespace, "pod", d.pod, "uid", req.UID, "result", d.result,
-			"matched", d.matched, "injected", d.injected, "denied", d.denied,
+			"matched", d.matched, "injected", d.injected, "denied", d.denied, "withheld", d.withheld,
 			"revision", d.revision, "duration", time.Since(start),
 		}
 		if d.err != nil {
@@ -146,6 +152,22 @@ func (p *PodInjector) finish(req *reviewRequest, d podDecision, start time.Time,
 		}
 	}
 	return resp
+}
+
+// WithheldWarning is the admission warning for a SidecarSet withheld from a pod (decision D7).
+func WithheldWarning(w engine.Withheld) string {
+	return fmt.Sprintf("sidecarops: SidecarSet %s not injected: it collides with SidecarSet %s, which is older (see the Conflict condition of both)", w.SidecarSet, w.CollidesWith)
+}
+
+func withheldNames(ws []engine.Withheld) []string {
+	if len(ws) == 0 {
+		return nil
+	}
+	names := make([]string, len(ws))
+	for i, w := range ws {
+		names[i] = w.SidecarSet
+	}
+	return names
 }
 
 // podName names the pod as far as it is named at creation: its generateName until the API server

@@ -296,7 +296,19 @@ type SidecarSetStatus struct {
 	UpdatedReadyPods   int32  `json:"updatedReadyPods,omitempty"`
 	LatestRevision     string `json:"latestRevision,omitempty"`
 	CollisionCount     *int32 `json:"collisionCount,omitempty"`
+	// Conditions is a sidecarops addition (OpenKruise has none here): ConditionConflict says
+	// whether the SidecarSet collides with others that were admitted at the same moment.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// ConditionConflict is True while the SidecarSet collides with another (a container name, a
+// volume defined otherwise or an overwritten annotation on pods both may select): the validating
+// webhook refuses that, but two SidecarSets admitted at the same moment are each checked without
+// the other. On a pod both select only the older one is injected (decision D7).
+const ConditionConflict = "Conflict"
 
 // SidecarSet injects sidecar containers into the pods it selects and keeps them up to date.
 //

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
@@ -18,6 +19,8 @@ func Status(ss *v1alpha1.SidecarSet, pods []*corev1.Pod, latestRevision string, 
 	st := v1alpha1.SidecarSetStatus{LatestRevision: latestRevision, CollisionCount: &collisionCount}
 	if ss != nil {
 		st.ObservedGeneration = ss.Generation
+		// Conditions are not counted from pods: the controller sets them apart.
+		st.Conditions = ss.Status.Conditions
 	}
 	for _, pod := range pods {
 		if pod == nil {
@@ -39,16 +42,10 @@ func Status(ss *v1alpha1.SidecarSet, pods []*corev1.Pod, latestRevision string, 
 }
 
 // StatusEqual reports whether two statuses are the same, so that the controller writes the
-// status subresource only when something changed (collisionCount compared by value).
+// status subresource only when something changed (collisionCount compared by value, nil and empty
+// conditions alike).
 func StatusEqual(a, b v1alpha1.SidecarSetStatus) bool {
-	if (a.CollisionCount == nil) != (b.CollisionCount == nil) {
-		return false
-	}
-	if a.CollisionCount != nil && *a.CollisionCount != *b.CollisionCount {
-		return false
-	}
-	a.CollisionCount, b.CollisionCount = nil, nil
-	return a == b
+	return apiequality.Semantic.DeepEqual(a, b)
 }
 
 // UpgradableConditionType is the pod condition listing, per SidecarSet, whether the pod's

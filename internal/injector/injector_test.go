@@ -188,6 +188,8 @@ func TestValidateSidecarSet(t *testing.T) {
 		{name: "then the policies: a container name another SidecarSet owns", ss: sidecarSet(t, "mesh", "web", func(ss *v1alpha1.SidecarSet) {
 			ss.Spec.Containers[0].Name = "log-c"
 		}), fields: []string{"spec.containers[0].name"}},
+		{name: "UPDATE: a collision the old version already had is not refused (decision D7)", ss: collidingMesh(t, "web", "mesh:2"), old: collidingMesh(t, "web", "mesh:1")},
+		{name: "UPDATE: a new collision is", ss: collidingMesh(t, "web", "mesh:2"), old: collidingMesh(t, "db", "mesh:1"), fields: []string{"spec.containers[0].name"}},
 		{name: "UPDATE: containers cannot be added (quirk Q2)", old: sidecarSet(t, "log", "web"), ss: sidecarSet(t, "log", "web", func(ss *v1alpha1.SidecarSet) {
 			ss.Spec.Containers = append(ss.Spec.Containers, v1alpha1.SidecarContainer{Container: corev1.Container{Name: "extra", Image: "busybox"}})
 		}), fields: []string{"spec.containers[1].name"}},
@@ -199,6 +201,70 @@ func TestValidateSidecarSet(t *testing.T) {
 		})
 	}
 }
+
+// collidingMesh is SidecarSet mesh selecting app=<app> with a container named as log's.
+func collidingMesh(t *testing.T, app, image string) *v1alpha1.SidecarSet {
+	return sidecarSet(t, "mesh", app, func(ss *v1alpha1.SidecarSet) {
+		ss.Spec.Containers[0].Name, ss.Spec.Containers[0].Image = "log-c", image
+	})
+}
+
+// Two SidecarSets that collide on a pod (admitted at the same moment): the older injects, the newer
+// is withheld, and the pod stays one the API server accepts.
+func TestPodWithholdsTheNewerOfTwoColliding(t *testing.T) {
+	at := func(sec int64) func(*v1alpha1.SidecarSet) {
+		return func(ss *v1alpha1.SidecarSet) {
+			ss.CreationTimestamp = metav1.Unix(sec, 0)
+			ss.Spec.Containers[0].Name = "proxy"
+		}
+	}
+	// "a" is the newer: the creation time decides before the name.
+	snap := snapshotOf(t, nil, sidecarSet(t, "a", "web", at(20)), sidecarSet(t, "b", "web", at(10)), sidecarSet(t, "log", "web"))
+	res, err := Pod(context.Background(), snap, fixedInjector, PodRequest{Pod: pod("shop", map[string]string{"app": "web"})})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b", "log"}, res.Matched)
+	assert.Equal(t, []engine.Withheld{{SidecarSet: "a", CollidesWith: "b"}}, res.Withheld)
+	var names []string
+	for _, c := range res.Pod.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	assert.ElementsMatch(t, []string{"proxy", "log-c", "app"}, names)
+}
+
+func TestConflictFinder(t *testing.T) {
+	log := sidecarSet(t, "log", "web")
+	log.UID, log.Generation = "uid-log", 2
+	mesh := collidingMesh(t, "web", "mesh:1")
+	mesh.UID, mesh.Generation = "uid-mesh", 1
+	f := ConflictFinder{Snapshots: staticSnapshot{snapshotOf(t, nil, log, mesh)}}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		ss      *v1alpha1.SidecarSet
+		others  []string
+		current bool
+	}{
+		{name: "held as it is", ss: log, others: []string{"mesh"}, current: true},
+		{name: "a newer generation than held", ss: func() *v1alpha1.SidecarSet { ss := log.DeepCopy(); ss.Generation = 3; return ss }()},
+		{name: "another object of the same name", ss: func() *v1alpha1.SidecarSet { ss := log.DeepCopy(); ss.UID = "uid-2"; return ss }()},
+		{name: "not held yet", ss: sidecarSet(t, "new", "web")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			others, current, err := f.Conflicts(ctx, tc.ss)
+			require.NoError(t, err)
+			assert.Equal(t, tc.current, current)
+			assert.Equal(t, tc.others, others)
+		})
+	}
+	others, current, err := ConflictFinder{Snapshots: staticSnapshot{}}.Conflicts(ctx, log)
+	require.NoError(t, err)
+	assert.False(t, current, "no snapshot loaded yet")
+	assert.Empty(t, others)
+}
+
+type staticSnapshot struct{ s *engine.Snapshot }
+
+func (s staticSnapshot) Current() *engine.Snapshot { return s.s }
 
 // orNil makes "none" one value: the decision answers empty lists, the table writes nil.
 func orNil(s []string) []string {

@@ -48,6 +48,8 @@ type PodResult struct {
 	Matched   []string // SidecarSets the policies matched, in injection order
 	Denied    []string // the gates' reasons (Outcome Gated)
 	Injected  []string // SidecarSets that injected something (Outcome Injected)
+	// Withheld are matched SidecarSets left out because they collide with an older one (decision D7).
+	Withheld []engine.Withheld
 	// Pod is the injected pod (Outcome Injected), else the request's pod. Patch turns the request's
 	// pod into it (empty unless Injected). Both share memory: treat them as read-only.
 	Pod   *corev1.Pod
@@ -92,7 +94,7 @@ func Pod(ctx context.Context, snap *engine.Snapshot, m *mutation.Injector, req P
 	if err != nil {
 		return res, err
 	}
-	res.Matched, res.Denied = dec.MatchedNames(), dec.Denied
+	res.Matched, res.Denied, res.Withheld = dec.MatchedNames(), dec.Denied, dec.Withheld
 	switch {
 	case len(dec.Denied) > 0:
 		res.Outcome = Gated

@@ -2,6 +2,7 @@ package injector
 
 import (
 	"context"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -22,5 +23,39 @@ func ValidateSidecarSet(ctx context.Context, snap *engine.Snapshot, ss, old *v1a
 	if errs := validation.SidecarSet(ss, old, snap.History(), snap); len(errs) > 0 {
 		return errs, nil
 	}
-	return snap.PolicyErrors(ctx, ss)
+	var before *v1alpha1.SidecarSet
+	if old != nil {
+		before = old.DeepCopy()
+		defaults.SidecarSet(before)
+	}
+	return snap.PolicyErrors(ctx, ss, before)
+}
+
+// ConflictFinder answers which other SidecarSets one collides with from the snapshot in force
+// (the controller's ConflictFinder).
+type ConflictFinder struct {
+	Snapshots interface{ Current() *engine.Snapshot }
+}
+
+// Conflicts names the other SidecarSets that ss collides with (decision D7), sorted. current is
+// false, and nothing is evaluated, while the snapshot does not hold ss at its generation: the
+// answer would be about another version. The snapshot's own (defaulted) copy is evaluated.
+func (f ConflictFinder) Conflicts(ctx context.Context, ss *v1alpha1.SidecarSet) (others []string, current bool, err error) {
+	snap := f.Snapshots.Current()
+	if snap == nil {
+		return nil, false, nil
+	}
+	held, ok := snap.SidecarSet(ss.Name)
+	if !ok || held.UID != ss.UID || held.Generation < ss.Generation {
+		return nil, false, nil
+	}
+	vs, err := snap.Conflicts(ctx, held)
+	if err != nil {
+		return nil, true, err
+	}
+	for _, v := range vs {
+		others = append(others, v.Other)
+	}
+	slices.Sort(others)
+	return slices.Compact(others), true, nil
 }

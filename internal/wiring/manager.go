@@ -32,6 +32,7 @@ import (
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/controller"
 	"github.com/sidecarops/sidecarops/engine"
+	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/loader"
 	"github.com/sidecarops/sidecarops/webhook"
 	"github.com/sidecarops/sidecarops/webhook/prefilter"
@@ -229,6 +230,7 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 			APIReader: mgr.GetAPIReader(),
 			Namespace: o.Namespace,
 			Recorder:  mgr.GetEventRecorder(controller.Name + "-controller"),
+			Conflicts: injector.ConflictFinder{Snapshots: &eng},
 		}
 		if err := r.SetupWithManager(mgr, o.SidecarSetWorkers); err != nil {
 			return nil, err
