@@ -11,7 +11,10 @@ import (
 
 // Results of a pod decision, the values of the decisions counter's "result" label.
 const (
-	ResultInjected   = "injected"    // SidecarSets matched and were applied
+	// ResultPatched: SidecarSets matched and a patch adding them was returned. Whether the API
+	// server then stores the pod (another webhook or its own validation may still refuse it) is
+	// not known here, hence not "injected".
+	ResultPatched    = "patched"
 	ResultNotMatched = "not-matched" // no SidecarSet matched the pod
 	ResultGated      = "gated"       // an administrator's gate vetoed injection; the pod was admitted as is
 	ResultInactive   = "inactive"    // the pod had finished or was being deleted; admitted as is, nothing decided
@@ -45,7 +48,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	decisions, err := promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sidecarops_webhook_pod_decisions_total",
-		Help: "Pod admissions by result: injected, not-matched, gated (an administrator's gate vetoed injection), error.",
+		Help: "Pod admissions by result: patched (a patch adding sidecars was returned; the API server may still refuse the pod for other reasons), not-matched, gated (an administrator's gate vetoed injection), inactive, error.",
 	}, []string{"result"}))
 	if err != nil {
 		return nil, err
@@ -69,7 +72,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		latency.WithLabelValues(p)
 		throttled.WithLabelValues(p)
 	}
-	for _, r := range []string{ResultInjected, ResultNotMatched, ResultGated, ResultInactive, ResultError} {
+	for _, r := range []string{ResultPatched, ResultNotMatched, ResultGated, ResultInactive, ResultError} {
 		decisions.WithLabelValues(r)
 	}
 	return &Metrics{latency: latency, decisions: decisions, throttled: throttled, widening: widening}, nil

@@ -126,7 +126,7 @@ func (p *PodInjector) admit(ctx context.Context, req *reviewRequest, pod *corev1
 		d.result = ResultNotMatched
 		return allowed(""), d
 	}
-	d.result = ResultInjected
+	d.result = ResultPatched
 	d.injected, d.withheld = res.Injected, withheldNames(res.Withheld)
 	resp := allowed("")
 	resp.patch = res.Patch

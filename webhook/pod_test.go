@@ -348,7 +348,7 @@ func TestPodInjectorMetricsAndDecisionLog(t *testing.T) {
 	skipped.SubResource = "status"
 	admit(t, h, skipped)
 
-	for result, want := range map[string]float64{ResultInjected: 1, ResultNotMatched: 1, ResultGated: 1, ResultError: 1} {
+	for result, want := range map[string]float64{ResultPatched: 1, ResultNotMatched: 1, ResultGated: 1, ResultError: 1} {
 		assert.Equal(t, want, testutil.ToFloat64(again.decisions.WithLabelValues(result)), result)
 	}
 	assert.Equal(t, map[string]uint64{PodPath: 5, SidecarSetDefaultPath: 0, SidecarSetValidatePath: 0}, latencyCounts(t, reg),
@@ -360,7 +360,7 @@ func TestPodInjectorMetricsAndDecisionLog(t *testing.T) {
 	assert.Equal(t, "pod admission", first["msg"])
 	assert.Equal(t, "default", first["namespace"])
 	assert.Equal(t, "web-7d9c8-", first["pod"])
-	assert.Equal(t, ResultInjected, first["result"])
+	assert.Equal(t, ResultPatched, first["result"])
 	assert.Equal(t, []any{"sidecarset1"}, first["matched"])
 	assert.Equal(t, []any{"sidecarset1"}, first["injected"])
 	assert.Equal(t, h.Snapshots.Current().Revision(), first["revision"])

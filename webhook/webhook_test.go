@@ -122,6 +122,6 @@ func TestConcurrentAdmissionsDuringSwaps(t *testing.T) {
 	}
 	wg.Wait()
 	<-done
-	assert.Equal(t, float64(100), testutil.ToFloat64(m.decisions.WithLabelValues(ResultInjected))+
+	assert.Equal(t, float64(100), testutil.ToFloat64(m.decisions.WithLabelValues(ResultPatched))+
 		testutil.ToFloat64(m.decisions.WithLabelValues(ResultNotMatched)))
 }
