@@ -90,9 +90,9 @@ func LoadVerificationKeys(paths []string, alg, scope string) (*Verification, err
 	return NewVerification(pems, alg, scope)
 }
 
-// Read reads a bundle from a directory or a .tar.gz file within the default Limits. With a non-nil
-// v the bundle must carry a signature that verifies against one of v's keys, covering exactly the
-// bundle's files.
+// Read reads a bundle from a directory or a .tar.gz file within the default Limits (a directory,
+// the operator's own files, within the per-file limit only). With a non-nil v the bundle must carry
+// a signature that verifies against one of v's keys, covering exactly the bundle's files.
 func Read(path string, v *Verification) (*bundle.Bundle, error) {
 	info, err := os.Stat(path)
 	if err != nil {

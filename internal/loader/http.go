@@ -195,7 +195,7 @@ func (h *HTTPSource) poll(ctx context.Context) (refused bool, err error) {
 	defer h.mu.Unlock()
 	attempt, cancel := context.WithTimeout(ctx, h.opts.Timeout)
 	defer cancel()
-	raw, etag, sum, err := h.download(attempt)
+	a, err := h.download(attempt)
 	if err != nil && !errors.Is(err, bundles.ErrTooLarge) {
 		if attempt.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("%s: download did not finish within %s: %w", h.opts.Resource, h.opts.Timeout, err)
@@ -204,57 +204,67 @@ func (h *HTTPSource) poll(ctx context.Context) (refused bool, err error) {
 		return false, err
 	}
 	defer h.st.sourceAnswered(h.opts.Name)
-	if raw == nil && err == nil || h.handled && sum == h.last {
+	if a.unchanged || h.handled && a.sum == h.last {
 		return h.refused, nil // the bundle last handled, still; if it was refused, it was said then
 	}
-	h.handled, h.last, h.etag = true, sum, etag
+	h.handled, h.last, h.etag = true, a.sum, a.etag
 	h.refused = true
+	name := h.opts.URL + "/" + h.opts.Resource
 	if err != nil {
-		h.st.refuse(h.opts.Name, fmt.Errorf("%s/%s: bundle refused: %w", h.opts.URL, h.opts.Resource, err))
+		h.st.refuse(h.opts.Name, fmt.Errorf("%s: bundle refused: %w", name, err))
 		return true, nil
 	}
-	b, err := h.opts.Limits.ReadBytes(h.opts.URL+"/"+h.opts.Resource, raw, h.opts.Verification)
+	b, err := h.opts.Limits.ReadBytes(name, a.raw, h.opts.Verification)
 	if err != nil {
 		h.st.refuse(h.opts.Name, err)
 		return true, nil
 	}
-	b.Etag = etag
+	b.Etag = a.etag
 	if err := h.st.SetBundle(h.opts.Name, b); err != nil {
 		h.st.refuse(h.opts.Name, err)
 		return true, nil
 	}
 	h.refused, h.offered = false, true
-	if err := h.p.save(raw, etag); err != nil {
+	if err := h.p.save(a.raw, a.etag); err != nil {
 		h.st.log.Error(err, "persisting bundle failed", "source", h.opts.Name)
 	}
 	return false, nil
 }
 
-// download GETs the bundle, sending If-None-Match. It returns no body when the server answers 304
-// or names the ETag last handled; otherwise the body, within Limits.ArchiveBytes, with its ETag and
-// digest. A body over the limit is cut there: the error wraps bundles.ErrTooLarge and sum is the
-// digest of what was read, which names that body as well as a digest of all of it would.
-func (h *HTTPSource) download(ctx context.Context) (raw []byte, etag string, sum [sha256.Size]byte, err error) {
+// answer is what a bundle service answered.
+type answer struct {
+	unchanged bool // 304 Not Modified, or a 200 naming the ETag last handled
+	raw       []byte
+	etag      string
+	sum       [sha256.Size]byte // digest of raw, or of what was read of a body over the limit
+}
+
+// download GETs the bundle, sending If-None-Match, and reads a new body within
+// Limits.ArchiveBytes. A body over the limit is cut there: the error wraps bundles.ErrTooLarge and
+// the answer's digest, of what was read, tells that body from others as well as a digest of all of
+// it would.
+func (h *HTTPSource) download(ctx context.Context) (answer, error) {
 	resp, err := h.client.WithHeader("If-None-Match", h.etag).Do(ctx, http.MethodGet, h.opts.Resource)
 	if err != nil {
-		return nil, "", sum, err
+		return answer{}, err
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusNotModified:
-		return nil, h.etag, sum, nil
+		return answer{unchanged: true}, nil
 	default:
-		return nil, "", sum, fmt.Errorf("%s: server replied with %s", h.opts.Resource, http.StatusText(resp.StatusCode))
+		return answer{}, fmt.Errorf("%s: server replied with %s", h.opts.Resource, http.StatusText(resp.StatusCode))
 	}
-	etag = resp.Header.Get("ETag")
-	if etag != "" && etag == h.etag {
-		return nil, etag, sum, nil // a server that ignores If-None-Match
+	a := answer{etag: resp.Header.Get("ETag")}
+	if a.etag != "" && a.etag == h.etag {
+		a.unchanged = true // a server that ignores If-None-Match; the body is not read
+		return a, nil
 	}
 	hash := sha256.New()
-	raw, err = h.opts.Limits.ReadArchive(io.TeeReader(resp.Body, hash))
-	hash.Sum(sum[:0])
-	return raw, etag, sum, err
+	a.raw, err = h.opts.Limits.ReadArchive(io.TeeReader(resp.Body, hash))
+	hash.Sum(a.sum[:0])
+	return a, err
 }
 
 // restore offers the persisted bundle and remembers its ETag, so an unchanged server answers 304

@@ -70,6 +70,7 @@ func BenchmarkHTTPSourceBomb(b *testing.B) {
 			if testutil.ToFloat64(st.metrics.activations.WithLabelValues("bomb-0", resultFailure)) != 1 {
 				b.Fatal("the bomb was not refused")
 			}
+			b.ReportMetric(float64(len(c.raw))/(1<<10), "gzip-KiB")
 		})
 	}
 }
