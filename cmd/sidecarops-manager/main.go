@@ -86,6 +86,10 @@ func main() {
 		o.Namespace = "sidecarops-system"
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	if o.PodName == "" {
+		ctrl.Log.WithName("setup").Info("POD_NAME is not set (the downward API's metadata.name): bundle Events are recorded on the manager's Lease",
+			"lease", wiring.LeaderElectionID, "namespace", o.Namespace)
+	}
 
 	mgr, err := wiring.New(ctrl.GetConfigOrDie(), o)
 	if err != nil {

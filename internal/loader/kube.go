@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -33,9 +34,13 @@ type ManagerOptions struct {
 	Namespace string
 	// PodName and PodUID (downward API: metadata.name, metadata.uid) name this replica's Pod. Events
 	// are recorded on it because each replica activates bundles on its own; `kubectl describe pod`
-	// matches them by UID. Without PodName they go to the Namespace.
+	// matches them by UID.
 	PodName string
 	PodUID  types.UID
+	// Lease names the manager's leader-election Lease. Without PodName, Events are recorded on it:
+	// an object of the manager's namespace, so they are listed there (on a cluster-scoped object,
+	// the Namespace, they would land in "default"). It need not exist.
+	Lease string
 }
 
 // SetupWithManager adds st (the compile loop), an informer feed into st and a readiness check named
@@ -53,9 +58,14 @@ func SetupWithManager(mgr manager.Manager, st *Loader, opts ManagerOptions) erro
 	if _, _, err := mgr.GetScheme().ObjectKinds(&v1alpha1.SidecarSet{}); err != nil {
 		return fmt.Errorf("loader: the manager's scheme lacks SidecarSet (add api/v1alpha1.AddToScheme): %w", err)
 	}
-	var obj client.Object = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}}
-	if opts.PodName != "" {
+	var obj client.Object
+	switch {
+	case opts.PodName != "":
 		obj = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: opts.PodName, Namespace: opts.Namespace, UID: opts.PodUID}}
+	case opts.Lease != "":
+		obj = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: opts.Lease, Namespace: opts.Namespace}}
+	default:
+		return errors.New("loader: ManagerOptions needs PodName or Lease: Events must name an object of the manager's namespace")
 	}
 	st.setEvents(mgr.GetEventRecorder(EventSource), obj)
 	if err := mgr.Add(st); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -208,4 +209,15 @@ func TestSetupWithManager(t *testing.T) {
 	assert.Equal(t, "mgr-0", pod.Name)
 	assert.Equal(t, managerNS, pod.Namespace)
 	assert.EqualValues(t, "u-1", pod.UID)
+
+	// Without POD_NAME (a manager run outside a Pod), the Events still land in the manager's
+	// namespace: on its Lease, not on the cluster-scoped Namespace (whose Events go to "default").
+	h = newHarness(t, Options{})
+	h.st.events, h.st.eventObject = nil, nil
+	require.ErrorContains(t, SetupWithManager(newManager(full), h.st, ManagerOptions{Namespace: managerNS}), "PodName or Lease")
+	require.NoError(t, SetupWithManager(newManager(full), h.st, ManagerOptions{Namespace: managerNS, Lease: "sidecarops-manager"}))
+	lease, ok := h.st.eventObject.(*coordinationv1.Lease)
+	require.True(t, ok, "Events go to the manager's Lease")
+	assert.Equal(t, "sidecarops-manager", lease.Name)
+	assert.Equal(t, managerNS, lease.Namespace)
 }

@@ -198,7 +198,7 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := loader.SetupWithManager(mgr, st, loader.ManagerOptions{Namespace: o.Namespace, PodName: o.PodName, PodUID: o.PodUID}); err != nil {
+	if err := loader.SetupWithManager(mgr, st, loader.ManagerOptions{Namespace: o.Namespace, PodName: o.PodName, PodUID: o.PodUID, Lease: LeaderElectionID}); err != nil {
 		return nil, err
 	}
 	if err := addBundleSources(mgr, st, o); err != nil {
