@@ -3,7 +3,8 @@ package v1alpha1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // Field order in every struct below follows OpenKruise's types: the hash annotations are sha256 of
@@ -47,268 +48,99 @@ type SidecarSetSpec struct {
 	PatchPodMetadata []SidecarSetPatchPodMetadata `json:"patchPodMetadata,omitempty"`
 }
 
-// SidecarSetPatchPodMetadata is a set of pod annotations and how to apply them.
-type SidecarSetPatchPodMetadata struct {
-	Annotations map[string]string `json:"annotations,omitempty"`
-	// PatchPolicy is Retain (default), Overwrite or MergePatchJson.
-	PatchPolicy SidecarSetPatchPolicyType `json:"patchPolicy,omitempty"`
-}
+// The types below are v1beta1's: the two versions differ only in the SidecarSetSpec fields above
+// (namespace here, customVersion there), as in OpenKruise.
 
-// SidecarSetPatchPolicyType says how a patchPodMetadata entry meets an existing annotation.
-type SidecarSetPatchPolicyType string
-
-const (
-	// SidecarSetRetainPatchPolicy (the default) writes the annotation only when the pod lacks the key.
-	SidecarSetRetainPatchPolicy SidecarSetPatchPolicyType = "Retain"
-	// SidecarSetOverwritePatchPolicy always writes the annotation, replacing the pod's value.
-	SidecarSetOverwritePatchPolicy SidecarSetPatchPolicyType = "Overwrite"
-	// SidecarSetMergePatchJsonPatchPolicy applies the value as an RFC 7386 JSON merge patch to the
-	// pod's non-empty value, and writes it as is otherwise (compat §1.18).
-	SidecarSetMergePatchJsonPatchPolicy SidecarSetPatchPolicyType = "MergePatchJson" //nolint:revive // var-naming: OpenKruise's exported name, kept for drop-in compatibility
+type (
+	// SidecarSetPatchPodMetadata is v1beta1.SidecarSetPatchPodMetadata.
+	SidecarSetPatchPodMetadata = v1beta1.SidecarSetPatchPodMetadata
+	// SidecarSetPatchPolicyType is v1beta1.SidecarSetPatchPolicyType.
+	SidecarSetPatchPolicyType = v1beta1.SidecarSetPatchPolicyType
+	// SidecarContainer is v1beta1.SidecarContainer.
+	SidecarContainer = v1beta1.SidecarContainer
+	// ShareVolumePolicy is v1beta1.ShareVolumePolicy.
+	ShareVolumePolicy = v1beta1.ShareVolumePolicy
+	// PodInjectPolicyType is v1beta1.PodInjectPolicyType.
+	PodInjectPolicyType = v1beta1.PodInjectPolicyType
+	// ShareVolumePolicyType is v1beta1.ShareVolumePolicyType.
+	ShareVolumePolicyType = v1beta1.ShareVolumePolicyType
+	// TransferEnvVar is v1beta1.TransferEnvVar.
+	TransferEnvVar = v1beta1.TransferEnvVar
+	// SourceContainerNameSource is v1beta1.SourceContainerNameSource.
+	SourceContainerNameSource = v1beta1.SourceContainerNameSource
+	// SidecarContainerUpgradeType is v1beta1.SidecarContainerUpgradeType.
+	SidecarContainerUpgradeType = v1beta1.SidecarContainerUpgradeType
+	// SidecarContainerUpgradeStrategy is v1beta1.SidecarContainerUpgradeStrategy.
+	SidecarContainerUpgradeStrategy = v1beta1.SidecarContainerUpgradeStrategy
+	// TargetContainersModeType is v1beta1.TargetContainersModeType.
+	TargetContainersModeType = v1beta1.TargetContainersModeType
+	// ResourcesPolicy is v1beta1.ResourcesPolicy.
+	ResourcesPolicy = v1beta1.ResourcesPolicy
+	// ResourcesExpr is v1beta1.ResourcesExpr.
+	ResourcesExpr = v1beta1.ResourcesExpr
+	// ResourceExprLimits is v1beta1.ResourceExprLimits.
+	ResourceExprLimits = v1beta1.ResourceExprLimits
+	// ResourceExprRequests is v1beta1.ResourceExprRequests.
+	ResourceExprRequests = v1beta1.ResourceExprRequests
+	// SidecarSetInjectionStrategy is v1beta1.SidecarSetInjectionStrategy.
+	SidecarSetInjectionStrategy = v1beta1.SidecarSetInjectionStrategy
+	// SidecarSetInjectRevision is v1beta1.SidecarSetInjectRevision.
+	SidecarSetInjectRevision = v1beta1.SidecarSetInjectRevision
+	// SidecarSetInjectRevisionPolicy is v1beta1.SidecarSetInjectRevisionPolicy.
+	SidecarSetInjectRevisionPolicy = v1beta1.SidecarSetInjectRevisionPolicy
+	// SidecarSetUpdateStrategy is v1beta1.SidecarSetUpdateStrategy.
+	SidecarSetUpdateStrategy = v1beta1.SidecarSetUpdateStrategy
+	// SidecarSetUpdateStrategyType is v1beta1.SidecarSetUpdateStrategyType.
+	SidecarSetUpdateStrategyType = v1beta1.SidecarSetUpdateStrategyType
+	// UpdatePriorityStrategy is v1beta1.UpdatePriorityStrategy.
+	UpdatePriorityStrategy = v1beta1.UpdatePriorityStrategy
+	// UpdatePriorityWeightTerm is v1beta1.UpdatePriorityWeightTerm.
+	UpdatePriorityWeightTerm = v1beta1.UpdatePriorityWeightTerm
+	// UpdatePriorityOrderTerm is v1beta1.UpdatePriorityOrderTerm.
+	UpdatePriorityOrderTerm = v1beta1.UpdatePriorityOrderTerm
+	// UpdateScatterStrategy is v1beta1.UpdateScatterStrategy.
+	UpdateScatterStrategy = v1beta1.UpdateScatterStrategy
+	// UpdateScatterTerm is v1beta1.UpdateScatterTerm.
+	UpdateScatterTerm = v1beta1.UpdateScatterTerm
+	// SidecarSetStatus is v1beta1.SidecarSetStatus.
+	SidecarSetStatus = v1beta1.SidecarSetStatus
 )
 
-// SidecarContainer is a container to inject, with its injection and upgrade settings.
-type SidecarContainer struct {
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Schemaless
-	corev1.Container `json:",inline"`
-
-	// PodInjectPolicy places the sidecar before or after the pod's own containers.
-	PodInjectPolicy PodInjectPolicyType `json:"podInjectPolicy,omitempty"`
-
-	// UpgradeStrategy is ColdUpgrade (default) or HotUpgrade.
-	UpgradeStrategy SidecarContainerUpgradeStrategy `json:"upgradeStrategy,omitempty"`
-
-	// ShareVolumePolicy copies the app containers' volumeMounts into the sidecar.
-	ShareVolumePolicy ShareVolumePolicy `json:"shareVolumePolicy,omitempty"`
-
-	// ShareVolumeDevicePolicy copies the app containers' volumeDevices into the sidecar. A pointer,
-	// so that SidecarSets which do not set it keep their hash.
-	ShareVolumeDevicePolicy *ShareVolumePolicy `json:"shareVolumeDevicePolicy,omitempty"`
-
-	// TransferEnv copies env vars from an app container.
-	TransferEnv []TransferEnvVar `json:"transferEnv,omitempty"`
-
-	// ResourcesPolicy computes the sidecar's resources from the pod's containers at creation.
-	ResourcesPolicy *ResourcesPolicy `json:"resourcesPolicy,omitempty"`
-}
-
-// ShareVolumePolicy switches volume (or device) sharing on or off.
-type ShareVolumePolicy struct {
-	Type ShareVolumePolicyType `json:"type,omitempty"`
-}
-
-// PodInjectPolicyType places an injected container relative to the pod's own.
-type PodInjectPolicyType string
-
+// Constants of the shared types.
 const (
-	// BeforeAppContainerType places the sidecar in front of the pod's own containers (the default
-	// for containers).
-	BeforeAppContainerType PodInjectPolicyType = "BeforeAppContainer"
-	// AfterAppContainerType places the sidecar behind the pod's own containers (the default for
-	// initContainers).
-	AfterAppContainerType PodInjectPolicyType = "AfterAppContainer"
+	// SidecarSetRetainPatchPolicy is v1beta1.SidecarSetRetainPatchPolicy.
+	SidecarSetRetainPatchPolicy = v1beta1.SidecarSetRetainPatchPolicy
+	// SidecarSetOverwritePatchPolicy is v1beta1.SidecarSetOverwritePatchPolicy.
+	SidecarSetOverwritePatchPolicy = v1beta1.SidecarSetOverwritePatchPolicy
+	// SidecarSetMergePatchJsonPatchPolicy is v1beta1.SidecarSetMergePatchJsonPatchPolicy.
+	SidecarSetMergePatchJsonPatchPolicy = v1beta1.SidecarSetMergePatchJsonPatchPolicy //nolint:revive // var-naming: OpenKruise's exported name, kept for drop-in compatibility
+	// BeforeAppContainerType is v1beta1.BeforeAppContainerType.
+	BeforeAppContainerType = v1beta1.BeforeAppContainerType
+	// AfterAppContainerType is v1beta1.AfterAppContainerType.
+	AfterAppContainerType = v1beta1.AfterAppContainerType
+	// ShareVolumePolicyEnabled is v1beta1.ShareVolumePolicyEnabled.
+	ShareVolumePolicyEnabled = v1beta1.ShareVolumePolicyEnabled
+	// ShareVolumePolicyDisabled is v1beta1.ShareVolumePolicyDisabled.
+	ShareVolumePolicyDisabled = v1beta1.ShareVolumePolicyDisabled
+	// SidecarContainerColdUpgrade is v1beta1.SidecarContainerColdUpgrade.
+	SidecarContainerColdUpgrade = v1beta1.SidecarContainerColdUpgrade
+	// SidecarContainerHotUpgrade is v1beta1.SidecarContainerHotUpgrade.
+	SidecarContainerHotUpgrade = v1beta1.SidecarContainerHotUpgrade
+	// TargetContainersModeSum is v1beta1.TargetContainersModeSum.
+	TargetContainersModeSum = v1beta1.TargetContainersModeSum
+	// TargetContainersModeMax is v1beta1.TargetContainersModeMax.
+	TargetContainersModeMax = v1beta1.TargetContainersModeMax
+	// AlwaysSidecarSetInjectRevisionPolicy is v1beta1.AlwaysSidecarSetInjectRevisionPolicy.
+	AlwaysSidecarSetInjectRevisionPolicy = v1beta1.AlwaysSidecarSetInjectRevisionPolicy
+	// PartialSidecarSetInjectRevisionPolicy is v1beta1.PartialSidecarSetInjectRevisionPolicy.
+	PartialSidecarSetInjectRevisionPolicy = v1beta1.PartialSidecarSetInjectRevisionPolicy
+	// NotUpdateSidecarSetStrategyType is v1beta1.NotUpdateSidecarSetStrategyType.
+	NotUpdateSidecarSetStrategyType = v1beta1.NotUpdateSidecarSetStrategyType
+	// RollingUpdateSidecarSetStrategyType is v1beta1.RollingUpdateSidecarSetStrategyType.
+	RollingUpdateSidecarSetStrategyType = v1beta1.RollingUpdateSidecarSetStrategyType
+	// ConditionConflict is v1beta1.ConditionConflict.
+	ConditionConflict = v1beta1.ConditionConflict
 )
-
-// ShareVolumePolicyType is enabled or disabled.
-type ShareVolumePolicyType string
-
-const (
-	// ShareVolumePolicyEnabled gives the sidecar the volumeMounts (or volumeDevices) of the pod's
-	// own containers (compat §1.15).
-	ShareVolumePolicyEnabled ShareVolumePolicyType = "enabled"
-	// ShareVolumePolicyDisabled (the default) shares nothing.
-	ShareVolumePolicyDisabled ShareVolumePolicyType = "disabled"
-)
-
-// TransferEnvVar copies env vars from a pod container into the sidecar.
-type TransferEnvVar struct {
-	SourceContainerName string `json:"sourceContainerName,omitempty"`
-	// +optional
-	SourceContainerNameFrom *SourceContainerNameSource `json:"sourceContainerNameFrom,omitempty"`
-	EnvName                 string                     `json:"envName,omitempty"`
-	// +optional
-	EnvNames []string `json:"envNames,omitempty"`
-}
-
-// SourceContainerNameSource reads the source container name from pod metadata.
-type SourceContainerNameSource struct {
-	// FieldRef supports metadata.labels['<KEY>'] and metadata.annotations['<KEY>'].
-	FieldRef *corev1.ObjectFieldSelector `json:"fieldRef,omitempty"`
-}
-
-// SidecarContainerUpgradeType is ColdUpgrade or HotUpgrade.
-type SidecarContainerUpgradeType string
-
-const (
-	// SidecarContainerColdUpgrade (the default) upgrades the sidecar by replacing its image in place,
-	// which restarts the container.
-	SidecarContainerColdUpgrade SidecarContainerUpgradeType = "ColdUpgrade"
-	// SidecarContainerHotUpgrade injects the sidecar twice, <name>-1 and <name>-2, one working and
-	// one idle on hotUpgradeEmptyImage, and upgrades by switching between them (compat §1.20, §3.9).
-	SidecarContainerHotUpgrade SidecarContainerUpgradeType = "HotUpgrade"
-)
-
-// SidecarContainerUpgradeStrategy says how a sidecar is upgraded in place.
-type SidecarContainerUpgradeStrategy struct {
-	UpgradeType SidecarContainerUpgradeType `json:"upgradeType,omitempty"`
-	// HotUpgradeEmptyImage is the image of the idle twin of a HotUpgrade sidecar.
-	HotUpgradeEmptyImage string `json:"hotUpgradeEmptyImage,omitempty"`
-}
-
-// TargetContainersModeType aggregates the target containers' resources.
-// +kubebuilder:validation:Enum=sum;max
-type TargetContainersModeType string
-
-const (
-	// TargetContainersModeSum adds up the target containers' resources.
-	TargetContainersModeSum TargetContainersModeType = "sum"
-	// TargetContainersModeMax takes the largest of the target containers' resources.
-	TargetContainersModeMax TargetContainersModeType = "max"
-)
-
-// ResourcesPolicy derives a sidecar's resources from the pod's containers.
-type ResourcesPolicy struct {
-	// +kubebuilder:validation:Required
-	TargetContainersMode TargetContainersModeType `json:"targetContainersMode"`
-	// +kubebuilder:default=".*"
-	// +optional
-	TargetContainersNameRegex string `json:"targetContainersNameRegex,omitempty"`
-	// +kubebuilder:validation:Required
-	ResourcesExpr ResourcesExpr `json:"resourcesExpr"`
-}
-
-// ResourcesExpr holds the expressions for limits and requests.
-type ResourcesExpr struct {
-	Limits   *ResourceExprLimits   `json:"limits,omitempty"`
-	Requests *ResourceExprRequests `json:"requests,omitempty"`
-}
-
-// ResourceExprLimits are expressions over the aggregated limits.
-type ResourceExprLimits struct {
-	CPU    string `json:"cpu,omitempty"`
-	Memory string `json:"memory,omitempty"`
-}
-
-// ResourceExprRequests are expressions over the aggregated requests.
-type ResourceExprRequests struct {
-	CPU    string `json:"cpu,omitempty"`
-	Memory string `json:"memory,omitempty"`
-}
-
-// SidecarSetInjectionStrategy controls injection into new pods.
-type SidecarSetInjectionStrategy struct {
-	// Paused stops injection into new pods; injected pods are still managed.
-	Paused bool `json:"paused,omitempty"`
-	// Revision injects a historical revision instead of the latest spec.
-	Revision *SidecarSetInjectRevision `json:"revision,omitempty"`
-}
-
-// SidecarSetInjectRevision names the historical revision to inject.
-type SidecarSetInjectRevision struct {
-	// CustomVersion selects the newest revision labelled apps.kruise.io/sidecarset-custom-version=<v>.
-	// +optional
-	CustomVersion *string `json:"customVersion,omitempty"`
-	// RevisionName is the name of a ControllerRevision; it wins over CustomVersion.
-	// +optional
-	RevisionName *string `json:"revisionName,omitempty"`
-	// Policy is Always (default) or Partial.
-	// +kubebuilder:validation:Enum=Always;Partial
-	// +kubebuilder:default=Always
-	Policy SidecarSetInjectRevisionPolicy `json:"policy,omitempty"`
-}
-
-// SidecarSetInjectRevisionPolicy is Always or Partial.
-type SidecarSetInjectRevisionPolicy string
-
-const (
-	// AlwaysSidecarSetInjectRevisionPolicy (the default) injects the historical revision into every
-	// new pod.
-	AlwaysSidecarSetInjectRevisionPolicy SidecarSetInjectRevisionPolicy = "Always"
-	// PartialSidecarSetInjectRevisionPolicy injects the historical revision into the new pods that
-	// updateStrategy.selector excludes and, when partition is a percentage, into that share of the
-	// others at random; the rest get the current spec (compat §1.5 step 4).
-	PartialSidecarSetInjectRevisionPolicy SidecarSetInjectRevisionPolicy = "Partial"
-)
-
-// SidecarSetUpdateStrategy controls in-place upgrades of injected pods.
-type SidecarSetUpdateStrategy struct {
-	// Type is RollingUpdate (default) or NotUpdate.
-	Type SidecarSetUpdateStrategyType `json:"type,omitempty"`
-	// Paused stops upgrades.
-	Paused bool `json:"paused,omitempty"`
-	// Selector limits upgrades to matching pods.
-	Selector *metav1.LabelSelector `json:"selector,omitempty"`
-	// Partition is the number or percentage of pods kept on the old revision.
-	Partition *intstr.IntOrString `json:"partition,omitempty"`
-	// MaxUnavailable is the number or percentage of pods that may be unavailable; default 1.
-	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
-	// PriorityStrategy orders pods for upgrade.
-	PriorityStrategy *UpdatePriorityStrategy `json:"priorityStrategy,omitempty"`
-	// ScatterStrategy spreads upgrades across label values.
-	ScatterStrategy UpdateScatterStrategy `json:"scatterStrategy,omitempty"`
-}
-
-// SidecarSetUpdateStrategyType is RollingUpdate or NotUpdate.
-type SidecarSetUpdateStrategyType string
-
-const (
-	// NotUpdateSidecarSetStrategyType keeps the status and revisions up to date but never modifies
-	// a pod.
-	NotUpdateSidecarSetStrategyType SidecarSetUpdateStrategyType = "NotUpdate"
-	// RollingUpdateSidecarSetStrategyType (the default) upgrades the injected pods in place, as
-	// partition, maxUnavailable and the priority and scatter strategies allow.
-	RollingUpdateSidecarSetStrategyType SidecarSetUpdateStrategyType = "RollingUpdate"
-)
-
-// UpdatePriorityStrategy orders pods by weights or by ordered label keys; not both.
-type UpdatePriorityStrategy struct {
-	WeightPriority []UpdatePriorityWeightTerm `json:"weightPriority,omitempty"`
-	OrderPriority  []UpdatePriorityOrderTerm  `json:"orderPriority,omitempty"`
-}
-
-// UpdatePriorityWeightTerm adds Weight to pods matching MatchSelector.
-type UpdatePriorityWeightTerm struct {
-	Weight        int32                `json:"weight"`
-	MatchSelector metav1.LabelSelector `json:"matchSelector"`
-}
-
-// UpdatePriorityOrderTerm orders pods by the integer value of a label.
-type UpdatePriorityOrderTerm struct {
-	OrderedKey string `json:"orderedKey"`
-}
-
-// UpdateScatterStrategy spreads pods with the given label values across the upgrade.
-type UpdateScatterStrategy []UpdateScatterTerm
-
-// UpdateScatterTerm is one label key and value (or "*" for every value).
-type UpdateScatterTerm struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
-}
-
-// SidecarSetStatus is the observed state of a SidecarSet.
-type SidecarSetStatus struct {
-	ObservedGeneration int64  `json:"observedGeneration,omitempty"`
-	MatchedPods        int32  `json:"matchedPods"`
-	UpdatedPods        int32  `json:"updatedPods"`
-	ReadyPods          int32  `json:"readyPods"`
-	UpdatedReadyPods   int32  `json:"updatedReadyPods,omitempty"`
-	LatestRevision     string `json:"latestRevision,omitempty"`
-	CollisionCount     *int32 `json:"collisionCount,omitempty"`
-	// Conditions is a sidecarops addition (OpenKruise has none here): ConditionConflict says
-	// whether the SidecarSet collides with others that were admitted at the same moment.
-	// +optional
-	// +listType=map
-	// +listMapKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-}
-
-// ConditionConflict is True while the SidecarSet collides with another (a container name, a
-// volume defined otherwise or an overwritten annotation on pods both may select): the validating
-// webhook refuses that, but two SidecarSets admitted at the same moment are each checked without
-// the other. On a pod both select only the older one is injected (decision D7).
-const ConditionConflict = "Conflict"
 
 // SidecarSet injects sidecar containers into the pods it selects and keeps them up to date.
 //
