@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,9 +30,13 @@ const ReadyzCheckName = "policy-snapshot"
 
 // ManagerOptions tell SetupWithManager where the manager runs.
 type ManagerOptions struct {
-	// Namespace is the manager's namespace: SidecarSets' ControllerRevisions and the
-	// kruise-configuration ConfigMap live there (OpenKruise's convention). Required.
+	// Namespace is the manager's namespace: the kruise-configuration ConfigMap lives there, and the
+	// SidecarSets' ControllerRevisions unless RevisionNamespace says otherwise (OpenKruise keeps
+	// both in its own namespace). Required.
 	Namespace string
+	// RevisionNamespace holds the SidecarSets' ControllerRevisions (default Namespace):
+	// kruise-system keeps the history of an OpenKruise being taken over.
+	RevisionNamespace string
 	// PodName and PodUID (downward API: metadata.name, metadata.uid) name this replica's Pod. Events
 	// are recorded on it because each replica activates bundles on its own; `kubectl describe pod`
 	// matches them by UID.
@@ -71,20 +76,22 @@ func SetupWithManager(mgr manager.Manager, st *Loader, opts ManagerOptions) erro
 	if err := mgr.Add(st); err != nil {
 		return err
 	}
-	if err := mgr.Add(&feed{st: st, cache: mgr.GetCache(), handlers: newHandlers(st, opts.Namespace)}); err != nil {
+	revisions := cmp.Or(opts.RevisionNamespace, opts.Namespace)
+	if err := mgr.Add(&feed{st: st, cache: mgr.GetCache(), handlers: newHandlers(st, opts.Namespace, revisions)}); err != nil {
 		return err
 	}
 	return mgr.AddReadyzCheck(ReadyzCheckName, st.Check)
 }
 
-// CacheByObject restricts the manager's cache to what the loader reads of ControllerRevisions and
-// ConfigMaps: without it the informers would list and watch every one in the cluster (DaemonSet and
-// StatefulSet revisions, every ConfigMap) and need cluster-wide RBAC for them.
-func CacheByObject(namespace string) map[client.Object]cache.ByObject {
+// CacheByObject restricts the manager's cache to what the loader reads of ControllerRevisions (in
+// revisionNamespace) and ConfigMaps (in namespace): without it the informers would list and watch
+// every one in the cluster (DaemonSet and StatefulSet revisions, every ConfigMap) and need
+// cluster-wide RBAC for them.
+func CacheByObject(namespace, revisionNamespace string) map[client.Object]cache.ByObject {
 	hasOwner, _ := labels.NewRequirement(v1alpha1.SidecarSetNameLabel, selection.Exists, nil)
 	return map[client.Object]cache.ByObject{
 		&appsv1.ControllerRevision{}: {
-			Namespaces: map[string]cache.Config{namespace: {}},
+			Namespaces: map[string]cache.Config{revisionNamespace: {}},
 			Label:      labels.NewSelector().Add(*hasOwner),
 		},
 		&corev1.ConfigMap{}: {
@@ -134,10 +141,10 @@ func (f *feed) Start(ctx context.Context) error {
 // newHandlers returns the event handlers that feed st. They filter what they are given (namespace,
 // label, name) even though CacheByObject restricts the cache, so that a manager without those
 // restrictions still feeds only the right objects.
-func newHandlers(st *Loader, namespace string) []kindHandler {
+func newHandlers(st *Loader, namespace, revisionNamespace string) []kindHandler {
 	isRevision := func(cr *appsv1.ControllerRevision) bool {
 		_, ok := cr.Labels[v1alpha1.SidecarSetNameLabel]
-		return cr.Namespace == namespace && ok
+		return cr.Namespace == revisionNamespace && ok
 	}
 	isConfig := func(cm *corev1.ConfigMap) bool {
 		return cm.Namespace == namespace && cm.Name == v1alpha1.KruiseConfigurationName
@@ -161,7 +168,7 @@ func newHandlers(st *Loader, namespace string) []kindHandler {
 				}
 			},
 			func(cr *appsv1.ControllerRevision) {
-				if cr.Namespace == namespace {
+				if cr.Namespace == revisionNamespace {
 					st.DeleteRevision(cr.Name)
 				}
 			})},

@@ -91,7 +91,7 @@ func TestFeedFromInformers(t *testing.T) {
 	)
 	h := newHarness(t, Options{})
 	h.start(t)
-	f := &feed{st: h.st, cache: infs, handlers: newHandlers(h.st, managerNS)}
+	f := &feed{st: h.st, cache: infs, handlers: newHandlers(h.st, managerNS, managerNS)}
 	assert.False(t, f.NeedLeaderElection())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
@@ -131,7 +131,7 @@ func TestFeedFromInformers(t *testing.T) {
 
 func TestHandlersTombstones(t *testing.T) {
 	h := newHarness(t, Options{})
-	hs := newHandlers(h.st, managerNS)
+	hs := newHandlers(h.st, managerNS, managerNS)
 	byType := map[reflect.Type]toolscache.ResourceEventHandler{}
 	for _, k := range hs {
 		byType[reflect.TypeOf(k.obj)] = k.handler
@@ -162,16 +162,36 @@ func TestHandlersTombstones(t *testing.T) {
 	assert.Empty(t, h.st.revisions)
 }
 
+// With --revision-namespace, revisions are taken from there and only from there; the whitelist
+// ConfigMap still from the manager's namespace.
+func TestHandlersRevisionNamespace(t *testing.T) {
+	h := newHarness(t, Options{})
+	byType := map[reflect.Type]toolscache.ResourceEventHandler{}
+	for _, k := range newHandlers(h.st, managerNS, "kruise-system") {
+		byType[reflect.TypeOf(k.obj)] = k.handler
+	}
+	crH := byType[reflect.TypeOf(&appsv1.ControllerRevision{})]
+	crH.OnAdd(revision("ours", managerNS, "a"), false)
+	assert.Empty(t, h.st.revisions, "the manager's namespace is not where revisions are kept")
+	crH.OnAdd(revision("kruise", "kruise-system", "a"), false)
+	assert.Contains(t, h.st.revisions, "kruise")
+	crH.OnDelete(revision("kruise", managerNS, "a"))
+	assert.Contains(t, h.st.revisions, "kruise", "same name in another namespace: not ours")
+	crH.OnDelete(revision("kruise", "kruise-system", "a"))
+	assert.Empty(t, h.st.revisions)
+}
+
 func TestCacheByObject(t *testing.T) {
-	by := CacheByObject(managerNS)
+	by := CacheByObject(managerNS, "kruise-system")
 	require.Len(t, by, 2)
 	for obj, o := range by {
-		assert.Equal(t, map[string]cache.Config{managerNS: {}}, o.Namespaces, "%T", obj)
 		switch obj.(type) {
 		case *appsv1.ControllerRevision:
+			assert.Equal(t, map[string]cache.Config{"kruise-system": {}}, o.Namespaces, "revisions where --revision-namespace says")
 			assert.True(t, o.Label.Matches(labels.Set{v1alpha1.SidecarSetNameLabel: "x"}))
 			assert.False(t, o.Label.Matches(labels.Set{"controller.kubernetes.io/hash": "x"}))
 		case *corev1.ConfigMap:
+			assert.Equal(t, map[string]cache.Config{managerNS: {}}, o.Namespaces, "the whitelist in the manager's namespace")
 			assert.True(t, o.Field.Matches(fields.Set{"metadata.name": v1alpha1.KruiseConfigurationName}))
 			assert.False(t, o.Field.Matches(fields.Set{"metadata.name": "other"}))
 		default:

@@ -1,6 +1,7 @@
 package wiring
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -59,9 +60,14 @@ const (
 
 // Options configure the manager; cmd/sidecarops-manager fills them from flags.
 type Options struct {
-	// Namespace is the manager's own namespace (ControllerRevisions, the kruise-configuration
-	// ConfigMap, the certificate Secret, the leader election lease). Required.
+	// Namespace is the manager's own namespace (the kruise-configuration ConfigMap, the certificate
+	// Secret, the leader election lease, and ControllerRevisions unless RevisionNamespace is set).
+	// Required.
 	Namespace string
+	// RevisionNamespace holds the SidecarSets' ControllerRevisions (default Namespace); kruise-system
+	// keeps an OpenKruise's history when taking it over. The manager then needs, there, the
+	// ControllerRevision rights its Role grants in Namespace.
+	RevisionNamespace string
 	// PodName and PodUID name this replica's Pod for Events (downward API); optional.
 	PodName string
 	PodUID  types.UID
@@ -159,7 +165,8 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	byObject := loader.CacheByObject(o.Namespace)
+	revisions := cmp.Or(o.RevisionNamespace, o.Namespace)
+	byObject := loader.CacheByObject(o.Namespace, revisions)
 	// The certificate rotator reads only its own Secret.
 	byObject[&corev1.Secret{}] = cache.ByObject{Namespaces: map[string]cache.Config{o.Namespace: {}}}
 	maps.Copy(byObject, prefilter.CacheByObject(WebhookConfigurationName))
@@ -198,7 +205,7 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := loader.SetupWithManager(mgr, st, loader.ManagerOptions{Namespace: o.Namespace, PodName: o.PodName, PodUID: o.PodUID, Lease: LeaderElectionID}); err != nil {
+	if err := loader.SetupWithManager(mgr, st, loader.ManagerOptions{Namespace: o.Namespace, RevisionNamespace: revisions, PodName: o.PodName, PodUID: o.PodUID, Lease: LeaderElectionID}); err != nil {
 		return nil, err
 	}
 	if err := addBundleSources(mgr, st, o); err != nil {
@@ -228,7 +235,7 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 		r := &controller.Reconciler{
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
-			Namespace: o.Namespace,
+			Namespace: revisions,
 			Recorder:  mgr.GetEventRecorder(controller.Name + "-controller"),
 			Conflicts: injector.ConflictFinder{Snapshots: &eng},
 		}

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -9,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
@@ -26,7 +29,7 @@ type revision struct {
 func (f *fleet) revisions() []revision {
 	f.t.Helper()
 	var l appsv1.ControllerRevisionList
-	require.NoError(f.t, cluster.Client.List(testCtx(f.t), &l, client.InNamespace(devcluster.Namespace),
+	require.NoError(f.t, cluster.Client.List(testCtx(f.t), &l, client.InNamespace(cmp.Or(cluster.Manager.RevisionNamespace, devcluster.Namespace)),
 		client.MatchingLabels{v1alpha1.SidecarSetNameLabel: f.name}))
 	var out []revision
 	for _, cr := range l.Items {
@@ -171,4 +174,41 @@ func TestInjectionFromHistoricalRevisions(t *testing.T) {
 			assert.Equal(t, rev["0"], podRevision(t, got, "versions"))
 		}
 	}
+}
+
+// TestRevisionNamespace: with --revision-namespace the history is kept there (an OpenKruise's
+// kruise-system when taking it over) and read from there: a rollout records its revisions there
+// and nowhere else, and injection from a historical revision finds it there.
+func TestRevisionNamespace(t *testing.T) {
+	ctx := testCtx(t)
+	require.NoError(t, cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kruise-system"}}))
+	cluster.Manager.RevisionNamespace = "kruise-system"
+	require.NoError(t, cluster.RestartManager(ctx))
+	t.Cleanup(func() {
+		cluster.Manager.RevisionNamespace = ""
+		require.NoError(t, cluster.RestartManager(testCtx(t)))
+	})
+
+	f := newFleet(t, "elsewhere", 2, nil, nil)
+	first := f.setImage("1", "")
+	f.setImage("2", "")
+	f.waitStatus(counts{matched: 2, updated: 2, ready: 2, updatedReady: 2})
+	assert.Equal(t, []string{"1:" + image("1"), "2:" + image("2")}, numbersAndImages(f.revisions()))
+	var mine appsv1.ControllerRevisionList
+	require.NoError(t, cluster.Client.List(ctx, &mine, client.InNamespace(devcluster.Namespace), client.MatchingLabels{v1alpha1.SidecarSetNameLabel: f.name}))
+	assert.Empty(t, mine.Items, "nothing in the manager's own namespace")
+
+	f.update(func(ss *v1alpha1.SidecarSet) {
+		ss.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{RevisionName: &first}
+	})
+	eventually(t, "new pods get the revision kept in kruise-system", func() error {
+		p := f.pod(99, nil)
+		if err := cluster.Client.Create(ctx, p, client.DryRunAll); err != nil {
+			return err
+		}
+		if got := specImage(p, sidecar); got != image("1") {
+			return fmt.Errorf("injected %s", got)
+		}
+		return nil
+	})
 }
