@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/loader"
@@ -106,7 +106,7 @@ func webhookFor(t *testing.T, paths []string, adminBundle string) http.Handler {
 	}
 	for _, o := range objs {
 		switch obj := o.Obj.(type) {
-		case *v1alpha1.SidecarSet:
+		case *v1beta1.SidecarSet:
 			require.NoError(t, l.SetSidecarSet(obj))
 		case *corev1.Namespace:
 			l.SetNamespace(obj)

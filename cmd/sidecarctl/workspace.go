@@ -12,7 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/injector"
@@ -44,8 +44,8 @@ func (f *sourceFlags) register(fs *pflag.FlagSet) {
 // workspace is everything read from the command line: objects by kind, and the policy snapshot.
 type workspace struct {
 	objects     []*manifest.Object
-	sidecarSets []*v1alpha1.SidecarSet
-	origin      map[*v1alpha1.SidecarSet]*manifest.Object
+	sidecarSets []*v1beta1.SidecarSet
+	origin      map[*v1beta1.SidecarSet]*manifest.Object
 	namespaces  []*corev1.Namespace
 	revisions   []*appsv1.ControllerRevision
 	workloads   []*manifest.Object
@@ -64,12 +64,12 @@ func (f *sourceFlags) load(ctx context.Context, stdin io.Reader) (*workspace, er
 	if err != nil {
 		return nil, err
 	}
-	w := &workspace{objects: objs, origin: map[*v1alpha1.SidecarSet]*manifest.Object{}}
+	w := &workspace{objects: objs, origin: map[*v1beta1.SidecarSet]*manifest.Object{}}
 	var problems []string
 	var configMaps []*manifest.Object
 	for _, o := range objs {
 		switch obj := o.Obj.(type) {
-		case *v1alpha1.SidecarSet:
+		case *v1beta1.SidecarSet:
 			if err := defaults.SidecarSetAndHash(obj); err != nil {
 				problems = append(problems, fmt.Sprintf("%s: %v", o, err))
 				continue
@@ -81,7 +81,7 @@ func (f *sourceFlags) load(ctx context.Context, stdin io.Reader) (*workspace, er
 		case *appsv1.ControllerRevision:
 			w.revisions = append(w.revisions, obj)
 		case *corev1.ConfigMap:
-			if obj.Name == v1alpha1.KruiseConfigurationName {
+			if obj.Name == v1beta1.KruiseConfigurationName {
 				configMaps = append(configMaps, o)
 			}
 		default:
@@ -98,7 +98,7 @@ func (f *sourceFlags) load(ctx context.Context, stdin io.Reader) (*workspace, er
 		seen[ss.Name] = w.origin[ss]
 	}
 	if len(configMaps) > 1 {
-		problems = append(problems, fmt.Sprintf("%s: ConfigMap %s is given more than once (also %s)", configMaps[1], v1alpha1.KruiseConfigurationName, configMaps[0]))
+		problems = append(problems, fmt.Sprintf("%s: ConfigMap %s is given more than once (also %s)", configMaps[1], v1beta1.KruiseConfigurationName, configMaps[0]))
 	}
 	admin, err := f.adminBundleList()
 	if err != nil {

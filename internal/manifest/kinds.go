@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // kind is one object kind the CLI understands. template is nil for kinds that are not workloads;
@@ -26,7 +26,7 @@ type kind struct {
 // kinds is the only place that knows which kinds exist and where their pod templates live: the
 // scheme, decoding, template views and write-back are all derived from it.
 var kinds = []kind{
-	{gvk: v1alpha1.GroupVersion.WithKind("SidecarSet"), proto: &v1alpha1.SidecarSet{}},
+	{gvk: v1beta1.GroupVersion.WithKind("SidecarSet"), proto: &v1beta1.SidecarSet{}},
 	{gvk: corev1.SchemeGroupVersion.WithKind("Namespace"), proto: &corev1.Namespace{}},
 	{gvk: appsv1.SchemeGroupVersion.WithKind("ControllerRevision"), proto: &appsv1.ControllerRevision{}},
 	{gvk: corev1.SchemeGroupVersion.WithKind("ConfigMap"), proto: &corev1.ConfigMap{}},

@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // workload decodes one YAML document that must hold exactly one object.
@@ -190,7 +190,7 @@ func TestSetPodTemplate(t *testing.T) {
 			pod, ok := PodTemplate(obj, "default-ns")
 			require.True(t, ok)
 			pod.Labels["injected"] = "yes"
-			pod.Annotations[v1alpha1.SidecarSetListAnnotation] = "logging"
+			pod.Annotations[v1beta1.SidecarSetListAnnotation] = "logging"
 			pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "log-agent", Image: "fluent-bit"})
 			pod.Namespace = "not-written-back"
 			require.NoError(t, SetPodTemplate(obj, pod))
@@ -202,7 +202,7 @@ func TestSetPodTemplate(t *testing.T) {
 			back, ok := PodTemplate(obj, "default-ns")
 			require.True(t, ok)
 			assert.Equal(t, map[string]string{"app": "web", "injected": "yes"}, back.Labels)
-			assert.Equal(t, map[string]string{"a": "1", v1alpha1.SidecarSetListAnnotation: "logging"}, back.Annotations)
+			assert.Equal(t, map[string]string{"a": "1", v1beta1.SidecarSetListAnnotation: "logging"}, back.Annotations)
 			require.Len(t, back.Spec.Containers, 2)
 			assert.Equal(t, "fluent-bit", back.Spec.Containers[1].Image)
 			assert.NotEqual(t, "not-written-back", back.Namespace, "namespace is not written back")

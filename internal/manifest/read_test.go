@@ -14,7 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // names renders objects as their String(), which carries source, document, item, kind and name.
@@ -305,7 +305,7 @@ func TestDecodeEveryKind(t *testing.T) {
 	objs, err := Decode("kinds.yaml", data)
 	require.NoError(t, err)
 	want := []any{
-		&v1alpha1.SidecarSet{}, &corev1.Namespace{}, &appsv1.ControllerRevision{}, &corev1.ConfigMap{},
+		&v1beta1.SidecarSet{}, &corev1.Namespace{}, &appsv1.ControllerRevision{}, &corev1.ConfigMap{},
 		&corev1.Pod{}, &appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}, &appsv1.ReplicaSet{},
 		&batchv1.Job{}, &batchv1.CronJob{},
 	}
@@ -317,9 +317,9 @@ func TestDecodeEveryKind(t *testing.T) {
 		assert.Equal(t, Position{Source: "kinds.yaml", Doc: i + 1, Item: -1}, o.Position)
 	}
 	// Spot checks that values land in the typed fields.
-	ss := objs[0].Obj.(*v1alpha1.SidecarSet)
+	ss := objs[0].Obj.(*v1beta1.SidecarSet)
 	assert.Equal(t, "fluent-bit:2.2", ss.Spec.Containers[0].Image)
-	assert.Equal(t, v1alpha1.AfterAppContainerType, ss.Spec.Containers[0].PodInjectPolicy)
+	assert.Equal(t, v1beta1.AfterAppContainerType, ss.Spec.Containers[0].PodInjectPolicy)
 	assert.Equal(t, "10%", ss.Spec.UpdateStrategy.MaxUnavailable.String())
 	assert.Equal(t, "100m", ss.Spec.Containers[0].Resources.Limits.Cpu().String())
 	cr := objs[2].Obj.(*appsv1.ControllerRevision)
