@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/bundle"
@@ -85,8 +86,13 @@ func (f *sourceFlags) load(cmd *cobra.Command, others string) (*workspace, error
 		w.warn(e)
 	}
 	if len(in.Objects) == 0 && len(in.Errors) == 0 {
-		sources := strings.ReplaceAll(strings.Join(f.files, ", "), manifest.Stdin, "<stdin>")
-		return nil, fmt.Errorf("no documents found in %s", sources)
+		sources := slices.Clone(f.files)
+		for i, s := range sources {
+			if s == manifest.Stdin {
+				sources[i] = manifest.StdinSource
+			}
+		}
+		return nil, fmt.Errorf("no documents found in %s", strings.Join(sources, ", "))
 	}
 	undecoded := map[string]bool{}
 	for _, e := range in.Errors {

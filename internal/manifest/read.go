@@ -29,8 +29,8 @@ const Stdin = "-"
 // internalError starts the reason of an error that is a bug of this package, not of the input.
 const internalError = "internal error"
 
-// stdinSource is how objects and errors from standard input name their source.
-const stdinSource = "<stdin>"
+// StdinSource is how objects and errors from standard input name their source.
+const StdinSource = "<stdin>"
 
 // Object is one decoded object and where it came from.
 type Object struct {
@@ -134,17 +134,17 @@ func (r *reader) path(p string, stdin io.Reader) {
 	if p == Stdin {
 		switch {
 		case stdin == nil:
-			r.fail(stdinSource, errors.New("standard input is not available"))
+			r.fail(StdinSource, errors.New("standard input is not available"))
 		case r.stdinRead:
-			r.fail(stdinSource, errors.New("standard input given more than once"))
+			r.fail(StdinSource, errors.New("standard input given more than once"))
 		default:
 			r.stdinRead = true
 			data, err := io.ReadAll(stdin)
 			if err != nil {
-				r.fail(stdinSource, err)
+				r.fail(StdinSource, err)
 				return
 			}
-			r.source(stdinSource, data)
+			r.source(StdinSource, data)
 		}
 		return
 	}
