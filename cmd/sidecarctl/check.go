@@ -1,14 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
-
-	"github.com/sidecarops/sidecarops/internal/injector"
 )
 
 func checkCmd() *cobra.Command {
@@ -16,40 +12,42 @@ func checkCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check -f PATH [-f PATH ...]",
 		Short: "Default and validate SidecarSets: single-object rules, conflicts and the patch-metadata whitelist",
-		Long: "check defaults every SidecarSet as the API server would, then validates it like the validating webhook:\n" +
-			"the single-object rules, conflicts with the other SidecarSets given, and the administrators' whitelist.\n" +
-			"It prints one line per error as FILE: SidecarSet/NAME: FIELD.PATH: message and exits 1 on any error.",
+		Long: "check defaults every SidecarSet as the API server would, then validates it like the validating webhook\n" +
+			"when the SidecarSets are created in input order: the single-object rules, conflicts with the SidecarSets\n" +
+			"admitted before it, and the administrators' whitelist. It prints one line per error as\n" +
+			"FILE: document N (Kind/Name): FIELD.PATH: message, documents that do not decode included, then how many\n" +
+			"SidecarSets have errors, and exits 1 on any error.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			w, err := src.load(cmd.Context(), cmd.InOrStdin())
+			w, err := src.load(cmd, "ignored")
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d SidecarSet(s) checked: no errors\n", len(w.sidecarSets))
-			return nil
+			if len(w.problems) == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "%d SidecarSet(s) checked: no errors\n", w.sidecarSetsGiven)
+				return nil
+			}
+			return errors.Join(w.problems, errors.New(w.summary()))
 		},
 	}
 	src.register(cmd.Flags())
 	return cmd
 }
 
-// check validates every SidecarSet as the validating webhook would have before admitting it: an
-// error names file, SidecarSet and field, one line each. load runs it, so every command refuses
-// what a cluster would have refused.
-func (w *workspace) check(ctx context.Context) error {
-	var lines []string
-	for _, ss := range w.sidecarSets {
-		errs, err := injector.ValidateSidecarSet(ctx, w.snapshot, ss, nil)
-		if err != nil {
-			return err
-		}
-		for _, e := range errs {
-			lines = append(lines, fmt.Sprintf("%s: SidecarSet/%s: %s", w.origin[ss].Source, ss.Name, e.Error()))
+// summary counts the errors and the SidecarSets they refuse, e.g. "4 error(s) in 2 of 3
+// SidecarSet(s); 1 more elsewhere in the input".
+func (w *workspace) summary() string {
+	refused := map[string]bool{}
+	inSidecarSets := 0
+	for _, e := range w.problems {
+		if e.Kind == "SidecarSet" {
+			inSidecarSets++
+			refused[e.String()] = true
 		}
 	}
-	if len(lines) > 0 {
-		lines = append(lines, fmt.Sprintf("%d error(s) in %d SidecarSet(s)", len(lines), len(w.sidecarSets)))
-		return errors.New(strings.Join(lines, "\n"))
+	s := fmt.Sprintf("%d error(s) in %d of %d SidecarSet(s)", inSidecarSets, len(refused), w.sidecarSetsGiven)
+	if other := len(w.problems) - inSidecarSets; other > 0 {
+		s += fmt.Sprintf("; %d more elsewhere in the input", other)
 	}
-	return nil
+	return s
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 
@@ -29,9 +30,14 @@ func compileCmd() *cobra.Command {
 				return fmt.Errorf("-o FILE is required")
 			}
 			// load compiles the bundle and proves it prepares in the engine, so a broken bundle is never written.
-			w, err := src.load(cmd.Context(), cmd.InOrStdin())
+			w, err := src.load(cmd, "ignored")
 			if err != nil {
 				return err
+			}
+			// A bundle is shipped as it is: one without a SidecarSet that was meant to be in it would
+			// look complete.
+			if err := w.err(); err != nil {
+				return errors.Join(err, fmt.Errorf("%s not written", out))
 			}
 			b := w.core
 			if signingKey != "" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -21,10 +22,10 @@ func explainCmd() *cobra.Command {
 		Short: "Say, for each pod and each SidecarSet, whether it matches and why not",
 		Long: "explain prints, for every workload's pod (or only --pod NAME) and every SidecarSet, \"matches\" or the\n" +
 			"reasons it does not: which selector term failed against which label, namespace, paused, canary, gate.\n" +
-			"The reasons come from the match policy itself.",
+			"The reasons come from the match policy itself. SidecarSets a cluster would refuse are reported, not explained.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			w, err := src.load(cmd.Context(), cmd.InOrStdin())
+			w, err := src.load(cmd, "ignored")
 			if err != nil {
 				return err
 			}
@@ -39,11 +40,13 @@ func explainCmd() *cobra.Command {
 				found = true
 				raw, err := json.Marshal(pod)
 				if err != nil {
-					return fmt.Errorf("%s: %w", o, err)
+					w.fail(o, err)
+					continue
 				}
 				reasons, err := w.snapshot.Explain(cmd.Context(), pod.Namespace, raw)
 				if err != nil {
-					return fmt.Errorf("%s: %w", o, err)
+					w.fail(o, err)
+					continue
 				}
 				fmt.Fprintf(out, "%s/%s (namespace %s):\n", o.Obj.GetObjectKind().GroupVersionKind().Kind, name, pod.Namespace)
 				names := make([]string, 0, len(reasons))
@@ -59,9 +62,9 @@ func explainCmd() *cobra.Command {
 				}
 			}
 			if podName != "" && !found {
-				return fmt.Errorf("--pod %q: no workload of that name in the input", podName)
+				return errors.Join(w.err(), fmt.Errorf("--pod %q: no workload of that name in the input", podName))
 			}
-			return nil
+			return w.err()
 		},
 	}
 	src.register(cmd.Flags())

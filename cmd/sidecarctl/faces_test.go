@@ -22,10 +22,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/loader"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/versions"
 	"github.com/sidecarops/sidecarops/internal/manifest"
 	"github.com/sidecarops/sidecarops/mutation"
 	"github.com/sidecarops/sidecarops/webhook"
@@ -33,7 +35,8 @@ import (
 
 // TestCLIAndWebhookAnswerTheSamePatch runs every example's workloads through `sidecarctl inject
 // --patch` and, as pods being created, through the pod webhook's handler fed by the manager's
-// policy loader: the two faces share one injection path, so the patches must be identical.
+// policy loader: the two faces share one injection path, so the patches must be identical, the
+// CLI's leading into the workload's pod template.
 func TestCLIAndWebhookAnswerTheSamePatch(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -44,8 +47,8 @@ func TestCLIAndWebhookAnswerTheSamePatch(t *testing.T) {
 		{name: "hot upgrade", files: []string{"examples/envoy-hotupgrade"}},
 		{name: "namespace selector", files: []string{"examples/namespace-selector"}},
 		{name: "patch metadata", files: []string{"examples/patch-metadata"}, bundle: "examples/whitelist-bundle"},
-		// The kustomization is kustomize's, not a manifest.
-		{name: "agent", files: []string{"examples/sidecar-agent/namespace.yaml", "examples/sidecar-agent/sidecarset.yaml", "examples/sidecar-agent/deployment.yaml"}},
+		// The directory holds a kustomization.yaml, which is skipped.
+		{name: "agent", files: []string{"examples/sidecar-agent"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"inject", "--patch", "-o", "json", "--timestamp", ts}
@@ -76,7 +79,8 @@ func TestCLIAndWebhookAnswerTheSamePatch(t *testing.T) {
 				require.Less(t, i, len(cli), "the CLI printed fewer patches than there are workloads")
 				pod, _ := manifest.PodTemplate(o.Obj, "default")
 				got := admitPod(t, h, pod)
-				assert.Equal(t, string(compact(t, cli[i].Patch)), string(compact(t, got)), "%s (%s/%s)", o, cli[i].Namespace, cli[i].Name)
+				template, _ := manifest.PodTemplatePointer(o.Obj)
+				assert.Equal(t, string(compact(t, cli[i].Patch)), string(atPath(t, template, got)), "%s (%s/%s)", o, cli[i].Namespace, cli[i].Name)
 				if string(compact(t, got)) != "[]" {
 					injected++
 				}
@@ -106,8 +110,11 @@ func webhookFor(t *testing.T, paths []string, adminBundle string) http.Handler {
 	}
 	for _, o := range objs {
 		switch obj := o.Obj.(type) {
-		case *v1beta1.SidecarSet:
-			require.NoError(t, l.SetSidecarSet(obj))
+		case *v1alpha1.SidecarSet, *v1beta1.SidecarSet:
+			// The API server stores either as v1beta1, which is what the manager's cache holds.
+			w, err := versions.Of(obj)
+			require.NoError(t, err)
+			require.NoError(t, l.SetSidecarSet(w.Hub))
 		case *corev1.Namespace:
 			l.SetNamespace(obj)
 		case *appsv1.ControllerRevision:
@@ -165,6 +172,24 @@ func admitPod(t *testing.T, h http.Handler, pod *corev1.Pod) json.RawMessage {
 		return json.RawMessage("[]")
 	}
 	return resp.Response.Patch
+}
+
+// atPath moves a pod's patch to where a workload keeps its pod template, leaving every value's
+// bytes as the webhook wrote them.
+func atPath(t *testing.T, pointer string, podPatch []byte) []byte {
+	t.Helper()
+	var ops []struct {
+		Op    string          `json:"op"`
+		Path  string          `json:"path"`
+		Value json.RawMessage `json:"value,omitempty"`
+	}
+	require.NoError(t, json.Unmarshal(podPatch, &ops))
+	for i := range ops {
+		ops[i].Path = pointer + ops[i].Path
+	}
+	out, err := json.Marshal(ops)
+	require.NoError(t, err)
+	return compact(t, out)
 }
 
 func compact(t *testing.T, raw []byte) []byte {

@@ -26,9 +26,14 @@ func injectCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inject -f PATH [-f PATH ...] [-o yaml|json] [--patch] [--timestamp RFC3339]",
 		Short: "Print the workloads as the webhook would inject their pods",
-		Long: "inject reads SidecarSets and workloads (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob)\n" +
-			"and prints only the workloads, in input order, with the sidecars injected into their pod templates.\n" +
-			"With --patch it prints, per workload, the RFC 6902 patch the webhook would answer for such a pod.",
+		Long: "inject reads SidecarSets and workloads (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob,\n" +
+			"and OpenKruise's CloneSet, Advanced StatefulSet, Advanced DaemonSet, BroadcastJob) and prints the workloads,\n" +
+			"in input order, with the sidecars injected into their pod templates; documents of kinds it does not read\n" +
+			"are printed among them unchanged. With --patch it prints, per workload, the RFC 6902 patch the webhook\n" +
+			"would answer for such a pod, its paths leading into the workload's pod template.\n\n" +
+			"A document that does not decode, a SidecarSet a cluster would refuse and a workload whose pods it would\n" +
+			"refuse are reported on stderr and left out; the rest is printed, injected with the SidecarSets a cluster\n" +
+			"would have admitted, and the exit status is 1.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			format, err := outputFormat(output)
@@ -43,18 +48,29 @@ func injectCmd() *cobra.Command {
 				}
 				now = func() time.Time { return t }
 			}
-			w, err := src.load(cmd.Context(), cmd.InOrStdin())
+			others := "passed through unchanged"
+			if patch {
+				others = "ignored (no patch)"
+			}
+			w, err := src.load(cmd, others)
 			if err != nil {
 				return err
 			}
 			m := &mutation.Injector{Now: now, Rand: rand.Float64}
 			var outObjs []runtime.Object
 			var patches []workloadPatch
-			for _, o := range w.workloads {
+			for _, o := range w.objects {
+				if manifest.IsPassThrough(o.Obj) && !patch {
+					outObjs = append(outObjs, o.Obj)
+				}
+				if !manifest.IsWorkload(o.Obj) {
+					continue
+				}
 				pod, _ := manifest.PodTemplate(o.Obj, src.namespace)
 				res, err := injector.Pod(cmd.Context(), w.snapshot, m, injector.PodRequest{Pod: pod})
 				if err != nil {
-					return fmt.Errorf("%s: %w", o, err)
+					w.fail(o, err) // a cluster would refuse its pods: there is nothing to print
+					continue
 				}
 				for _, reason := range res.Denied {
 					fmt.Fprintf(cmd.ErrOrStderr(), "%s: not injected: denied by gate: %s\n", o, reason)
@@ -63,15 +79,24 @@ func injectCmd() *cobra.Command {
 					patches = append(patches, newWorkloadPatch(o, res.Namespace, res.Patch))
 					continue
 				}
-				if err := manifest.SetPodTemplate(o.Obj, res.Pod); err != nil {
-					return fmt.Errorf("%s: %w", o, err)
+				// A workload nothing is injected into is printed as it was read.
+				if len(res.Patch) > 0 {
+					if err := manifest.SetPodTemplate(o.Obj, res.Pod); err != nil {
+						w.fail(o, err)
+						continue
+					}
 				}
 				outObjs = append(outObjs, o.Obj)
 			}
 			if patch {
-				return printPatches(cmd, format, patches)
+				err = printPatches(cmd, format, patches)
+			} else {
+				err = manifest.Encode(cmd.OutOrStdout(), format, outObjs...)
 			}
-			return manifest.Encode(cmd.OutOrStdout(), format, outObjs...)
+			if err != nil {
+				return err
+			}
+			return w.err()
 		},
 	}
 	src.register(cmd.Flags())
@@ -91,24 +116,29 @@ func outputFormat(o string) (manifest.Format, error) {
 	return "", fmt.Errorf("-o %q: unsupported output format (yaml or json)", o)
 }
 
-// workloadPatch is one entry of `inject --patch`: which workload, and the patch for its pods.
+// workloadPatch is one entry of `inject --patch`: which workload, and the patch for its pods with
+// paths into the workload (under its pod template; a Pod's are its own).
 type workloadPatch struct {
-	Kind      string                         `json:"kind"`
-	Namespace string                         `json:"namespace"`
-	Name      string                         `json:"name"`
-	Patch     []jsonpatch.JsonPatchOperation `json:"patch"`
+	APIVersion string                         `json:"apiVersion"`
+	Kind       string                         `json:"kind"`
+	Namespace  string                         `json:"namespace"`
+	Name       string                         `json:"name"`
+	Patch      []jsonpatch.JsonPatchOperation `json:"patch"`
 }
 
-func newWorkloadPatch(o *manifest.Object, ns string, ops []jsonpatch.JsonPatchOperation) workloadPatch {
+func newWorkloadPatch(o *manifest.Object, ns string, podPatch []jsonpatch.JsonPatchOperation) workloadPatch {
 	gvk := o.Obj.GetObjectKind().GroupVersionKind()
 	name := ""
 	if m, ok := o.Obj.(interface{ GetName() string }); ok {
 		name = m.GetName()
 	}
-	if ops == nil {
-		ops = []jsonpatch.JsonPatchOperation{}
+	template, _ := manifest.PodTemplatePointer(o.Obj)
+	ops := make([]jsonpatch.JsonPatchOperation, len(podPatch))
+	for i, op := range podPatch {
+		op.Path = template + op.Path
+		ops[i] = op
 	}
-	return workloadPatch{Kind: gvk.Kind, Namespace: ns, Name: name, Patch: ops}
+	return workloadPatch{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: ns, Name: name, Patch: ops}
 }
 
 func printPatches(cmd *cobra.Command, format manifest.Format, patches []workloadPatch) error {

@@ -249,9 +249,10 @@ func TestCheck(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, "2 SidecarSet(s) checked: no errors\n", out)
 
-	// Two SidecarSets selecting the same pods with the same container name conflict (compat §2 step 6);
-	// the invalid one reports its own errors first and skips cross-object checks.
-	in := yamlf(sidecarSetYAML, "first", "proxy") + "\n---\n" + yamlf(sidecarSetYAML, "second", "proxy") + "\n---\n" + `apiVersion: apps.kruise.io/v1alpha1
+	// Two SidecarSets selecting the same pods with the same container name conflict (compat §2 step 6).
+	// Created in input order, as kubectl apply -f creates them, the first is admitted and the second
+	// refused, naming the first; the invalid one reports its own errors and skips cross-object checks.
+	broken := `apiVersion: apps.kruise.io/v1alpha1
 kind: SidecarSet
 metadata:
   name: broken
@@ -260,20 +261,31 @@ spec:
   - name: x
     image: x:1
     podInjectPolicy: Sideways`
-	_, errOut, code = sidecarctl(t, in, "check", "-f", "-")
-	assert.Equal(t, 1, code)
-	lines := strings.Split(strings.TrimSpace(errOut), "\n")
-	assert.Contains(t, lines, `<stdin>: SidecarSet/first: spec.containers[0].name: Invalid value: "proxy": container proxy already exist in second`)
-	assert.Contains(t, lines, `<stdin>: SidecarSet/second: spec.containers[0].name: Invalid value: "proxy": container proxy already exist in first`)
-	assert.Contains(t, lines, `<stdin>: SidecarSet/broken: spec.selector: Required value: no selector defined for SidecarSet`)
-	assert.Contains(t, errOut, `<stdin>: SidecarSet/broken: spec.containers[0].podInjectPolicy: `)
-	assert.Equal(t, "4 error(s) in 3 SidecarSet(s)", lines[len(lines)-1])
+	for _, tc := range []struct {
+		name, first, second string
+	}{
+		{"first then second", "first", "second"},
+		{"second then first", "second", "first"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := yamlf(sidecarSetYAML, tc.first, "proxy") + "\n---\n" + yamlf(sidecarSetYAML, tc.second, "proxy") + "\n---\n" + broken
+			out, errOut, code := sidecarctl(t, in, "check", "-f", "-")
+			assert.Equal(t, 1, code)
+			assert.Empty(t, out)
+			assert.Equal(t, []string{
+				fmt.Sprintf(`<stdin>: document 2 (SidecarSet/%s): spec.containers[0].name: Invalid value: "proxy": container proxy already exist in %s`, tc.second, tc.first),
+				`<stdin>: document 3 (SidecarSet/broken): spec.selector: Required value: no selector defined for SidecarSet`,
+				`<stdin>: document 3 (SidecarSet/broken): spec.containers[0].podInjectPolicy: Invalid value: "Sideways": unsupported pod inject policy`,
+				"3 error(s) in 2 of 3 SidecarSet(s)",
+			}, strings.Split(strings.TrimSpace(errOut), "\n"))
+		})
+	}
 }
 
 func TestCheckWhitelist(t *testing.T) {
 	_, errOut, code := sidecarctl(t, "", "check", "-f", "examples/patch-metadata")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, "examples/patch-metadata/sidecarset.yaml: SidecarSet/logging-metrics: spec.patchPodMetadata: Required value: SidecarSet patch metadata whitelist not found")
+	assert.Contains(t, errOut, "examples/patch-metadata/sidecarset.yaml: document 1 (SidecarSet/logging-metrics): spec.patchPodMetadata: Required value: SidecarSet patch metadata whitelist not found")
 
 	out, errOut, code := sidecarctl(t, "", "check", "-f", "examples/patch-metadata", "--bundle", "examples/whitelist-bundle")
 	require.Equal(t, 0, code, errOut)
@@ -354,16 +366,16 @@ func TestBadInput(t *testing.T) {
 		{"missing file", "", []string{"inject", "-f", "does/not/exist.yaml"}, "does/not/exist.yaml"},
 		{"malformed yaml", "kind: [", []string{"inject", "-f", "-"}, "<stdin>"},
 		{"unknown field", strings.Replace(yamlf(sidecarSetYAML, "a", "b"), "image:", "imagee:", 1), []string{"check", "-f", "-"}, "spec.containers[0].imagee"},
-		{"unknown kind", "apiVersion: v1\nkind: Frobnicator\nmetadata: {name: x}", []string{"inject", "-f", "-"}, "Frobnicator"},
+		{"unknown version of a kind read here", "apiVersion: apps.kruise.io/v1beta1\nkind: CloneSet\nmetadata: {name: x}", []string{"inject", "-f", "-"}, `unsupported apiVersion "apps.kruise.io/v1beta1" for kind CloneSet`},
 		{"bad timestamp", "", []string{"inject", "-f", "-", "--timestamp", "yesterday"}, `--timestamp "yesterday": not RFC3339`},
 		{"bad output", "", []string{"inject", "-f", "-", "-o", "xml"}, `-o "xml": unsupported output format`},
 		{"duplicate SidecarSet", yamlf(sidecarSetYAML, "a", "b") + "\n---\n" + yamlf(sidecarSetYAML, "a", "c"), []string{"check", "-f", "-"}, `SidecarSet "a" is also defined at`},
 		{"bad whitelist ConfigMap", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kruise-configuration, namespace: kruise-system}\ndata:\n  SidecarSet_PatchPodMetadata_WhiteList: '{\"rules\": ['",
 			[]string{"check", "-f", "-"}, "ConfigMap/kruise-configuration"},
 		{"inject refuses an invalid selector", strings.Replace(yamlf(sidecarSetYAML, "a", "b"), "matchLabels: {app: web}", "matchExpressions: [{key: app, operator: Sometimes}]", 1),
-			[]string{"inject", "-f", "-"}, "<stdin>: SidecarSet/a: spec.selector.matchExpressions[0].operator"},
+			[]string{"inject", "-f", "-"}, "<stdin>: document 1 (SidecarSet/a): spec.selector.matchExpressions[0].operator"},
 		{"inject refuses an unknown volume", yamlf(sidecarSetYAML, "a", "b") + "\n    volumeMounts: [{name: nope, mountPath: /x}]",
-			[]string{"inject", "-f", "-"}, "<stdin>: SidecarSet/a: spec.containers[0].volumeMounts[0].name: Not found: \"nope\""},
+			[]string{"inject", "-f", "-"}, "<stdin>: document 1 (SidecarSet/a): spec.containers[0].volumeMounts[0].name: Not found: \"nope\""},
 		{"explain refuses an invalid regex", yamlf(sidecarSetYAML, "a", "b") + "\n    resourcesPolicy: {targetContainersMode: sum, targetContainersNameRegex: '[', resourcesExpr: {limits: {cpu: cpu}}}",
 			[]string{"explain", "-f", "-"}, "targetContainersNameRegex"},
 		{"unsigned bundle with keys", "", []string{"check", "-f", "examples/logging", "--bundle", "examples/whitelist-bundle", "--verification-key", "cmd/sidecarctl/testdata/keys/public.pem"}, "bundle missing .signatures.json"},

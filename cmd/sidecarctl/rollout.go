@@ -72,9 +72,14 @@ func rolloutPlanCmd() *cobra.Command {
 				}
 				plans = append(plans, p)
 			default:
-				if plans, err = filePlans(cmd, &src, args, rounds); err != nil {
+				var problems error
+				if plans, problems, err = filePlans(cmd, &src, args, rounds); err != nil {
 					return err
 				}
+				if err := printPlans(cmd.OutOrStdout(), format, plans); err != nil {
+					return err
+				}
+				return problems
 			}
 			return printPlans(cmd.OutOrStdout(), format, plans)
 		},
@@ -171,11 +176,12 @@ func podKeys(pods []*corev1.Pod) []string {
 
 // filePlans plans every SidecarSet of the files (or the one named) over the pods of the files it
 // manages: in its scope (selector, namespace, namespaceSelector against the Namespaces given) and
-// injected by it.
-func filePlans(cmd *cobra.Command, src *sourceFlags, args []string, rounds int) ([]sidecarSetPlan, error) {
-	w, err := src.load(cmd.Context(), cmd.InOrStdin())
+// injected by it. problems are what the input holds that a cluster would refuse, SidecarSets that
+// are then not planned included.
+func filePlans(cmd *cobra.Command, src *sourceFlags, args []string, rounds int) (plans []sidecarSetPlan, problems, err error) {
+	w, err := src.load(cmd, "ignored")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	nsLabels := map[string]map[string]string{}
 	for _, ns := range w.namespaces {
@@ -190,14 +196,13 @@ func filePlans(cmd *cobra.Command, src *sourceFlags, args []string, rounds int) 
 			pods = append(pods, p)
 		}
 	}
-	var plans []sidecarSetPlan
 	for _, ss := range w.sidecarSets {
 		if len(args) == 1 && ss.Name != args[0] {
 			continue
 		}
 		scope, err := rollout.ScopeOf(ss)
 		if err != nil {
-			return nil, fmt.Errorf("%s: SidecarSet/%s: %w", w.origin[ss], ss.Name, err)
+			return nil, nil, fmt.Errorf("%s: %w", w.origin[ss], err)
 		}
 		var managed []*corev1.Pod
 		for _, p := range pods {
@@ -212,17 +217,18 @@ func filePlans(cmd *cobra.Command, src *sourceFlags, args []string, rounds int) 
 		}
 		p, err := plan(ss, managed, w.revisions, rounds)
 		if err != nil {
-			return nil, fmt.Errorf("%s: SidecarSet/%s: %w", w.origin[ss], ss.Name, err)
+			return nil, nil, fmt.Errorf("%s: %w", w.origin[ss], err)
 		}
 		plans = append(plans, p)
 	}
-	if len(args) == 1 && len(plans) == 0 {
-		return nil, fmt.Errorf("SidecarSet %q is not in the files given", args[0])
+	switch {
+	case len(plans) > 0:
+	case len(args) == 1 && !w.refused[args[0]]:
+		return nil, nil, errors.Join(w.err(), fmt.Errorf("SidecarSet %q is not in the files given", args[0]))
+	case w.sidecarSetsGiven == 0:
+		return nil, nil, errors.Join(w.err(), errors.New("no SidecarSet in the files given"))
 	}
-	if len(plans) == 0 {
-		return nil, errors.New("no SidecarSet in the files given")
-	}
-	return plans, nil
+	return plans, w.err(), nil
 }
 
 // livePlan reads the SidecarSet and the pods it manages from a cluster, as the controller lists

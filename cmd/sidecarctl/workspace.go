@@ -5,19 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/bundle"
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/manifest"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/versions"
 )
 
 // sourceFlags are the inputs every subcommand that reads manifests shares.
@@ -32,7 +36,7 @@ type sourceFlags struct {
 }
 
 func (f *sourceFlags) register(fs *pflag.FlagSet) {
-	fs.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory (recursive *.yaml, *.yml, *.json) or - for stdin; repeatable")
+	fs.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory (recursive *.yaml, *.yml, *.json; kustomization files skipped) or - for stdin; repeatable")
 	fs.StringArrayVar(&f.adminBundles, "bundle", nil, "administrators' bundle (directory or .tar.gz) with roots whitelist and/or gates; repeatable")
 	fs.StringArrayVar(&f.verificationKeys, "verification-key", nil, "PEM public key that --bundle signatures must verify against (key id: file name without extension); repeatable. When given, unsigned bundles are refused")
 	fs.StringVar(&f.verificationAlg, "verification-alg", "RS256", "signature algorithm of the verification keys")
@@ -41,41 +45,94 @@ func (f *sourceFlags) register(fs *pflag.FlagSet) {
 	fs.StringVarP(&f.namespace, "namespace", "n", "default", "namespace of workloads that name none")
 }
 
-// workspace is everything read from the command line: objects by kind, and the policy snapshot.
+// workspace is everything read from the command line: objects by kind, the policy snapshot, and
+// every problem found on the way.
 type workspace struct {
-	objects     []*manifest.Object
+	objects []*manifest.Object
+	// sidecarSets are those a cluster would have admitted, in input order; the snapshot holds
+	// exactly these.
 	sidecarSets []*v1beta1.SidecarSet
 	origin      map[*v1beta1.SidecarSet]*manifest.Object
-	namespaces  []*corev1.Namespace
-	revisions   []*appsv1.ControllerRevision
-	workloads   []*manifest.Object
-	core        *bundle.Bundle
-	snapshot    *engine.Snapshot
+	// written is each SidecarSet as written (a v1alpha1 one names its errors by its own fields).
+	written    map[*v1beta1.SidecarSet]versions.Written
+	namespaces []*corev1.Namespace
+	revisions  []*appsv1.ControllerRevision
+	workloads  []*manifest.Object
+	core       *bundle.Bundle
+	snapshot   *engine.Snapshot
+	// problems are the documents that did not decode, the SidecarSets a cluster would have refused
+	// and what a command could not do for one object, one line each, in the unified format
+	// FILE: document N (Kind/Name): field: reason. Any of them makes the command exit 1.
+	problems manifest.Errors
+	// sidecarSetsGiven counts the SidecarSets of the input, those that did not decode included;
+	// refused names those refused after decoding.
+	sidecarSetsGiven int
+	refused          map[string]bool
+	stderr           io.Writer
 }
 
 // load reads the manifests and bundles, defaults and hashes SidecarSets as the API server and the
 // defaulting webhook would, prepares the policies and validates the SidecarSets (check): no
-// command acts on a SidecarSet a cluster would have refused. Errors are returned all at once, one per line.
-func (f *sourceFlags) load(ctx context.Context, stdin io.Reader) (*workspace, error) {
+// command acts on a SidecarSet a cluster would have refused. A document that does not decode and a
+// refused SidecarSet are problems of the workspace, and the command goes on with the rest; the
+// error is what stops it (no input at all, a bundle that cannot be read, the engine failing).
+//
+// Warnings go to stderr at once: input read other than as written, and documents of kinds
+// sidecarctl does not read, which the command treats as others says ("passed through unchanged").
+func (f *sourceFlags) load(cmd *cobra.Command, others string) (*workspace, error) {
 	if len(f.files) == 0 {
 		return nil, errors.New("no input: give at least one -f PATH")
 	}
-	objs, err := manifest.Read(stdin, f.files...)
-	if err != nil {
-		return nil, err
+	in := manifest.ReadInput(cmd.InOrStdin(), f.files...)
+	w := &workspace{objects: in.Objects, origin: map[*v1beta1.SidecarSet]*manifest.Object{}, written: map[*v1beta1.SidecarSet]versions.Written{}, refused: map[string]bool{},
+		problems: in.Errors, stderr: cmd.ErrOrStderr()}
+	for _, e := range in.Warnings {
+		w.warn(e)
 	}
-	w := &workspace{objects: objs, origin: map[*v1beta1.SidecarSet]*manifest.Object{}}
-	var problems []string
+	if len(in.Objects) == 0 && len(in.Errors) == 0 {
+		sources := slices.Clone(f.files)
+		for i, s := range sources {
+			if s == manifest.Stdin {
+				sources[i] = manifest.StdinSource
+			}
+		}
+		return nil, fmt.Errorf("no documents found in %s", strings.Join(sources, ", "))
+	}
+	undecoded := map[string]bool{}
+	for _, e := range in.Errors {
+		if e.Kind == "SidecarSet" {
+			undecoded[e.String()] = true
+		}
+	}
+	w.sidecarSetsGiven = len(undecoded)
+	var candidates []*v1beta1.SidecarSet
 	var configMaps []*manifest.Object
-	for _, o := range objs {
+	seen := map[string]*manifest.Object{}
+	for _, o := range in.Objects {
 		switch obj := o.Obj.(type) {
-		case *v1beta1.SidecarSet:
-			if err := defaults.SidecarSetAndHash(obj); err != nil {
-				problems = append(problems, fmt.Sprintf("%s: %v", o, err))
+		case *v1alpha1.SidecarSet, *v1beta1.SidecarSet:
+			w.sidecarSetsGiven++
+			written, err := versions.Of(obj)
+			if err != nil {
+				w.refuse(o.Report("", err.Error()))
 				continue
 			}
-			w.sidecarSets = append(w.sidecarSets, obj)
-			w.origin[obj] = o
+			ss := written.Hub
+			if ss.Namespace != "" {
+				w.warn(o.Report("metadata.namespace", "ignored: a SidecarSet is cluster-scoped, and the API server clears the namespace before any webhook sees it"))
+				ss.Namespace = ""
+			}
+			if first, dup := seen[ss.Name]; dup {
+				w.refuse(o.Report("metadata.name", fmt.Sprintf("SidecarSet %q is also defined at %s", ss.Name, first)))
+				continue
+			}
+			seen[ss.Name] = o
+			if err := defaults.SidecarSetAndHash(ss); err != nil {
+				w.refuse(o.Report("", err.Error()))
+				continue
+			}
+			candidates = append(candidates, ss)
+			w.origin[ss], w.written[ss] = o, written
 		case *corev1.Namespace:
 			w.namespaces = append(w.namespaces, obj)
 		case *appsv1.ControllerRevision:
@@ -85,51 +142,135 @@ func (f *sourceFlags) load(ctx context.Context, stdin io.Reader) (*workspace, er
 				configMaps = append(configMaps, o)
 			}
 		default:
-			if manifest.IsWorkload(o.Obj) {
+			switch {
+			case manifest.IsWorkload(o.Obj):
 				w.workloads = append(w.workloads, o)
+			case manifest.IsPassThrough(o.Obj):
+				gvk := o.Obj.GetObjectKind().GroupVersionKind()
+				w.warn(o.Report("", fmt.Sprintf("%s %s is not a kind sidecarctl reads: %s", gvk.GroupVersion(), gvk.Kind, others)))
 			}
 		}
 	}
-	seen := map[string]*manifest.Object{}
-	for _, ss := range w.sidecarSets {
-		if first, dup := seen[ss.Name]; dup {
-			problems = append(problems, fmt.Sprintf("%s: metadata.name: SidecarSet %q is also defined at %s", w.origin[ss], ss.Name, first))
-		}
-		seen[ss.Name] = w.origin[ss]
-	}
-	if len(configMaps) > 1 {
-		problems = append(problems, fmt.Sprintf("%s: ConfigMap %s is given more than once (also %s)", configMaps[1], v1beta1.KruiseConfigurationName, configMaps[0]))
+	for _, extra := range configMaps[min(1, len(configMaps)):] {
+		w.problems = append(w.problems, extra.Report("", fmt.Sprintf("ConfigMap %s is given more than once: %s is used", v1beta1.KruiseConfigurationName, configMaps[0])))
 	}
 	admin, err := f.adminBundleList()
 	if err != nil {
-		problems = append(problems, err.Error())
-	}
-	if len(problems) > 0 {
-		return nil, errors.New(strings.Join(problems, "\n"))
-	}
-	w.snapshot, w.core, err = injector.Snapshot(ctx, injector.Policies{
-		State: bundles.State{SidecarSets: w.sidecarSets, Namespaces: w.namespaces, ControllerRevisions: w.revisions},
-		Admin: admin,
-		Whitelist: func() (*bundle.Bundle, error) {
-			var cm *corev1.ConfigMap
-			source := "--patch-metadata-defaults-allowed"
-			if len(configMaps) == 1 {
-				cm, source = configMaps[0].Obj.(*corev1.ConfigMap), configMaps[0].String()
-			}
-			wl, err := manifest.Whitelist(cm, f.defaultsAllowed)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", source, err)
-			}
-			return bundles.DataBundle(bundles.WhitelistRoot, "configmap", wl), nil
-		},
-	})
-	if err != nil {
 		return nil, err
 	}
-	if err := w.check(ctx); err != nil {
+	var configMap *manifest.Object
+	if len(configMaps) > 0 {
+		configMap = configMaps[0]
+	}
+	build := func(sets []*v1beta1.SidecarSet) (*engine.Snapshot, *bundle.Bundle, error) {
+		return injector.Snapshot(cmd.Context(), injector.Policies{
+			State:     bundles.State{SidecarSets: sets, Namespaces: w.namespaces, ControllerRevisions: w.revisions},
+			Admin:     admin,
+			Whitelist: func() (*bundle.Bundle, error) { return f.whitelist(configMap) },
+		})
+	}
+	if err := w.admit(cmd.Context(), candidates, build); err != nil {
 		return nil, err
 	}
 	return w, nil
+}
+
+// admit validates the SidecarSets as the validating webhook would when they are created in input
+// order, as `kubectl apply -f` creates them: each beside the ones admitted before it. It keeps the
+// admitted ones and their snapshot.
+//
+// Each is first validated beside every other SidecarSet given, with one compile. Only one refused
+// there is validated again beside those admitted before it, which takes a compile of its own: of
+// two that collide, the first is then admitted and the second refused, naming the first.
+func (w *workspace) admit(ctx context.Context, candidates []*v1beta1.SidecarSet, build func([]*v1beta1.SidecarSet) (*engine.Snapshot, *bundle.Bundle, error)) error {
+	all, allCore, err := build(candidates)
+	if err != nil {
+		return err
+	}
+	var (
+		admitted     []*v1beta1.SidecarSet
+		earlier      *engine.Snapshot
+		earlierCore  *bundle.Bundle
+		earlierHolds = -1 // how many of admitted earlier holds
+	)
+	for _, ss := range candidates {
+		errs, err := injector.ValidateSidecarSet(ctx, all, ss, nil)
+		if err != nil {
+			return err
+		}
+		if len(errs) > 0 {
+			if earlierHolds != len(admitted) {
+				if earlier, earlierCore, err = build(admitted); err != nil {
+					return err
+				}
+				earlierHolds = len(admitted)
+			}
+			if errs, err = injector.ValidateSidecarSet(ctx, earlier, ss, nil); err != nil {
+				return err
+			}
+		}
+		if len(errs) == 0 {
+			admitted = append(admitted, ss)
+			continue
+		}
+		for _, e := range w.written[ss].Errors(errs) {
+			w.refuse(w.origin[ss].Report(e.Field, e.ErrorBody()))
+		}
+	}
+	w.sidecarSets = admitted
+	switch len(admitted) {
+	case len(candidates):
+		w.snapshot, w.core = all, allCore
+	case earlierHolds:
+		w.snapshot, w.core = earlier, earlierCore
+	default:
+		w.snapshot, w.core, err = build(admitted)
+	}
+	return err
+}
+
+// refuse records a problem that keeps a SidecarSet out.
+func (w *workspace) refuse(e *manifest.Error) {
+	w.problems = append(w.problems, e)
+	w.refused[e.Name] = true
+}
+
+// fail records what a command could not do for o.
+func (w *workspace) fail(o *manifest.Object, err error) {
+	w.problems = append(w.problems, o.Report("", err.Error()))
+}
+
+func (w *workspace) warn(e *manifest.Error) {
+	fmt.Fprintln(w.stderr, "warning: "+e.Error())
+}
+
+// err is every problem, one per line, or nil.
+func (w *workspace) err() error {
+	if len(w.problems) == 0 {
+		return nil
+	}
+	return w.problems
+}
+
+// whitelist is OpenKruise's kruise-configuration ConfigMap cm (nil when none is given) as the
+// whitelist data bundle, for when no administrators' bundle provides one.
+func (f *sourceFlags) whitelist(cm *manifest.Object) (*bundle.Bundle, error) {
+	var data *corev1.ConfigMap
+	if cm != nil {
+		data = cm.Obj.(*corev1.ConfigMap)
+	}
+	wl, err := manifest.Whitelist(data, f.defaultsAllowed)
+	if err != nil {
+		// Whitelist cannot know where the ConfigMap was read.
+		var es manifest.Errors
+		if errors.As(err, &es) {
+			for _, e := range es {
+				e.Position = cm.Position
+			}
+		}
+		return nil, err
+	}
+	return bundles.DataBundle(bundles.WhitelistRoot, "configmap", wl), nil
 }
 
 func (f *sourceFlags) adminBundleList() ([]*bundle.Bundle, error) {

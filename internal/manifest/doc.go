@@ -1,10 +1,16 @@
 // Package manifest reads and writes the Kubernetes manifests of the sidecarctl CLI: finding them (a
-// file, a directory, stdin), splitting documents, decoding each strictly into its typed object with
-// one error line naming file, document, object, field and reason, the pod template of each workload
-// kind and its write-back, encoding to YAML or JSON, and the conversion of OpenKruise's
-// kruise-configuration whitelist into the data.whitelist document the policies read.
+// file, a directory, stdin; kustomize's configuration files are skipped), splitting documents,
+// decoding each strictly into its typed object with one error line naming file, document, object,
+// field and reason, the pod template of each workload kind (OpenKruise's CloneSet, Advanced
+// StatefulSet, Advanced DaemonSet and BroadcastJob included) and its write-back, encoding to YAML
+// or JSON, and the conversion of OpenKruise's kruise-configuration whitelist into the
+// data.whitelist document the policies read.
+//
+// It reads what kubectl would send: a key written twice is a warning and its last value is kept,
+// and a document of a kind it does not read is kept as written (passed through), not refused.
 //
 // It must not default, validate or decide: strictness here is about form (unknown fields, wrong
-// types, unknown kinds), never meaning, which belongs to internal/sidecarset/defaults and
-// validation and to the policies. Objects come out exactly as written.
+// types, a kind it reads in a version it does not), never meaning, which belongs to
+// internal/sidecarset/defaults and validation and to the policies. Objects come out exactly as
+// written, less the empty structs that marshalling typed objects adds.
 package manifest

@@ -33,8 +33,8 @@ func typeErrors(data []byte, t reflect.Type, path string) []fieldError {
 		switch dt := deref(t); dt.Kind() {
 		case reflect.Struct:
 			for _, m := range objectMembers(data) {
-				if ft, ok := fieldType(dt, m.key); ok {
-					found = append(found, typeErrors(m.value, ft, joinPath(path, m.key))...)
+				if f, ok := jsonField(dt, m.key); ok {
+					found = append(found, typeErrors(m.value, f.Type, joinPath(path, m.key))...)
 				}
 			}
 		case reflect.Map:
@@ -104,10 +104,10 @@ func objectMembers(data []byte) []member {
 	return ms
 }
 
-// fieldType finds the field that encoding/json would fill from key: by JSON tag name, else by Go
-// name, looking into embedded structs (Kubernetes' `json:",inline"`). Matching is case-sensitive,
-// as in sigs.k8s.io/json.
-func fieldType(t reflect.Type, key string) (reflect.Type, bool) {
+// jsonField finds the field that encoding/json fills from key: by JSON tag name, else by Go name,
+// looking into embedded structs (Kubernetes' `json:",inline"`); its Index leads there from t.
+// Matching is case-sensitive, as in sigs.k8s.io/json.
+func jsonField(t reflect.Type, key string) (reflect.StructField, bool) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -117,8 +117,9 @@ func fieldType(t reflect.Type, key string) (reflect.Type, bool) {
 		name, _, _ := strings.Cut(tag, ",")
 		if f.Anonymous && name == "" {
 			if et := deref(f.Type); et.Kind() == reflect.Struct {
-				if ft, ok := fieldType(et, key); ok {
-					return ft, true
+				if inner, ok := jsonField(et, key); ok {
+					inner.Index = append([]int{i}, inner.Index...)
+					return inner, true
 				}
 				continue
 			}
@@ -130,10 +131,10 @@ func fieldType(t reflect.Type, key string) (reflect.Type, bool) {
 			name = f.Name
 		}
 		if name == key {
-			return f.Type, true
+			return f, true
 		}
 	}
-	return nil, false
+	return reflect.StructField{}, false
 }
 
 // typeReason phrases a decoding failure as "expected <Go-side type>, got <what the JSON holds>",

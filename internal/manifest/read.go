@@ -16,9 +16,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -29,8 +29,8 @@ const Stdin = "-"
 // internalError starts the reason of an error that is a bug of this package, not of the input.
 const internalError = "internal error"
 
-// stdinSource is how objects and errors from standard input name their source.
-const stdinSource = "<stdin>"
+// StdinSource is how objects and errors from standard input name their source.
+const StdinSource = "<stdin>"
 
 // Object is one decoded object and where it came from.
 type Object struct {
@@ -40,30 +40,45 @@ type Object struct {
 	Index int
 	// Obj is the typed object: *v1alpha1.SidecarSet, *corev1.Namespace, *appsv1.ControllerRevision,
 	// *corev1.ConfigMap, or a workload (*corev1.Pod, *appsv1.Deployment, *appsv1.StatefulSet,
-	// *appsv1.DaemonSet, *appsv1.ReplicaSet, *batchv1.Job, *batchv1.CronJob).
+	// *appsv1.DaemonSet, *appsv1.ReplicaSet, *batchv1.Job, *batchv1.CronJob). OpenKruise's workloads
+	// and kinds this package does not read are the document itself, an *unstructured.Unstructured
+	// (IsWorkload, IsPassThrough).
 	Obj runtime.Object
 }
 
 // String names the object as error messages do, e.g. "a.yaml: document 2 (Deployment/web)".
 func (o *Object) String() string {
-	var kind, name string
-	if gvk, ok := gvkOf(o.Obj); ok {
-		kind = gvk.Kind
-	}
-	if m, ok := o.Obj.(metav1.Object); ok {
-		name = m.GetName()
-	}
-	return (&Error{Position: o.Position, Kind: kind, Name: name}).Error()
+	return o.Report("", "").Error()
 }
 
-// Read decodes the manifests at paths, in order. A path is a file (read whatever its extension),
-// a directory (walked recursively in lexical order, reading *.yaml, *.yml and *.json), or Stdin,
-// read from stdin.
-//
-// Every problem in every file is collected; err is then an Errors with one entry per problem.
-// Objects come back in input order; a document with any problem contributes no object, so when err
-// is not nil the objects are only those that decoded cleanly.
-func Read(stdin io.Reader, paths ...string) ([]*Object, error) {
+// Report is a problem with the object, at field (empty when it is not about one field).
+func (o *Object) Report(field, reason string) *Error {
+	e := &Error{Position: o.Position, Field: field, Reason: reason}
+	if gvk, ok := gvkOf(o.Obj); ok {
+		e.Kind = gvk.Kind
+	}
+	if m, ok := o.Obj.(metav1.Object); ok {
+		e.Name = m.GetName()
+	}
+	return e
+}
+
+// Input is what reading found.
+type Input struct {
+	// Objects are in input order; a document with any error contributes none.
+	Objects []*Object
+	// Warnings are about input that was read other than as written (a repeated key: the last value
+	// is kept, as kubectl keeps it) or not read at all (kustomize's configuration files). They keep
+	// nothing out.
+	Warnings Errors
+	// Errors are the documents and files that gave no object, one entry per problem.
+	Errors Errors
+}
+
+// ReadInput decodes the manifests at paths, in order. A path is a file (read whatever its
+// extension), a directory (walked recursively in lexical order, reading *.yaml, *.yml and *.json),
+// or Stdin, read from stdin. Every problem in every file is collected.
+func ReadInput(stdin io.Reader, paths ...string) Input {
 	var r reader
 	for _, p := range paths {
 		r.path(p, stdin)
@@ -71,25 +86,38 @@ func Read(stdin io.Reader, paths ...string) ([]*Object, error) {
 	return r.result()
 }
 
-// Decode decodes one source's content (multi-document YAML, a JSON stream, v1/List documents),
-// naming source in positions and errors. It is Read for data already in memory.
-func Decode(source string, data []byte) ([]*Object, error) {
+// DecodeInput decodes one source's content (multi-document YAML, a JSON stream, v1/List
+// documents), naming source in positions and errors. It is ReadInput for data already in memory.
+func DecodeInput(source string, data []byte) Input {
 	var r reader
 	r.source(source, data)
 	return r.result()
 }
 
+// Read is ReadInput for callers with no one to show warnings to: err, when not nil, is the
+// Errors.
+func Read(stdin io.Reader, paths ...string) ([]*Object, error) {
+	in := ReadInput(stdin, paths...)
+	return in.Objects, in.Errors.err()
+}
+
+// Decode is DecodeInput for callers with no one to show warnings to: err, when not nil, is the
+// Errors.
+func Decode(source string, data []byte) ([]*Object, error) {
+	in := DecodeInput(source, data)
+	return in.Objects, in.Errors.err()
+}
+
 type reader struct {
-	objs      []*Object
-	errs      Errors
+	in        Input
 	stdinRead bool
 }
 
-func (r *reader) result() ([]*Object, error) {
-	for i, o := range r.objs {
+func (r *reader) result() Input {
+	for i, o := range r.in.Objects {
 		o.Index = i
 	}
-	return r.objs, r.errs.err()
+	return r.in
 }
 
 func (r *reader) fail(source string, err error) {
@@ -99,24 +127,24 @@ func (r *reader) fail(source string, err error) {
 	if errors.As(err, &pe) {
 		reason = pe.Op + ": " + pe.Err.Error()
 	}
-	r.errs = append(r.errs, &Error{Position: Position{Source: source, Item: -1}, Reason: reason})
+	r.in.Errors = append(r.in.Errors, &Error{Position: Position{Source: source, Item: -1}, Reason: reason})
 }
 
 func (r *reader) path(p string, stdin io.Reader) {
 	if p == Stdin {
 		switch {
 		case stdin == nil:
-			r.fail(stdinSource, errors.New("standard input is not available"))
+			r.fail(StdinSource, errors.New("standard input is not available"))
 		case r.stdinRead:
-			r.fail(stdinSource, errors.New("standard input given more than once"))
+			r.fail(StdinSource, errors.New("standard input given more than once"))
 		default:
 			r.stdinRead = true
 			data, err := io.ReadAll(stdin)
 			if err != nil {
-				r.fail(stdinSource, err)
+				r.fail(StdinSource, err)
 				return
 			}
-			r.source(stdinSource, data)
+			r.source(StdinSource, data)
 		}
 		return
 	}
@@ -156,7 +184,16 @@ func isManifestFile(path string) bool {
 	return false
 }
 
+// kustomizationFiles are the names kustomize reads its configuration from. Such a file is no
+// manifest (often it has neither apiVersion nor kind), and what it builds is not in the directory.
+var kustomizationFiles = map[string]bool{"kustomization.yaml": true, "kustomization.yml": true, "Kustomization": true}
+
 func (r *reader) file(path string) {
+	if kustomizationFiles[filepath.Base(path)] {
+		r.in.Warnings = append(r.in.Warnings, &Error{Position: Position{Source: path, Item: -1},
+			Reason: "skipped: kustomize's configuration, not a manifest (read what it builds with `kustomize build " + filepath.Dir(path) + "` and -f -)"})
+		return
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		r.fail(path, err)
@@ -170,20 +207,15 @@ func (r *reader) source(name string, data []byte) {
 	// one more error, in this source, rather than a crash of the CLI. (FuzzDecode treats it as a bug.)
 	defer func() {
 		if p := recover(); p != nil {
-			r.errs = append(r.errs, &Error{Position: Position{Source: name, Item: -1}, Reason: fmt.Sprintf("%s: %v", internalError, p)})
+			r.in.Errors = append(r.in.Errors, &Error{Position: Position{Source: name, Item: -1}, Reason: fmt.Sprintf("%s: %v", internalError, p)})
 		}
 	}()
 	for _, c := range split(name, data) {
 		if c.err != nil {
-			r.errs = append(r.errs, c.err)
+			r.in.Errors = append(r.in.Errors, c.err)
 			continue
 		}
-		objs, errs := decodeDocument(Position{Source: name, Doc: c.doc, Item: -1}, c.json, c.dups)
-		if len(errs) > 0 {
-			r.errs = append(r.errs, errs...)
-			continue
-		}
-		r.objs = append(r.objs, objs...)
+		r.in.Objects = append(r.in.Objects, r.document(Position{Source: name, Doc: c.doc, Item: -1}, c.json, c.dups)...)
 	}
 }
 
@@ -356,65 +388,145 @@ func yamlChunk(source string, doc, start int, text []byte) chunk {
 	return chunk{doc: doc, err: e}
 }
 
-// codec decodes documents strictly: unknown and duplicate fields are errors naming the field.
-// It reads JSON only: YAML is converted first, so that both formats share one decoder.
-var codec = jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, scheme, scheme,
-	jsonserializer.SerializerOptions{Strict: true})
+// duplicateField is the reason sigs.k8s.io/json and yamlCheck give for a key written twice.
+const duplicateField = "duplicate field"
 
-// decodeDocument decodes one document's JSON; dups are its duplicate YAML keys, found earlier.
-func decodeDocument(pos Position, data []byte, dups []fieldError) ([]*Object, Errors) {
+// lastValueKept is what a repeated key warns: kubectl converts YAML with the same library, keeps the
+// last value and sends the API server JSON without the repetition, so a cluster takes it.
+const lastValueKept = duplicateField + ": the last value is kept, as kubectl keeps it"
+
+// document decodes one document's JSON; dups are its duplicate YAML keys, found earlier. Its
+// problems go to r; a document with any error contributes no object.
+func (r *reader) document(pos Position, data []byte, dups []fieldError) []*Object {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || bytes.Equal(data, []byte("null")) {
-		return nil, nil // an empty document
+		return nil // an empty document
 	}
 	h := readHeader(data)
-	var errs Errors
-	fail := func(fes ...fieldError) {
+	before := len(r.in.Errors)
+	report := func(list *Errors, fes []fieldError) {
 		for _, fe := range fes {
-			errs = append(errs, &Error{Position: pos, Kind: h.kind, Name: h.name, Field: fe.field, Reason: fe.reason})
+			*list = append(*list, &Error{Position: pos, Kind: h.kind, Name: h.name, Field: fe.field, Reason: fe.reason})
 		}
 	}
+	fail := func(fes ...fieldError) { report(&r.in.Errors, fes) }
 	if data[0] != '{' {
 		fail(fieldError{reason: "expected an object, got " + jsonValueName(data)})
-		return nil, errs
+		return nil
 	}
-	fail(dups...)
+	r.warnDuplicates(pos, h, dups)
 	if len(h.errs) > 0 {
 		fail(h.errs...)
-		return nil, errs
+		return nil
 	}
-	if h.gvk == listGVK && pos.Item >= 0 {
-		fail(fieldError{field: "kind", reason: "a List inside a List is not supported"})
-		return nil, errs
-	}
-	if !scheme.Recognizes(h.gvk) {
-		fail(unsupported(h.gvk))
-		return nil, errs
-	}
-	obj, _, err := codec.Decode(data, nil, nil)
-	if strict, ok := runtime.AsStrictDecodingError(err); ok {
-		fail(strictErrors(strict.Errors())...)
-	} else if err != nil {
-		proto, _ := scheme.New(h.gvk)
-		fail(typeErrors(data, reflect.TypeOf(proto).Elem(), "")...)
-	}
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	if list, ok := obj.(*corev1.List); ok {
+	if h.gvk == listGVK {
+		if pos.Item >= 0 {
+			fail(fieldError{field: "kind", reason: "a List inside a List is not supported"})
+			return nil
+		}
+		var list corev1.List
+		errs, dups := decodeStrict(data, &list, "")
+		fail(errs...)
+		r.warnDuplicates(pos, h, dups)
 		var objs []*Object
 		for i, item := range list.Items {
 			itemPos := pos
 			itemPos.Item = i
-			o, e := decodeDocument(itemPos, item.Raw, nil)
-			objs, errs = append(objs, o...), append(errs, e...)
+			objs = append(objs, r.document(itemPos, item.Raw, nil)...)
 		}
-		if len(errs) > 0 {
-			return nil, errs
+		if len(r.in.Errors) > before {
+			return nil // the List contributes nothing
 		}
-		return objs, nil
+		return objs
 	}
-	return []*Object{{Position: pos, Obj: obj}}, nil
+	k, known := kindsByGVK[h.gvk]
+	if !known {
+		if fe, ok := unsupported(h.gvk); ok {
+			fail(fe)
+			return nil
+		}
+	}
+	obj, errs, dups := decodeObject(k, data)
+	fail(errs...)
+	r.warnDuplicates(pos, h, dups)
+	if len(errs) > 0 {
+		return nil
+	}
+	return []*Object{{Position: pos, Obj: obj}}
+}
+
+func (r *reader) warnDuplicates(pos Position, h header, dups []fieldError) {
+	for _, fe := range dups {
+		r.in.Warnings = append(r.in.Warnings, &Error{Position: pos, Kind: h.kind, Name: h.name, Field: fe.field, Reason: lastValueKept})
+	}
+}
+
+// decodeObject decodes a document of kind k, nil for a kind this package does not read: such a
+// document is kept as it is, to be passed on.
+func decodeObject(k *kind, data []byte) (obj runtime.Object, errs, dups []fieldError) {
+	if k != nil && k.proto != nil {
+		obj = reflect.New(reflect.TypeOf(k.proto).Elem()).Interface().(runtime.Object)
+		errs, dups = decodeStrict(data, obj, "")
+		return obj, errs, dups
+	}
+	u := &unstructured.Unstructured{}
+	errs, dups = decodeStrict(data, &u.Object, "")
+	if k != nil && len(errs) == 0 {
+		errs = checkDocument(u.Object, k)
+	}
+	return u, errs, dups
+}
+
+// checkDocument holds an OpenKruise workload to the form its CRD's schema does where it matters
+// here: metadata and the pod template, decoded as the Kubernetes types they are.
+func checkDocument(doc map[string]any, k *kind) []fieldError {
+	var errs []fieldError
+	check := func(v any, into any, path string) {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			errs = append(errs, fieldError{field: path, reason: err.Error()})
+			return
+		}
+		more, _ := decodeStrict(raw, into, path)
+		errs = append(errs, more...)
+	}
+	if meta, ok := doc["metadata"]; ok {
+		check(meta, &metav1.ObjectMeta{}, "metadata")
+	}
+	var node any = doc
+	path := ""
+	for _, key := range k.template {
+		m, ok := node.(map[string]any)
+		if !ok {
+			raw, _ := json.Marshal(node)
+			return append(errs, fieldError{field: path, reason: "expected object, got " + jsonValueName(raw)})
+		}
+		if node, ok = m[key]; !ok {
+			return errs // no template: an empty one, as in a typed workload
+		}
+		path = joinPath(path, key)
+	}
+	check(node, &corev1.PodTemplateSpec{}, path)
+	return errs
+}
+
+// decodeStrict decodes data into v (a pointer) as the API server's strict field validation reads
+// it: unknown fields and values of the wrong type are errors, each with its path under path, and
+// repeated keys are returned apart (dups), the last value decoded.
+func decodeStrict(data []byte, v any, path string) (errs, dups []fieldError) {
+	strict, err := kjson.UnmarshalStrict(data, v)
+	if err != nil {
+		return typeErrors(data, reflect.TypeOf(v).Elem(), path), nil
+	}
+	for _, fe := range strictErrors(strict) {
+		fe.field = joinPath(path, fe.field)
+		if fe.reason == duplicateField {
+			dups = append(dups, fe)
+		} else {
+			errs = append(errs, fe)
+		}
+	}
+	return errs, dups
 }
 
 // header is what is read of a document before decoding it: enough to pick its type and to name
@@ -473,19 +585,20 @@ func strictErrors(errs []error) []fieldError {
 	return out
 }
 
-// unsupported explains an unknown apiVersion/kind, pointing at the supported apiVersion when only
-// the version is wrong (e.g. apps.kruise.io/v1beta1 SidecarSet).
-func unsupported(gvk schema.GroupVersionKind) fieldError {
-	var names, versions []string
+// unsupported refuses a kind of a group this package reads in a version it does not (e.g.
+// apps.kruise.io/v1beta1 SidecarSet), naming the supported ones: passing it on unread would
+// silently leave out a SidecarSet or a workload. A kind of another group (Volcano's
+// batch.volcano.sh Job) is not its business (ok false).
+func unsupported(gvk schema.GroupVersionKind) (fieldError, bool) {
+	var versions []string
 	for _, known := range supportedKinds() {
-		names = append(names, known.Kind)
-		if known.Kind == gvk.Kind {
+		if known.GroupKind() == gvk.GroupKind() {
 			versions = append(versions, known.GroupVersion().String())
 		}
 	}
-	if len(versions) > 0 {
-		return fieldError{field: "apiVersion", reason: fmt.Sprintf("unsupported apiVersion %q for kind %s (supported: %s)",
-			gvk.GroupVersion().String(), gvk.Kind, strings.Join(versions, ", "))}
+	if len(versions) == 0 {
+		return fieldError{}, false
 	}
-	return fieldError{field: "kind", reason: fmt.Sprintf("unsupported kind %q (supported: %s)", gvk.Kind, strings.Join(names, ", "))}
+	return fieldError{field: "apiVersion", reason: fmt.Sprintf("unsupported apiVersion %q for kind %s (supported: %s)",
+		gvk.GroupVersion().String(), gvk.Kind, strings.Join(versions, ", "))}, true
 }

@@ -14,6 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
@@ -63,6 +64,7 @@ func TestDecode(t *testing.T) {
 		in     string
 		want   []string // Object.String() of every object
 		errs   []string // every error line
+		warns  []string // every warning line
 	}{
 		{
 			name: "multi-document YAML counts documents as a reader does",
@@ -138,22 +140,37 @@ func TestDecode(t *testing.T) {
 			},
 		},
 		{
-			name: "duplicate fields in YAML, with their path",
+			name: "duplicate fields in YAML warn, with their path: kubectl keeps the last value and sends it on",
 			in:   "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  labels:\n    app: x\n    app: y\n    app: z\nspec:\n  containers:\n  - name: c\n    image: i\n    name: d\n",
-			errs: []string{
-				"f.yaml: document 1 (Pod/a): metadata.labels.app: duplicate field",
-				"f.yaml: document 1 (Pod/a): spec.containers[0].name: duplicate field",
+			want: []string{"f.yaml: document 1 (Pod/a)"},
+			warns: []string{
+				"f.yaml: document 1 (Pod/a): metadata.labels.app: duplicate field: the last value is kept, as kubectl keeps it",
+				"f.yaml: document 1 (Pod/a): spec.containers[0].name: duplicate field: the last value is kept, as kubectl keeps it",
 			},
 		},
 		{
-			name: "duplicate fields in JSON",
-			in:   `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "name": "b"}}`,
-			errs: []string{"f.yaml: document 1 (Pod/b): metadata.name: duplicate field"},
+			name:  "duplicate fields in JSON warn likewise",
+			in:    `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "name": "b"}}`,
+			want:  []string{"f.yaml: document 1 (Pod/b)"},
+			warns: []string{"f.yaml: document 1 (Pod/b): metadata.name: duplicate field: the last value is kept, as kubectl keeps it"},
 		},
 		{
-			name: "duplicate field inside a List item, found in the YAML of the List",
-			in:   "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  kind: Pod\n",
-			errs: []string{"f.yaml: document 1 (List): items[0].kind: duplicate field"},
+			name:  "duplicate field inside a List item, found in the YAML of the List",
+			in:    "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  kind: Pod\n  metadata: {name: a}\n",
+			want:  []string{"f.yaml: document 1 items[0] (Pod/a)"},
+			warns: []string{"f.yaml: document 1 (List): items[0].kind: duplicate field: the last value is kept, as kubectl keeps it"},
+		},
+		{
+			name:  "duplicate fields in a document passed through, and in an OpenKruise workload",
+			in:    `{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"a": 1, "a": 2}}` + "\n" + `{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "metadata": {"name": "c"}, "spec": {"replicas": 1, "replicas": 2}}`,
+			want:  []string{"f.yaml: document 1 (Service/s)", "f.yaml: document 2 (CloneSet/c)"},
+			warns: []string{"f.yaml: document 1 (Service/s): spec.a: duplicate field: the last value is kept, as kubectl keeps it", "f.yaml: document 2 (CloneSet/c): spec.replicas: duplicate field: the last value is kept, as kubectl keeps it"},
+		},
+		{
+			name:  "a duplicate in a document with errors still warns",
+			in:    "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  name: b\n  x: 1\n",
+			errs:  []string{"f.yaml: document 1 (Pod/b): metadata.x: unknown field"},
+			warns: []string{"f.yaml: document 1 (Pod/b): metadata.name: duplicate field: the last value is kept, as kubectl keeps it"},
 		},
 		{
 			name: "a YAML merge key may be overridden: not a duplicate",
@@ -197,14 +214,29 @@ func TestDecode(t *testing.T) {
 			},
 		},
 		{
-			name: "unknown kinds and apiVersions",
-			in: "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n---\napiVersion: apps.kruise.io/v1beta1\nkind: SidecarSet\nmetadata: {name: t}\n" +
-				"---\napiVersion: apps/v1beta1\nkind: Deployment\n---\napiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: List}]\n",
+			name: "kinds of other groups pass through; a kind of a group read here in another version is refused",
+			in: "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n---\napiVersion: apps.kruise.io/v2\nkind: SidecarSet\nmetadata: {name: t}\n" +
+				"---\napiVersion: apps/v1beta1\nkind: Deployment\n---\napiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: List}]\n" +
+				"---\napiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: vj}\n---\napiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: old}\n" +
+				"---\napiVersion: apps.kruise.io/v1alpha1\nkind: UnitedDeployment\nmetadata: {name: ud}\n",
+			want: []string{"f.yaml: document 1 (Service/s)", "f.yaml: document 5 (Job/vj)", "f.yaml: document 6 (Deployment/old)", "f.yaml: document 7 (UnitedDeployment/ud)"},
 			errs: []string{
-				`f.yaml: document 1 (Service/s): kind: unsupported kind "Service" (supported: SidecarSet, Namespace, ControllerRevision, ConfigMap, Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, List)`,
-				`f.yaml: document 2 (SidecarSet/t): apiVersion: unsupported apiVersion "apps.kruise.io/v1beta1" for kind SidecarSet (supported: apps.kruise.io/v1alpha1)`,
+				`f.yaml: document 2 (SidecarSet/t): apiVersion: unsupported apiVersion "apps.kruise.io/v2" for kind SidecarSet (supported: apps.kruise.io/v1alpha1, apps.kruise.io/v1beta1)`,
 				`f.yaml: document 3 (Deployment): apiVersion: unsupported apiVersion "apps/v1beta1" for kind Deployment (supported: apps/v1)`,
 				"f.yaml: document 4 items[0] (List): kind: a List inside a List is not supported",
+			},
+		},
+		{
+			name: "OpenKruise's workloads: metadata and the pod template are checked, the rest is OpenKruise's",
+			in: "apiVersion: apps.kruise.io/v1alpha1\nkind: CloneSet\nmetadata: {name: c, lables: {}}\nspec:\n  scaleStrategy: {anything: goes}\n  template:\n" +
+				"    spec:\n      containers: [{name: a, imagee: x}]\n---\napiVersion: apps.kruise.io/v1beta1\nkind: StatefulSet\nmetadata: {name: s}\nspec: {template: {spec: {hostNetwork: 1}}}\n" +
+				"---\napiVersion: apps.kruise.io/v1alpha1\nkind: BroadcastJob\nmetadata: {name: b}\nspec: [x]\n---\napiVersion: apps.kruise.io/v1alpha1\nkind: DaemonSet\nmetadata: {name: d}\nspec: {}\n",
+			want: []string{"f.yaml: document 4 (DaemonSet/d)"},
+			errs: []string{
+				"f.yaml: document 1 (CloneSet/c): metadata.lables: unknown field",
+				"f.yaml: document 1 (CloneSet/c): spec.template.spec.containers[0].imagee: unknown field",
+				"f.yaml: document 2 (StatefulSet/s): spec.template.spec.hostNetwork: expected boolean, got 1",
+				"f.yaml: document 3 (BroadcastJob/b): spec: expected object, got array",
 			},
 		},
 		{
@@ -282,10 +314,11 @@ func TestDecode(t *testing.T) {
 			if source == "" {
 				source = "f.yaml"
 			}
-			objs, err := Decode(source, []byte(tt.in))
-			assert.Equal(t, tt.want, nilIfEmpty(names(objs)))
-			assert.Equal(t, tt.errs, errorLines(t, err))
-			for i, o := range objs {
+			in := DecodeInput(source, []byte(tt.in))
+			assert.Equal(t, tt.want, nilIfEmpty(names(in.Objects)))
+			assert.Equal(t, tt.errs, errorLines(t, in.Errors.err()))
+			assert.Equal(t, tt.warns, errorLines(t, in.Warnings.err()))
+			for i, o := range in.Objects {
 				assert.Equal(t, i, o.Index)
 			}
 		})
@@ -305,7 +338,7 @@ func TestDecodeEveryKind(t *testing.T) {
 	objs, err := Decode("kinds.yaml", data)
 	require.NoError(t, err)
 	want := []any{
-		&v1beta1.SidecarSet{}, &corev1.Namespace{}, &appsv1.ControllerRevision{}, &corev1.ConfigMap{},
+		&v1alpha1.SidecarSet{}, &corev1.Namespace{}, &appsv1.ControllerRevision{}, &corev1.ConfigMap{},
 		&corev1.Pod{}, &appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}, &appsv1.ReplicaSet{},
 		&batchv1.Job{}, &batchv1.CronJob{},
 	}
@@ -313,11 +346,11 @@ func TestDecodeEveryKind(t *testing.T) {
 	for i, o := range objs {
 		assert.IsType(t, want[i], o.Obj)
 		gvk := o.Obj.GetObjectKind().GroupVersionKind()
-		assert.Equal(t, kinds[i].gvk, gvk, "TypeMeta is kept")
+		assert.Equal(t, kindsByT[reflect.TypeOf(o.Obj)].gvk, gvk, "TypeMeta is kept")
 		assert.Equal(t, Position{Source: "kinds.yaml", Doc: i + 1, Item: -1}, o.Position)
 	}
 	// Spot checks that values land in the typed fields.
-	ss := objs[0].Obj.(*v1beta1.SidecarSet)
+	ss := objs[0].Obj.(*v1alpha1.SidecarSet)
 	assert.Equal(t, "fluent-bit:2.2", ss.Spec.Containers[0].Image)
 	assert.Equal(t, v1beta1.AfterAppContainerType, ss.Spec.Containers[0].PodInjectPolicy)
 	assert.Equal(t, "10%", ss.Spec.UpdateStrategy.MaxUnavailable.String())
@@ -340,6 +373,9 @@ func TestRead(t *testing.T) {
 	txt := writeFile("explicit/pod.txt", pods("txt"))
 	bad := writeFile("bad/x.yaml", "kind: Pod\n")
 	writeFile("bad/y.json", `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "y", "x": 1}}`)
+	kustomized := filepath.Dir(writeFile("kustomized/kustomization.yaml", "resources: [pod.yaml]\n"))
+	writeFile("kustomized/pod.yaml", pods("k"))
+	onlyKustomization := filepath.Dir(writeFile("only/kustomization.yml", "resources: []\n"))
 	empty := filepath.Join(tmp, "empty")
 	require.NoError(t, os.Mkdir(empty, 0o755))
 	missing := filepath.Join(tmp, "missing.yaml")
@@ -351,6 +387,7 @@ func TestRead(t *testing.T) {
 		paths []string
 		want  []string
 		errs  []string
+		warns []string
 	}{
 		{
 			name:  "directory: recursive, lexical order, manifest extensions only",
@@ -393,15 +430,28 @@ func TestRead(t *testing.T) {
 				filepath.Join(filepath.Dir(bad), "y.json") + ": document 1 (Pod/y): metadata.x: unknown field",
 			},
 		},
+		{
+			name:  "kustomize's configuration in a directory is skipped, with a warning",
+			paths: []string{kustomized, onlyKustomization},
+			want:  []string{filepath.Join(kustomized, "pod.yaml") + ": document 1 (Pod/k)"},
+			warns: []string{
+				filepath.Join(kustomized, "kustomization.yaml") + ": skipped: kustomize's configuration, not a manifest (read what it builds with `kustomize build " + kustomized + "` and -f -)",
+				filepath.Join(onlyKustomization, "kustomization.yml") + ": skipped: kustomize's configuration, not a manifest (read what it builds with `kustomize build " + onlyKustomization + "` and -f -)",
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			objs, err := Read(strings.NewReader(tt.stdin), tt.paths...)
-			assert.Equal(t, tt.want, nilIfEmpty(names(objs)))
-			assert.Equal(t, tt.errs, errorLines(t, err))
-			for i, o := range objs {
+			in := ReadInput(strings.NewReader(tt.stdin), tt.paths...)
+			assert.Equal(t, tt.want, nilIfEmpty(names(in.Objects)))
+			assert.Equal(t, tt.errs, errorLines(t, in.Errors.err()))
+			assert.Equal(t, tt.warns, errorLines(t, in.Warnings.err()))
+			for i, o := range in.Objects {
 				assert.Equal(t, i, o.Index)
 			}
+			objs, err := Read(strings.NewReader(tt.stdin), tt.paths...)
+			assert.Equal(t, in.Objects, objs, "Read is ReadInput without the warnings")
+			assert.Equal(t, in.Errors.err(), err)
 		})
 	}
 

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -22,7 +25,8 @@ const (
 )
 
 // Encode writes objs to w in the given format and order. Keys are sorted, as kubectl prints them.
-// A status that holds no information is left out (see generic).
+// Empty structs that marshalling adds are left out (see document); documents (OpenKruise's
+// workloads, kinds passed through) are written as they were read.
 func Encode(w io.Writer, format Format, objs ...runtime.Object) error {
 	docs := make([]any, len(objs))
 	for i, obj := range objs {
@@ -60,27 +64,20 @@ func Encode(w io.Writer, format Format, objs ...runtime.Object) error {
 	return fmt.Errorf("manifest: unknown output format %q (want %q or %q)", format, YAML, JSON)
 }
 
-// generic is obj as the JSON document it marshals to, minus the noise of marshalling a typed
-// object: a status struct is always emitted because omitempty does not apply to structs, as
-// "status: {}" or, for StatefulSet, DaemonSet and ReplicaSet, with their non-omitempty zero
-// counters ("replicas: 0"); StatefulSet volumeClaimTemplates, being whole PVCs, carry one each.
-// Such a status decodes back to the same zero value, so leaving it out loses nothing. Pruning the
-// generic document is simpler than per-kind copies with status cleared, and covers every kind.
+// generic is obj as the JSON document Encode writes: document, and the apiVersion and kind from
+// the table for objects built in code without TypeMeta.
 //
-// "metadata.creationTimestamp: null", the other classic noise, needs no pruning: since
-// k8s.io/apimachinery v0.34 ObjectMeta tags it omitzero (TestEncodeHasNoNoise guards this).
+// "metadata.creationTimestamp: null", the other classic noise of typed objects, needs no pruning:
+// since k8s.io/apimachinery v0.34 ObjectMeta tags it omitzero (TestEncodeHasNoNoise guards this).
 func generic(obj runtime.Object) (map[string]any, error) {
-	raw, err := json.Marshal(obj)
+	v, err := document(obj)
 	if err != nil {
-		return nil, fmt.Errorf("manifest: encoding %T: %w", obj, err)
+		return nil, err
 	}
-	var doc map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber() // float64 would round int64 fields above 2^53
-	if err := dec.Decode(&doc); err != nil || doc == nil {
+	doc, ok := v.(map[string]any)
+	if !ok {
 		return nil, fmt.Errorf("manifest: %T does not encode as a JSON object", obj)
 	}
-	pruneZeroStatus(doc)
 	// Objects built in code may lack TypeMeta; output must still say what they are.
 	if doc["apiVersion"] == nil || doc["kind"] == nil {
 		gvk, ok := gvkOf(obj)
@@ -92,49 +89,83 @@ func generic(obj runtime.Object) (map[string]any, error) {
 	return doc, nil
 }
 
-// pruneZeroStatus removes zero statuses of the object v and of the objects embedded in it (those
-// with metadata). Every status in the Kubernetes types is a struct, never a pointer, so absent and
-// zero decode alike.
-func pruneZeroStatus(v any) {
-	switch v := v.(type) {
-	case map[string]any:
-		if _, isObject := v["metadata"]; isObject {
-			if status, ok := v["status"]; ok && isZeroJSON(status) {
-				delete(v, "status")
-			}
-		}
-		for _, x := range v {
-			pruneZeroStatus(x)
-		}
-	case []any:
-		for _, x := range v {
-			pruneZeroStatus(x)
-		}
+// document is v as the JSON it marshals to, minus what marshalling a typed value adds that the
+// manifest did not say (omitZeroStructs).
+func document(v any) (any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: encoding %T: %w", v, err)
 	}
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // float64 would round int64 fields above 2^53
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("manifest: encoding %T: %w", v, err)
+	}
+	omitZeroStructs(reflect.ValueOf(v), doc)
+	return doc, nil
 }
 
-// isZeroJSON reports whether v decodes to a zero value: null, false, 0, "", an empty array, or an
-// object of only such values.
-func isZeroJSON(v any) bool {
-	switch v := v.(type) {
-	case nil:
-		return true
-	case bool:
-		return !v
-	case string:
-		return v == ""
-	case json.Number:
-		f, err := v.Float64()
-		return err == nil && f == 0
-	case map[string]any:
-		for _, x := range v {
-			if !isZeroJSON(x) {
-				return false
-			}
+var jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+
+// omitZeroStructs removes from doc, the JSON of v, each struct field tagged omitempty whose value is
+// zero. encoding/json writes them anyway, because omitempty does not apply to structs: "status:
+// {}", a Deployment's "strategy: {}", a StatefulSet's "updateStrategy: {}", a container's
+// "resources: {}", none of them in the manifest. An absent field decodes to the same zero value, so
+// nothing is lost; a pointer to an empty struct (emptyDir: {}) is not zero and stays.
+func omitZeroStructs(v reflect.Value, doc any) {
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			return
 		}
-		return true
-	case []any:
-		return len(v) == 0
+		v = v.Elem()
 	}
-	return false
+	if v.Type().Implements(jsonMarshaler) || reflect.PointerTo(v.Type()).Implements(jsonMarshaler) {
+		return // it writes itself, not field by field (an Unstructured document: as it was read)
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		m, ok := doc.(map[string]any)
+		if !ok {
+			return
+		}
+		t := v.Type()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+			switch {
+			case name == "-":
+				continue
+			case f.Anonymous && name == "" && deref(f.Type).Kind() == reflect.Struct:
+				omitZeroStructs(v.Field(i), m) // inline: its fields are the object's
+				continue
+			case !f.IsExported():
+				continue
+			case name == "":
+				name = f.Name
+			}
+			fv := v.Field(i)
+			if fv.Kind() == reflect.Struct && fv.IsZero() && slices.Contains(strings.Split(opts, ","), "omitempty") {
+				delete(m, name)
+				continue
+			}
+			omitZeroStructs(fv, m[name])
+		}
+	case reflect.Slice, reflect.Array:
+		items, ok := doc.([]any)
+		if !ok {
+			return
+		}
+		for i := range min(v.Len(), len(items)) {
+			omitZeroStructs(v.Index(i), items[i])
+		}
+	case reflect.Map:
+		m, ok := doc.(map[string]any)
+		if !ok || v.Type().Key().Kind() != reflect.String {
+			return
+		}
+		for it := v.MapRange(); it.Next(); {
+			omitZeroStructs(it.Value(), m[it.Key().String()])
+		}
+	}
 }

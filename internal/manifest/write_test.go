@@ -83,20 +83,37 @@ func TestEncodeEachKindRoundTrip(t *testing.T) {
 	}
 }
 
-// TestEncodeHasNoNoise guards the two classic artefacts of marshalling typed objects: "status"
-// (pruned by generic) and "creationTimestamp: null" (omitzero in apimachinery since v0.34).
+// TestEncodeHasNoNoise guards the artefacts of marshalling typed objects: empty structs the
+// manifest did not have ("status", "strategy", "updateStrategy", "resources", pruned by
+// omitZeroStructs) and "creationTimestamp: null" (omitzero in apimachinery since v0.34).
 func TestEncodeHasNoNoise(t *testing.T) {
+	noise := []string{"status", "creationTimestamp", "strategy: {}", "updateStrategy: {}", "resources: {}", `"strategy": {}`, `"updateStrategy": {}`, `"resources": {}`}
 	for _, o := range kindsFixture(t) {
 		for _, format := range []Format{YAML, JSON} {
 			out := encode(t, format, o.Obj)
-			assert.NotContains(t, out, "status", o.String())
-			assert.NotContains(t, out, "creationTimestamp", o.String())
+			for _, n := range noise {
+				assert.NotContains(t, out, n, o.String())
+			}
 		}
 	}
 	// Also for objects built in code, whose templates have empty metadata.
-	out := encode(t, YAML, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}, &appsv1.ReplicaSet{}, &corev1.Pod{})
-	assert.NotContains(t, out, "status")
-	assert.NotContains(t, out, "creationTimestamp")
+	out := encode(t, YAML, &appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}, &appsv1.ReplicaSet{},
+		&corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}})
+	for _, n := range noise {
+		assert.NotContains(t, out, n)
+	}
+}
+
+// A pointer to an empty struct says something (an emptyDir volume, a privileged: false), so only
+// zero struct values are left out.
+func TestEncodeKeepsEmptyPointers(t *testing.T) {
+	in := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  securityContext: {}\n  containers: [{name: c, securityContext: {privileged: false}, resources: {limits: {cpu: 100m}}}]\n  volumes: [{name: v, emptyDir: {}}]\n"
+	objs, err := Decode("in", []byte(in))
+	require.NoError(t, err)
+	out := encode(t, YAML, objs[0].Obj)
+	for _, kept := range []string{"emptyDir: {}", "securityContext: {}", "privileged: false", "cpu: 100m"} {
+		assert.Contains(t, out, kept)
+	}
 }
 
 func TestEncodeKeepsInformation(t *testing.T) {
@@ -142,7 +159,6 @@ spec:
   selector:
     matchLabels:
       app: web
-  strategy: {}
   template:
     metadata:
       labels:
@@ -151,14 +167,13 @@ spec:
       containers:
       - image: nginx
         name: web
-        resources: {}
 ---
 apiVersion: v1
 kind: Namespace
 metadata:
   name: "n"
-spec: {}
 `
+	// No "strategy: {}", "resources: {}" or "spec: {}": the manifest did not say them (omitZeroStructs).
 	// "n" is quoted: YAML 1.1 (which kubectl and sigs.k8s.io/yaml read) would take it for false.
 	assert.Equal(t, want, encode(t, YAML, objs[0].Obj, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "n"}}))
 }
