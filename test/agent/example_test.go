@@ -41,6 +41,7 @@ func TestExampleConfig(t *testing.T) {
 
 	var ss v1beta1.SidecarSet
 	readYAML(t, "sidecarset.yaml", &ss)
+	assert.Equal(t, v1beta1.NamespaceNamed("games"), ss.Spec.NamespaceSelector)
 	c := ss.Spec.Containers[0]
 	assert.Equal(t, v1beta1.BeforeAppContainerType, c.PodInjectPolicy)
 	assert.Equal(t, "Before", cfg.SidecarStartOrder)
