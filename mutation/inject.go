@@ -27,7 +27,7 @@ type Injector struct {
 type Input struct {
 	Pod         *corev1.Pod
 	SidecarSets []*v1beta1.SidecarSet // matched by the policies, in decision order, defaulted and hashed
-	History     history.Source         // may be nil when no SidecarSet sets injectionStrategy.revision
+	History     history.Source        // may be nil when no SidecarSet sets injectionStrategy.revision
 }
 
 // Result is the injected pod and the patch that turns Input.Pod into it. Patch values share memory

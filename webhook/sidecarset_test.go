@@ -111,8 +111,8 @@ func TestSidecarSetDefaulter(t *testing.T) {
 		}(),
 		code: http.StatusBadRequest, message: `unsupported version "v1alpha999"`,
 	}, {
-		name: "v1alpha1 keeps its spec.namespace as written: the patch does not turn it into a namespaceSelector",
-		req:  raw(`{"apiVersion":"apps.kruise.io/v1alpha1","kind":"SidecarSet","metadata":{"name":"ns","labels":{"apps.kruise.io/sidecarset-custom-version":"v3"}},"spec":{"namespace":"shop","selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"agent","image":"agent:1"}]}}`),
+		name:    "v1alpha1 keeps its spec.namespace as written: the patch does not turn it into a namespaceSelector",
+		req:     raw(`{"apiVersion":"apps.kruise.io/v1alpha1","kind":"SidecarSet","metadata":{"name":"ns","labels":{"apps.kruise.io/sidecarset-custom-version":"v3"}},"spec":{"namespace":"shop","selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"agent","image":"agent:1"}]}}`),
 		allowed: true, code: 200,
 		check: func(t *testing.T, resp *admissionv1.AdmissionResponse, _ *v1beta1.SidecarSet) {
 			var alpha v1alpha1.SidecarSet
@@ -132,7 +132,7 @@ func TestSidecarSetDefaulter(t *testing.T) {
 			return sidecarSetRequest(t, admissionv1.Create, ss, nil)
 		}(),
 		allowed: true, code: 200,
-		check: func(t *testing.T, resp *admissionv1.AdmissionResponse, ss *v1beta1.SidecarSet) {
+		check: func(t *testing.T, _ *admissionv1.AdmissionResponse, ss *v1beta1.SidecarSet) {
 			assert.Equal(t, "v3", ss.Spec.CustomVersion)
 			assert.Empty(t, ss.Labels[v1beta1.SidecarSetCustomVersionLabel])
 			assert.NotEmpty(t, ss.Annotations[v1beta1.SidecarSetHashAnnotation])

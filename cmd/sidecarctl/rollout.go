@@ -101,21 +101,21 @@ func planFormat(o string) (string, error) {
 
 // sidecarSetPlan is what `rollout plan` reports for one SidecarSet; pods are namespace/name.
 type sidecarSetPlan struct {
-	SidecarSet     string                    `json:"sidecarSet"`
-	LatestRevision string                    `json:"latestRevision,omitempty"`
+	SidecarSet     string                   `json:"sidecarSet"`
+	LatestRevision string                   `json:"latestRevision,omitempty"`
 	Status         v1beta1.SidecarSetStatus `json:"status"`
-	Stopped        string                    `json:"stopped,omitempty"`
-	Partition      int                       `json:"partition"`
-	MaxUnavailable int                       `json:"maxUnavailable"`
-	Unavailable    int                       `json:"unavailable"`
-	Upgrade        []string                  `json:"upgrade"`
-	Reset          []string                  `json:"reset,omitempty"`
-	InFlight       []string                  `json:"inFlight"`
-	HeldBy         map[string][]string       `json:"heldBy"`
-	NotUpgradable  []notUpgradablePod        `json:"notUpgradable"`
-	Updated        []string                  `json:"updated"`
-	Rounds         [][]string                `json:"rounds"`
-	Warnings       []string                  `json:"warnings,omitempty"`
+	Stopped        string                   `json:"stopped,omitempty"`
+	Partition      int                      `json:"partition"`
+	MaxUnavailable int                      `json:"maxUnavailable"`
+	Unavailable    int                      `json:"unavailable"`
+	Upgrade        []string                 `json:"upgrade"`
+	Reset          []string                 `json:"reset,omitempty"`
+	InFlight       []string                 `json:"inFlight"`
+	HeldBy         map[string][]string      `json:"heldBy"`
+	NotUpgradable  []notUpgradablePod       `json:"notUpgradable"`
+	Updated        []string                 `json:"updated"`
+	Rounds         [][]string               `json:"rounds"`
+	Warnings       []string                 `json:"warnings,omitempty"`
 }
 
 type notUpgradablePod struct {

@@ -27,10 +27,10 @@ func TestCanarySidecarSet(t *testing.T) {
 			v1beta1.SidecarSetBaseAnnotation:   "canary",
 		}},
 		Spec: v1beta1.SidecarSetSpec{
-			NamespaceSelector:      v1beta1.NamespaceNamed("canary"),
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "canary", "track": "canary"}},
-			Containers:     []v1beta1.SidecarContainer{{Container: corev1.Container{Name: sidecar, Image: image("canary")}}},
-			UpdateStrategy: v1beta1.SidecarSetUpdateStrategy{Type: v1beta1.NotUpdateSidecarSetStrategyType},
+			NamespaceSelector: v1beta1.NamespaceNamed("canary"),
+			Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{"app": "canary", "track": "canary"}},
+			Containers:        []v1beta1.SidecarContainer{{Container: corev1.Container{Name: sidecar, Image: image("canary")}}},
+			UpdateStrategy:    v1beta1.SidecarSetUpdateStrategy{Type: v1beta1.NotUpdateSidecarSetStrategyType},
 		},
 	}
 	require.NoError(t, cluster.Client.Create(ctx, canary))

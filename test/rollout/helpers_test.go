@@ -103,9 +103,9 @@ func scopedSidecarSet(name string) *v1beta1.SidecarSet {
 	return &v1beta1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1beta1.SidecarSetSpec{
-			NamespaceSelector:  v1beta1.NamespaceNamed(name),
-			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Containers: []v1beta1.SidecarContainer{{Container: corev1.Container{Name: sidecar, Image: image("1")}}},
+			NamespaceSelector: v1beta1.NamespaceNamed(name),
+			Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Containers:        []v1beta1.SidecarContainer{{Container: corev1.Container{Name: sidecar, Image: image("1")}}},
 		},
 	}
 }

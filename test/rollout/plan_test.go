@@ -29,12 +29,12 @@ func TestRolloutPlanLive(t *testing.T) {
 	out, err := exec.Command(bin, "rollout", "plan", "--kubeconfig", cluster.Kubeconfig, "plan", "-o", "json").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	var plans []struct {
-		LatestRevision string                    `json:"latestRevision"`
+		LatestRevision string                   `json:"latestRevision"`
 		Status         v1beta1.SidecarSetStatus `json:"status"`
-		Upgrade        []string                  `json:"upgrade"`
-		HeldBy         map[string][]string       `json:"heldBy"`
-		Updated        []string                  `json:"updated"`
-		Rounds         [][]string                `json:"rounds"`
+		Upgrade        []string                 `json:"upgrade"`
+		HeldBy         map[string][]string      `json:"heldBy"`
+		Updated        []string                 `json:"updated"`
+		Rounds         [][]string               `json:"rounds"`
 	}
 	require.NoError(t, json.Unmarshal(out, &plans), "%s", out)
 	require.Len(t, plans, 1)
