@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/manifest"
 	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
@@ -90,7 +91,7 @@ func run(root string, once bool, out io.Writer) error {
 		return err
 	}
 	step(out, "applying %s", strings.Join(exampleDirs, ", "))
-	pods, err := apply(ctx, c.Client, objs)
+	pods, err := apply(ctx, out, c.Client, objs)
 	if err != nil {
 		return err
 	}
@@ -142,9 +143,10 @@ func step(out io.Writer, format string, args ...any) {
 	fmt.Fprintf(out, "\n==> "+format+"\n", args...)
 }
 
-// apply creates Namespaces, then SidecarSets, and returns the pods the workloads would create:
-// the demo's API server runs no controllers, so nothing turns a Deployment into pods by itself.
-func apply(ctx context.Context, cl client.Client, objs []*manifest.Object) ([]*corev1.Pod, error) {
+// apply creates Namespaces, then SidecarSets in the version each example is written in, and returns
+// the pods the workloads would create: the demo's API server runs no controllers, so nothing turns
+// a Deployment into pods by itself.
+func apply(ctx context.Context, out io.Writer, cl client.Client, objs []*manifest.Object) ([]*corev1.Pod, error) {
 	var pods []*corev1.Pod
 	namespaces := map[string]bool{}
 	for _, o := range objs {
@@ -156,10 +158,14 @@ func apply(ctx context.Context, cl client.Client, objs []*manifest.Object) ([]*c
 		}
 	}
 	for _, o := range objs {
-		if ss, ok := o.Obj.(*v1beta1.SidecarSet); ok {
-			if err := create(ctx, cl, ss); err != nil {
+		switch ss := o.Obj.(type) {
+		case *v1alpha1.SidecarSet, *v1beta1.SidecarSet:
+			obj := ss.(client.Object)
+			gvk := obj.GetObjectKind().GroupVersionKind()
+			if err := create(ctx, cl, obj); err != nil {
 				return nil, fmt.Errorf("%s: %w", o, err)
 			}
+			fmt.Fprintf(out, "SidecarSet %s created as %s\n", obj.GetName(), gvk.GroupVersion())
 		}
 	}
 	for _, o := range objs {
