@@ -123,8 +123,7 @@ vulncheck: $(GOVULNCHECK) $(VULN_DB)/index/db.json
 # Deepcopy and the CRD are generated and committed; `make test` checks they are current.
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
-	# The CRD serves v1alpha1 alone until the conversion webhook serves v1beta1 (issue #12).
-	$(CONTROLLER_GEN) crd paths=./api/v1alpha1/... output:crd:artifacts:config=config/crd
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd
 
 verify-generated: $(CONTROLLER_GEN)
 	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \

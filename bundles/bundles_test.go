@@ -30,15 +30,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
-func sidecarSet(name string, sel *metav1.LabelSelector, mutate ...func(*v1alpha1.SidecarSet)) *v1alpha1.SidecarSet {
-	ss := &v1alpha1.SidecarSet{
+func sidecarSet(name string, sel *metav1.LabelSelector, mutate ...func(*v1beta1.SidecarSet)) *v1beta1.SidecarSet {
+	ss := &v1beta1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.SidecarSetSpec{
+		Spec: v1beta1.SidecarSetSpec{
 			Selector:   sel,
-			Containers: []v1alpha1.SidecarContainer{{}},
+			Containers: []v1beta1.SidecarContainer{{}},
 		},
 	}
 	ss.Spec.Containers[0].Name = name + "-c"
@@ -91,21 +91,21 @@ func expr(key string, op metav1.LabelSelectorOperator, values ...string) metav1.
 }
 
 func TestIndexModuleMatches(t *testing.T) {
-	sets := []*v1alpha1.SidecarSet{
+	sets := []*v1beta1.SidecarSet{
 		sidecarSet("by-app", labels("app", "web")),
 		sidecarSet("by-two", labels("app", "web", "tier", "front")),
 		sidecarSet("odd-key", labels("app.kubernetes.io/name", `we"b\`)),
-		sidecarSet("scoped", labels("app", "web"), func(ss *v1alpha1.SidecarSet) { ss.Spec.Namespace = "shop" }),
-		sidecarSet("scoped-by-selector", labels("app", "web"), func(ss *v1alpha1.SidecarSet) {
-			ss.Spec.NamespaceSelector = labels(v1alpha1.NamespaceNameLabel, "bank")
+		sidecarSet("scoped", labels("app", "web"), func(ss *v1beta1.SidecarSet) { ss.Spec.NamespaceSelector = v1beta1.NamespaceNamed("shop") }),
+		sidecarSet("scoped-by-selector", labels("app", "web"), func(ss *v1beta1.SidecarSet) {
+			ss.Spec.NamespaceSelector = labels(v1beta1.NamespaceNameLabel, "bank")
 		}),
-		sidecarSet("prod-namespaces", labels("app", "web"), func(ss *v1alpha1.SidecarSet) {
+		sidecarSet("prod-namespaces", labels("app", "web"), func(ss *v1beta1.SidecarSet) {
 			ss.Spec.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{expr("env", metav1.LabelSelectorOpIn, "prod")}}
 		}),
 		sidecarSet("in-only", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{expr("app", metav1.LabelSelectorOpIn, "api", "web")}}),
 		sidecarSet("exists-not-canary", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 			expr("app", metav1.LabelSelectorOpExists), expr("track", metav1.LabelSelectorOpNotIn, "canary"), expr("legacy", metav1.LabelSelectorOpDoesNotExist)}}),
-		sidecarSet("paused", labels("app", "web"), func(ss *v1alpha1.SidecarSet) { ss.Spec.InjectionStrategy.Paused = true }),
+		sidecarSet("paused", labels("app", "web"), func(ss *v1beta1.SidecarSet) { ss.Spec.InjectionStrategy.Paused = true }),
 		// Only negated terms: they hold for a pod without labels (labels.Requirement.Matches).
 		sidecarSet("not-legacy-db", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 			expr("legacy", metav1.LabelSelectorOpDoesNotExist), expr("app", metav1.LabelSelectorOpNotIn, "db")}}),
@@ -183,19 +183,19 @@ func TestIndexModuleAgreesWithPolicy(t *testing.T) {
 	namespaces := []string{"n1", "n2", "n3"}
 	matched, judged := 0, 0
 	for round := 0; round < 15; round++ {
-		var sets []*v1alpha1.SidecarSet
+		var sets []*v1beta1.SidecarSet
 		for i := 0; i < 20; i++ {
 			ss := sidecarSet(fmt.Sprintf("ss-%d", i), randSelector())
 			switch rnd.IntN(4) {
 			case 0:
-				ss.Spec.Namespace = pick(namespaces)
+				ss.Spec.NamespaceSelector = v1beta1.NamespaceNamed(pick(namespaces))
 			case 1:
 				ss.Spec.NamespaceSelector = randSelector()
 				if rnd.IntN(2) == 0 && ss.Spec.NamespaceSelector != nil {
 					if ss.Spec.NamespaceSelector.MatchLabels == nil {
 						ss.Spec.NamespaceSelector.MatchLabels = map[string]string{}
 					}
-					ss.Spec.NamespaceSelector.MatchLabels[v1alpha1.NamespaceNameLabel] = pick(namespaces)
+					ss.Spec.NamespaceSelector.MatchLabels[v1beta1.NamespaceNameLabel] = pick(namespaces)
 				}
 			}
 			ss.Spec.InjectionStrategy.Paused = rnd.IntN(8) == 0
@@ -221,12 +221,12 @@ func TestIndexModuleAgreesWithPolicy(t *testing.T) {
 }
 
 func TestCompileRejectsDuplicateNames(t *testing.T) {
-	_, err := Compile(State{SidecarSets: []*v1alpha1.SidecarSet{sidecarSet("a", labels("x", "y")), sidecarSet("a", labels("x", "z"))}})
+	_, err := Compile(State{SidecarSets: []*v1beta1.SidecarSet{sidecarSet("a", labels("x", "y")), sidecarSet("a", labels("x", "z"))}})
 	require.ErrorContains(t, err, "SidecarSet/a: metadata.name: duplicate SidecarSet name")
 }
 
 func TestCompileRevisionIsContentHash(t *testing.T) {
-	st := State{SidecarSets: []*v1alpha1.SidecarSet{sidecarSet("a", labels("app", "web"))}}
+	st := State{SidecarSets: []*v1beta1.SidecarSet{sidecarSet("a", labels("app", "web"))}}
 	b1, err := Compile(st)
 	require.NoError(t, err)
 	b2, err := Compile(st)
@@ -239,20 +239,21 @@ func TestCompileRevisionIsContentHash(t *testing.T) {
 	assert.Equal(t, []string{Root}, *b3.Manifest.Roots)
 }
 
-func TestNormalizeEffectiveNamespaceSelector(t *testing.T) {
-	ss := sidecarSet("a", labels("app", "web"), func(ss *v1alpha1.SidecarSet) {
-		ss.Spec.Namespace = "shop"
-		ss.Spec.NamespaceSelector = labels("env", "prod") // spec.namespace wins, as in OpenKruise's conversion
-		ss.Annotations = map[string]string{v1alpha1.SidecarSetCanaryAnnotation: "true", v1alpha1.SidecarSetBaseAnnotation: "base"}
+// A v1alpha1 spec.namespace reaches the policies as the namespaceSelector it converts into (the
+// conversion, and that spec.namespace wins over a namespaceSelector, are api/v1alpha1's tests).
+func TestNormalizeNamespaceSelectorAndCanary(t *testing.T) {
+	ss := sidecarSet("a", labels("app", "web"), func(ss *v1beta1.SidecarSet) {
+		ss.Spec.NamespaceSelector = v1beta1.NamespaceNamed("shop")
+		ss.Annotations = map[string]string{v1beta1.SidecarSetCanaryAnnotation: "true", v1beta1.SidecarSetBaseAnnotation: "base"}
 	})
 	doc, err := Normalize(ss)
 	require.NoError(t, err)
-	assert.Equal(t, map[string]any{"matchLabels": map[string]any{v1alpha1.NamespaceNameLabel: "shop"}, "matchExpressions": []any{}}, doc["namespaceSelector"])
+	assert.Equal(t, map[string]any{"matchLabels": map[string]any{v1beta1.NamespaceNameLabel: "shop"}, "matchExpressions": []any{}}, doc["namespaceSelector"])
 	assert.Equal(t, true, doc["canary"])
 	assert.Equal(t, "base", doc["base"])
 
 	// A canary annotation without a base is not a canary (compat §1.21).
-	ss.Annotations = map[string]string{v1alpha1.SidecarSetCanaryAnnotation: "true"}
+	ss.Annotations = map[string]string{v1beta1.SidecarSetCanaryAnnotation: "true"}
 	doc, err = Normalize(ss)
 	require.NoError(t, err)
 	assert.Equal(t, false, doc["canary"])
@@ -273,10 +274,10 @@ func opaBinary(t *testing.T) string {
 // gives the same match decision as evaluating the in-memory bundle.
 func TestStockOPAReadsBundle(t *testing.T) {
 	opa := opaBinary(t)
-	b, err := Compile(State{SidecarSets: []*v1alpha1.SidecarSet{
+	b, err := Compile(State{SidecarSets: []*v1beta1.SidecarSet{
 		sidecarSet("logging", labels("app", "web")),
 		sidecarSet("mesh", labels("mesh", "on")),
-		sidecarSet("other-ns", labels("app", "web"), func(ss *v1alpha1.SidecarSet) { ss.Spec.Namespace = "elsewhere" }),
+		sidecarSet("other-ns", labels("app", "web"), func(ss *v1beta1.SidecarSet) { ss.Spec.NamespaceSelector = v1beta1.NamespaceNamed("elsewhere") }),
 	}})
 	require.NoError(t, err)
 	dir := t.TempDir()
@@ -330,7 +331,7 @@ func ecKeys(t *testing.T) (priv, pub string) {
 
 func writeBundle(t *testing.T, sign func(*testing.T, []byte) []byte) []byte {
 	t.Helper()
-	b, err := Compile(State{SidecarSets: []*v1alpha1.SidecarSet{sidecarSet("a", labels("app", "web"))}})
+	b, err := Compile(State{SidecarSets: []*v1beta1.SidecarSet{sidecarSet("a", labels("app", "web"))}})
 	require.NoError(t, err)
 	var buf bytes.Buffer
 	require.NoError(t, Write(&buf, b))
@@ -376,7 +377,7 @@ func TestSignAndVerify(t *testing.T) {
 	_, otherPub := rsaKeys(t)
 
 	signed := func(priv, alg, kid string) []byte {
-		b, err := Compile(State{SidecarSets: []*v1alpha1.SidecarSet{sidecarSet("a", labels("app", "web"))}})
+		b, err := Compile(State{SidecarSets: []*v1beta1.SidecarSet{sidecarSet("a", labels("app", "web"))}})
 		require.NoError(t, err)
 		require.NoError(t, Sign(b, priv, alg, kid))
 		var buf bytes.Buffer
@@ -443,7 +444,7 @@ func TestReadDirectoryBundle(t *testing.T) {
 
 // The generated module must stay parseable by the stock parser for any label text.
 func TestIndexModuleParses(t *testing.T) {
-	mod := IndexModule([]*v1alpha1.SidecarSet{sidecarSet("x", labels("a/b.c", "\n\t\"'`$\u2028"))})
+	mod := IndexModule([]*v1beta1.SidecarSet{sidecarSet("x", labels("a/b.c", "\n\t\"'`$\u2028"))})
 	_, err := ast.ParseModuleWithOpts("i.rego", mod, ast.ParserOptions{RegoVersion: ast.RegoV1})
 	require.NoError(t, err, mod)
 }

@@ -16,7 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/policies"
 )
 
@@ -33,7 +33,7 @@ const IndexModulePath = "sidecarops/index.rego"
 // State is everything the decisions depend on besides the pod itself.
 type State struct {
 	// SidecarSets must already be defaulted and hashed (package defaults).
-	SidecarSets         []*v1alpha1.SidecarSet
+	SidecarSets         []*v1beta1.SidecarSet
 	Namespaces          []*corev1.Namespace
 	ControllerRevisions []*appsv1.ControllerRevision
 }
@@ -104,7 +104,7 @@ func Compile(st State) (*bundle.Bundle, error) {
 // names, volume names (grouped by definition digest), and annotation keys they patch with a policy
 // other than Retain. The conflict policy looks a SidecarSet's names up here instead of reading every
 // other SidecarSet, which keeps validating one SidecarSet against 10,000 others cheap.
-func owners(sets []*v1alpha1.SidecarSet) (map[string]any, error) {
+func owners(sets []*v1beta1.SidecarSet) (map[string]any, error) {
 	names := map[string]map[string][]any{"containers": {}, "initContainers": {}, "annotations": {}}
 	volumes := map[string]map[string][]any{}
 	add := func(idx map[string][]any, key, owner string) {
@@ -133,7 +133,7 @@ func owners(sets []*v1alpha1.SidecarSet) (map[string]any, error) {
 			add(volumes[name], digest, ss.Name)
 		}
 		for _, p := range ss.Spec.PatchPodMetadata {
-			if p.PatchPolicy == v1alpha1.SidecarSetRetainPatchPolicy {
+			if p.PatchPolicy == v1beta1.SidecarSetRetainPatchPolicy {
 				continue
 			}
 			for _, k := range slices.Sorted(maps.Keys(p.Annotations)) {
@@ -191,8 +191,8 @@ func contentRevision(data map[string]any, sources map[string]string) (string, er
 // them into a lookup on the pod's labels and namespace, so the decision costs about the same with 10
 // or 10,000 SidecarSets, and no SidecarSet document is read per admission. The match policy's
 // `applies` states the same judgement over the SidecarSet documents; a test proves the two agree.
-func IndexModule(sets []*v1alpha1.SidecarSet) string {
-	sorted := append([]*v1alpha1.SidecarSet(nil), sets...)
+func IndexModule(sets []*v1beta1.SidecarSet) string {
+	sorted := append([]*v1beta1.SidecarSet(nil), sets...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 
 	var b strings.Builder
@@ -228,7 +228,7 @@ const (
 )
 
 // indexRules returns the bodies of the rules to emit for ss; none when ss can never inject.
-func indexRules(ss *v1alpha1.SidecarSet) [][]string {
+func indexRules(ss *v1beta1.SidecarSet) [][]string {
 	sel := ss.Spec.Selector
 	if ss.Spec.InjectionStrategy.Paused || sel == nil || (len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0) {
 		return nil
@@ -261,15 +261,16 @@ func indexRules(ss *v1alpha1.SidecarSet) [][]string {
 	return rules
 }
 
-// namespaceTerms compiles the effective namespace selector. A selector on the namespace's name label
-// alone (spec.namespace, or OpenKruise's usual namespaceSelector) becomes an indexable test of
-// input.namespace; any other selector is tested against the namespace's labels.
-func namespaceTerms(ss *v1alpha1.SidecarSet) []string {
-	ns := EffectiveNamespaceSelector(ss)
+// namespaceTerms compiles the namespace selector. A selector on the namespace's name label alone
+// (a v1alpha1 spec.namespace converts into one, and it is OpenKruise's usual namespaceSelector)
+// becomes an indexable test of input.namespace; any other selector is tested against the
+// namespace's labels.
+func namespaceTerms(ss *v1beta1.SidecarSet) []string {
+	ns := ss.Spec.NamespaceSelector
 	if ns == nil {
 		return nil
 	}
-	name, byName := ns.MatchLabels[v1alpha1.NamespaceNameLabel]
+	name, byName := ns.MatchLabels[v1beta1.NamespaceNameLabel]
 	if byName && len(ns.MatchLabels) == 1 && len(ns.MatchExpressions) == 0 {
 		return []string{"input.namespace == " + quote(name)}
 	}

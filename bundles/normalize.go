@@ -11,13 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // Normalize turns a defaulted SidecarSet into the document the policies read as
 // data.sidecarops.state.sidecarsets[name] and as the input of the conflict and whitelist decisions.
 // The shape is fixed and explicit (no omitted keys) so policies never need defaults for absent fields.
-func Normalize(ss *v1alpha1.SidecarSet) (map[string]any, error) {
+func Normalize(ss *v1beta1.SidecarSet) (map[string]any, error) {
 	volumes := make(map[string]any, len(ss.Spec.Volumes))
 	volumeNames := make([]any, 0, len(ss.Spec.Volumes))
 	volumeHashes := make(map[string]any, len(ss.Spec.Volumes))
@@ -49,8 +49,7 @@ func Normalize(ss *v1alpha1.SidecarSet) (map[string]any, error) {
 		"canary":            canary,
 		"base":              base,
 		"selector":          selectorDoc(ss.Spec.Selector),
-		"namespace":         ss.Spec.Namespace,
-		"namespaceSelector": selectorDoc(EffectiveNamespaceSelector(ss)),
+		"namespaceSelector": selectorDoc(ss.Spec.NamespaceSelector),
 		"injectionPaused":   ss.Spec.InjectionStrategy.Paused,
 		"updateType":        string(ss.Spec.UpdateStrategy.Type),
 		"containers":        containerNames(ss.Spec.Containers),
@@ -64,7 +63,7 @@ func Normalize(ss *v1alpha1.SidecarSet) (map[string]any, error) {
 
 // created is the creation time as RFC 3339 in UTC, which orders as text ("" when unset, as in
 // files given to sidecarctl: those then order by name alone).
-func created(ss *v1alpha1.SidecarSet) string {
+func created(ss *v1beta1.SidecarSet) string {
 	if ss.CreationTimestamp.IsZero() {
 		return ""
 	}
@@ -73,22 +72,12 @@ func created(ss *v1alpha1.SidecarSet) string {
 
 // canaryBase returns the base of a canary SidecarSet (compat §1.21): annotated canary "true"
 // (case-sensitive) with a non-empty base.
-func canaryBase(ss *v1alpha1.SidecarSet) (string, bool) {
-	base := ss.Annotations[v1alpha1.SidecarSetBaseAnnotation]
-	if ss.Annotations[v1alpha1.SidecarSetCanaryAnnotation] != "true" || base == "" {
+func canaryBase(ss *v1beta1.SidecarSet) (string, bool) {
+	base := ss.Annotations[v1beta1.SidecarSetBaseAnnotation]
+	if ss.Annotations[v1beta1.SidecarSetCanaryAnnotation] != "true" || base == "" {
 		return "", false
 	}
 	return base, true
-}
-
-// EffectiveNamespaceSelector is the namespace scope of a SidecarSet as OpenKruise sees it after its
-// v1alpha1→v1beta1 conversion: spec.namespace, when set, becomes a selector on the namespace's name
-// label and wins over spec.namespaceSelector.
-func EffectiveNamespaceSelector(ss *v1alpha1.SidecarSet) *metav1.LabelSelector {
-	if ss.Spec.Namespace != "" {
-		return &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.NamespaceNameLabel: ss.Spec.Namespace}}
-	}
-	return ss.Spec.NamespaceSelector
 }
 
 // volumeDigest identifies a volume definition: equal digests mean equal definitions (OpenKruise
@@ -121,7 +110,7 @@ func selectorDoc(s *metav1.LabelSelector) any {
 // that omit it are judged as the cluster would judge them.
 func namespaceDoc(ns *corev1.Namespace) map[string]any {
 	labels := stringMap(ns.Labels)
-	labels[v1alpha1.NamespaceNameLabel] = ns.Name
+	labels[v1beta1.NamespaceNameLabel] = ns.Name
 	return map[string]any{"labels": labels}
 }
 
@@ -129,13 +118,13 @@ func namespaceDoc(ns *corev1.Namespace) map[string]any {
 // revision content itself is restored in Go (internal/sidecarset/history).
 func revisionDoc(cr *appsv1.ControllerRevision) map[string]any {
 	return map[string]any{
-		"sidecarSet":    cr.Labels[v1alpha1.SidecarSetNameLabel],
-		"customVersion": cr.Labels[v1alpha1.SidecarSetCustomVersionLabel],
+		"sidecarSet":    cr.Labels[v1beta1.SidecarSetNameLabel],
+		"customVersion": cr.Labels[v1beta1.SidecarSetCustomVersionLabel],
 		"revision":      cr.Revision,
 	}
 }
 
-func containerNames(cs []v1alpha1.SidecarContainer) []any {
+func containerNames(cs []v1beta1.SidecarContainer) []any {
 	names := make([]any, 0, len(cs))
 	for _, c := range cs {
 		names = append(names, c.Name)

@@ -14,14 +14,14 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/promreg"
 )
 
 // ConflictFinder names the other SidecarSets ss collides with, as the conflict policy says
 // (decision D7). current is false while the policy state does not hold ss as it is yet.
 type ConflictFinder interface {
-	Conflicts(ctx context.Context, ss *v1alpha1.SidecarSet) (others []string, current bool, err error)
+	Conflicts(ctx context.Context, ss *v1beta1.SidecarSet) (others []string, current bool, err error)
 }
 
 // Reasons of the Conflict condition and of its Events.
@@ -47,7 +47,7 @@ type conflicts struct {
 	mu       sync.Mutex
 	partners map[string][]string
 	// enqueue sends a SidecarSet to the work queue (a channel source).
-	enqueue chan event.TypedGenericEvent[*v1alpha1.SidecarSet]
+	enqueue chan event.TypedGenericEvent[*v1beta1.SidecarSet]
 }
 
 func newConflicts() (*conflicts, error) {
@@ -58,7 +58,7 @@ func newConflicts() (*conflicts, error) {
 	if inConflict, err = promreg.Register(metrics.Registry, inConflict); err != nil {
 		return nil, err
 	}
-	return &conflicts{partners: map[string][]string{}, enqueue: make(chan event.TypedGenericEvent[*v1alpha1.SidecarSet], 64)}, nil
+	return &conflicts{partners: map[string][]string{}, enqueue: make(chan event.TypedGenericEvent[*v1beta1.SidecarSet], 64)}, nil
 }
 
 // record keeps others as name's partners and returns every SidecarSet whose condition may now be
@@ -84,7 +84,7 @@ func (c *conflicts) record(name string, others []string) []string {
 // reconcileLater sends names to the work queue without blocking the reconcile that found them.
 func (c *conflicts) reconcileLater(ctx context.Context, names []string) {
 	for _, name := range names {
-		ev := event.TypedGenericEvent[*v1alpha1.SidecarSet]{Object: &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name}}}
+		ev := event.TypedGenericEvent[*v1beta1.SidecarSet]{Object: &v1beta1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name}}}
 		go func() {
 			select {
 			case c.enqueue <- ev:
@@ -97,7 +97,7 @@ func (c *conflicts) reconcileLater(ctx context.Context, names []string) {
 // conflictCondition evaluates ss's collisions and returns its conditions as they must now be
 // (ss's own left untouched); pending is true when the policy state does not hold ss yet, and the
 // SidecarSet must be looked at again shortly. It records an Event and the metrics on a change.
-func (r *Reconciler) conflictCondition(ctx context.Context, ss *v1alpha1.SidecarSet) (conds []metav1.Condition, pending bool, err error) {
+func (r *Reconciler) conflictCondition(ctx context.Context, ss *v1beta1.SidecarSet) (conds []metav1.Condition, pending bool, err error) {
 	conds = ss.Status.Conditions
 	if r.Conflicts == nil || r.conflicts == nil {
 		return conds, false, nil
@@ -107,8 +107,8 @@ func (r *Reconciler) conflictCondition(ctx context.Context, ss *v1alpha1.Sidecar
 		return conds, !current, err
 	}
 	r.conflicts.reconcileLater(ctx, r.conflicts.record(ss.Name, others))
-	prev := meta.FindStatusCondition(conds, v1alpha1.ConditionConflict)
-	next := metav1.Condition{Type: v1alpha1.ConditionConflict, Status: metav1.ConditionFalse, Reason: ReasonNoConflict, ObservedGeneration: ss.Generation}
+	prev := meta.FindStatusCondition(conds, v1beta1.ConditionConflict)
+	next := metav1.Condition{Type: v1beta1.ConditionConflict, Status: metav1.ConditionFalse, Reason: ReasonNoConflict, ObservedGeneration: ss.Generation}
 	if len(others) > 0 {
 		next.Status, next.Reason = metav1.ConditionTrue, ReasonCollides
 		next.Message = "collides with SidecarSet " + strings.Join(others, ", ") +
@@ -139,7 +139,7 @@ func (r *Reconciler) forgetConflicts(ctx context.Context, name string) {
 	}
 }
 
-func (r *Reconciler) event(ss *v1alpha1.SidecarSet, kind, reason, format string, args ...any) {
+func (r *Reconciler) event(ss *v1beta1.SidecarSet, kind, reason, format string, args ...any) {
 	if r.Recorder != nil {
 		r.Recorder.Eventf(ss, nil, kind, reason, "Inject", format, args...)
 	}

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 type finder struct {
@@ -20,7 +20,7 @@ type finder struct {
 	current bool
 }
 
-func (f *finder) Conflicts(context.Context, *v1alpha1.SidecarSet) ([]string, bool, error) {
+func (f *finder) Conflicts(context.Context, *v1beta1.SidecarSet) ([]string, bool, error) {
 	return f.others, f.current, nil
 }
 
@@ -32,7 +32,7 @@ func TestConflictCondition(t *testing.T) {
 	rec := events.NewFakeRecorder(10)
 	f := &finder{}
 	r := &Reconciler{Conflicts: f, Recorder: rec, conflicts: c}
-	ss := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "b", Generation: 1}}
+	ss := &v1beta1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "b", Generation: 1}}
 	ctx := context.Background()
 	detected := testutil.ToFloat64(conflictsDetected)
 
@@ -42,7 +42,7 @@ func TestConflictCondition(t *testing.T) {
 		conds, pending, err := r.conflictCondition(ctx, ss)
 		require.NoError(t, err)
 		ss.Status.Conditions = conds
-		return meta.FindStatusCondition(conds, v1alpha1.ConditionConflict), pending
+		return meta.FindStatusCondition(conds, v1beta1.ConditionConflict), pending
 	}
 	queued := func() []string {
 		var names []string

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/controller/rollout"
 )
 
@@ -73,9 +73,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		For(&v1alpha1.SidecarSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&v1beta1.SidecarSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Pod{}, podEvents{get: cachedSidecarSets(mgr.GetCache()), exp: r.exp}).
-		WatchesRawSource(source.Channel(r.conflicts.enqueue, &handler.TypedEnqueueRequestForObject[*v1alpha1.SidecarSet]{})).
+		WatchesRawSource(source.Channel(r.conflicts.enqueue, &handler.TypedEnqueueRequestForObject[*v1beta1.SidecarSet]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
@@ -96,7 +96,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if r.exp == nil {
 		r.exp = newExpectations()
 	}
-	ss := &v1alpha1.SidecarSet{}
+	ss := &v1beta1.SidecarSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ss); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.exp.forget(req.Name)
@@ -118,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // reconcile is one round of compat §3.2 for ss, writing conds as its conditions.
-func (r *Reconciler) reconcile(ctx context.Context, ss *v1alpha1.SidecarSet, conds []metav1.Condition) (ctrl.Result, error) {
+func (r *Reconciler) reconcile(ctx context.Context, ss *v1beta1.SidecarSet, conds []metav1.Condition) (ctrl.Result, error) {
 	logger := ctrllog.FromContext(ctx)
 	pods, err := r.matchingPods(ctx, ss)
 	if err != nil {
@@ -198,13 +198,13 @@ func (r *Reconciler) reconcile(ctx context.Context, ss *v1alpha1.SidecarSet, con
 }
 
 // matchingPods lists the pods ss manages (compat §3.3) from the cache.
-func (r *Reconciler) matchingPods(ctx context.Context, ss *v1alpha1.SidecarSet) ([]*corev1.Pod, error) {
+func (r *Reconciler) matchingPods(ctx context.Context, ss *v1beta1.SidecarSet) ([]*corev1.Pod, error) {
 	return MatchingPods(ctx, r.Client, ss)
 }
 
 // MatchingPods lists the pods ss manages through reader (the informer cache, or an API client
 // for `sidecarctl rollout plan`): those in its rollout.Scope that pass rollout.IsManaged.
-func MatchingPods(ctx context.Context, reader client.Reader, ss *v1alpha1.SidecarSet) ([]*corev1.Pod, error) {
+func MatchingPods(ctx context.Context, reader client.Reader, ss *v1beta1.SidecarSet) ([]*corev1.Pod, error) {
 	scope, err := rollout.ScopeOf(ss)
 	if err != nil {
 		return nil, err
@@ -240,7 +240,7 @@ func MatchingPods(ctx context.Context, reader client.Reader, ss *v1alpha1.Sideca
 // writeStatus writes status through the status subresource when it differs from ss's, and keeps
 // ss current (status and resourceVersion) so a round can write again. A conflict is returned (and
 // the request retried) rather than overwritten: the next round recomputes the status anyway.
-func (r *Reconciler) writeStatus(ctx context.Context, ss *v1alpha1.SidecarSet, status v1alpha1.SidecarSetStatus) error {
+func (r *Reconciler) writeStatus(ctx context.Context, ss *v1beta1.SidecarSet, status v1beta1.SidecarSetStatus) error {
 	if rollout.StatusEqual(ss.Status, status) {
 		return nil
 	}
@@ -291,7 +291,7 @@ func forEach(ctx context.Context, pods []*corev1.Pod, n int, write func(context.
 
 // explainWaiting records, when candidates wait, why (the issue: "the upgrade doesn't happen and I
 // can't see why"). The events API aggregates repeats into a series.
-func (r *Reconciler) explainWaiting(ss *v1alpha1.SidecarSet, p rollout.Plan) {
+func (r *Reconciler) explainWaiting(ss *v1beta1.SidecarSet, p rollout.Plan) {
 	var why []string
 	if n := len(p.HeldByMaxUnavailable); n > 0 {
 		why = append(why, fmt.Sprintf("%d pod(s) wait for maxUnavailable (%d of %d in use by updated pods not yet ready, plus %d upgrading now)",
@@ -321,7 +321,7 @@ func (r *Reconciler) explainWaiting(ss *v1alpha1.SidecarSet, p rollout.Plan) {
 
 // markNotUpgradable sets the pods' SidecarSetUpgradable entry for ss to false and emits one
 // NotUpgradablePods event for the round (compat §3.6), naming the pods and why.
-func (r *Reconciler) markNotUpgradable(ctx context.Context, ss *v1alpha1.SidecarSet, pods []rollout.NotUpgradable) error {
+func (r *Reconciler) markNotUpgradable(ctx context.Context, ss *v1beta1.SidecarSet, pods []rollout.NotUpgradable) error {
 	if len(pods) == 0 {
 		return nil
 	}

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/controller/rollout"
 )
 
@@ -22,15 +22,15 @@ import (
 // kruise.io/sidecarset-injected-list that exist and whose containers the pod has.
 type podEvents struct {
 	// get reads a SidecarSet from the informer cache.
-	get func(ctx context.Context, name string) (*v1alpha1.SidecarSet, bool)
+	get func(ctx context.Context, name string) (*v1beta1.SidecarSet, bool)
 	exp *expectations
 }
 
 // cachedSidecarSets reads SidecarSets through r, a missing or unreadable one as absent: there is
 // nothing to reconcile for it.
-func cachedSidecarSets(r client.Reader) func(context.Context, string) (*v1alpha1.SidecarSet, bool) {
-	return func(ctx context.Context, name string) (*v1alpha1.SidecarSet, bool) {
-		ss := &v1alpha1.SidecarSet{}
+func cachedSidecarSets(r client.Reader) func(context.Context, string) (*v1beta1.SidecarSet, bool) {
+	return func(ctx context.Context, name string) (*v1beta1.SidecarSet, bool) {
+		ss := &v1beta1.SidecarSet{}
 		if err := r.Get(ctx, client.ObjectKey{Name: name}, ss); err != nil {
 			return nil, false
 		}
@@ -85,7 +85,7 @@ func (h podEvents) Generic(context.Context, event.GenericEvent, workqueue.TypedR
 
 // podChangeMatters is compat §3.1's update filter for one SidecarSet, plus a change of the pod's
 // hash for it (the write of an upgrade reaching the cache, after which the next batch may go).
-func podChangeMatters(old, pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
+func podChangeMatters(old, pod *corev1.Pod, ss *v1beta1.SidecarSet) bool {
 	switch {
 	case old.DeletionTimestamp == nil && pod.DeletionTimestamp != nil:
 		return true
@@ -110,12 +110,12 @@ func isReady(pod *corev1.Pod) bool {
 	return false
 }
 
-func (h podEvents) sidecarSets(ctx context.Context, pod *corev1.Pod) []*v1alpha1.SidecarSet {
-	list := pod.Annotations[v1alpha1.SidecarSetListAnnotation]
+func (h podEvents) sidecarSets(ctx context.Context, pod *corev1.Pod) []*v1beta1.SidecarSet {
+	list := pod.Annotations[v1beta1.SidecarSetListAnnotation]
 	if list == "" {
 		return nil
 	}
-	var out []*v1alpha1.SidecarSet
+	var out []*v1beta1.SidecarSet
 	for _, name := range strings.Split(list, ",") {
 		if ss, ok := h.get(ctx, name); ok && rollout.HasSidecarContainers(pod, ss) {
 			out = append(out, ss)

@@ -13,13 +13,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
-func testSidecarSet(name string) *v1alpha1.SidecarSet {
-	return &v1alpha1.SidecarSet{
+func testSidecarSet(name string) *v1beta1.SidecarSet {
+	return &v1beta1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.SidecarSetSpec{Containers: []v1alpha1.SidecarContainer{
+		Spec: v1beta1.SidecarSetSpec{Containers: []v1beta1.SidecarContainer{
 			{Container: corev1.Container{Name: "test-sidecar", Image: "test-image:v2"}},
 		}},
 	}
@@ -30,7 +30,7 @@ func injectedPod(list string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "test-pod-1", Namespace: "default", ResourceVersion: "1",
 			Labels:      map[string]string{"app": "nginx"},
-			Annotations: map[string]string{v1alpha1.SidecarSetListAnnotation: list}},
+			Annotations: map[string]string{v1beta1.SidecarSetListAnnotation: list}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{
 			{Name: "nginx", Image: "nginx:1.15.1"},
 			{Name: "test-sidecar", Image: "test-image:v1"},
@@ -46,13 +46,13 @@ func injectedPod(list string) *corev1.Pod {
 	}
 }
 
-func handlerWith(sets ...*v1alpha1.SidecarSet) podEvents {
-	byName := map[string]*v1alpha1.SidecarSet{}
+func handlerWith(sets ...*v1beta1.SidecarSet) podEvents {
+	byName := map[string]*v1beta1.SidecarSet{}
 	for _, ss := range sets {
 		byName[ss.Name] = ss
 	}
 	return podEvents{
-		get: func(_ context.Context, name string) (*v1alpha1.SidecarSet, bool) {
+		get: func(_ context.Context, name string) (*v1beta1.SidecarSet, bool) {
 			ss, ok := byName[name]
 			return ss, ok
 		},
@@ -114,7 +114,7 @@ func TestUpdateAndDeleteEventsC20(t *testing.T) {
 	selectorSet.Spec.UpdateStrategy.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"canary": "true"}}
 	for _, tc := range []struct {
 		name    string
-		ss      *v1alpha1.SidecarSet
+		ss      *v1beta1.SidecarSet
 		change  func(*corev1.Pod)
 		enqueue bool
 	}{
@@ -123,10 +123,10 @@ func TestUpdateAndDeleteEventsC20(t *testing.T) {
 		{"deletion starts", nil, func(p *corev1.Pod) { now := metav1.Now(); p.DeletionTimestamp = &now }, true},
 		{"sidecar consistency flips", nil, func(p *corev1.Pod) {
 			p.Spec.Containers[1].Image = "test-image:v2"
-			p.Annotations[v1alpha1.SidecarSetInplaceUpdateStateAnnotation] = `{"test-sidecarset":{"revision":"x","updateTimestamp":null,"lastContainerStatuses":{"test-sidecar":{"imageID":"v1-id"}}}}`
+			p.Annotations[v1beta1.SidecarSetInplaceUpdateStateAnnotation] = `{"test-sidecarset":{"revision":"x","updateTimestamp":null,"lastContainerStatuses":{"test-sidecar":{"imageID":"v1-id"}}}}`
 		}, true},
 		{"the pod's hash for the SidecarSet changes", nil, func(p *corev1.Pod) {
-			p.Annotations[v1alpha1.SidecarSetHashAnnotation] = `{"test-sidecarset":{"hash":"new"}}`
+			p.Annotations[v1beta1.SidecarSetHashAnnotation] = `{"test-sidecarset":{"hash":"new"}}`
 		}, true},
 		{"labels change without updateStrategy.selector", nil, func(p *corev1.Pod) { p.Labels["canary"] = "true" }, false},
 		{"labels change with updateStrategy.selector", selectorSet, func(p *corev1.Pod) { p.Labels["canary"] = "true" }, true},

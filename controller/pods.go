@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/controller/rollout"
 )
 
@@ -55,7 +55,7 @@ func (r *Reconciler) writePod(ctx context.Context, pod *corev1.Pod, change func(
 
 // upgrade upgrades one pod's sidecars in place to ss (compat §3.6) and returns the pod written (nil
 // when a fresh copy showed nothing to do). The caller sets the SidecarSetUpgradable condition.
-func (r *Reconciler) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pod *corev1.Pod) (*corev1.Pod, error) {
+func (r *Reconciler) upgrade(ctx context.Context, ss *v1beta1.SidecarSet, pod *corev1.Pod) (*corev1.Pod, error) {
 	written, err := r.writePod(ctx, pod,
 		func(p *corev1.Pod) (*corev1.Pod, error) {
 			next, _, err := rollout.Upgrade(p, ss, r.now())
@@ -74,7 +74,7 @@ func (r *Reconciler) upgrade(ctx context.Context, ss *v1alpha1.SidecarSet, pod *
 
 // reset puts a hot-upgraded pod's old twin back on the empty image (compat §3.9 step 3), with the
 // pod events OpenKruise emits.
-func (r *Reconciler) reset(ctx context.Context, ss *v1alpha1.SidecarSet, pod *corev1.Pod) error {
+func (r *Reconciler) reset(ctx context.Context, ss *v1beta1.SidecarSet, pod *corev1.Pod) error {
 	written, err := r.writePod(ctx, pod,
 		func(p *corev1.Pod) (*corev1.Pod, error) {
 			next, _, err := rollout.Reset(p, ss, r.now())
@@ -103,7 +103,7 @@ func (r *Reconciler) reset(ctx context.Context, ss *v1alpha1.SidecarSet, pod *co
 // list the new condition was computed from. That guards exactly what matters, where a
 // resourceVersion precondition would also fail on every kubelet status report (an upgraded pod
 // gets one at once). It returns the patched pod, or nil when nothing was written.
-func (r *Reconciler) setUpgradable(ctx context.Context, ss *v1alpha1.SidecarSet, pod *corev1.Pod, upgradable bool) (*corev1.Pod, error) {
+func (r *Reconciler) setUpgradable(ctx context.Context, ss *v1beta1.SidecarSet, pod *corev1.Pod, upgradable bool) (*corev1.Pod, error) {
 	key := client.ObjectKeyFromObject(pod)
 	var patched *corev1.Pod
 	stale := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsInvalid(err) }

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/controller/rollout"
 )
 
@@ -23,7 +23,7 @@ const maxCollisions = 16
 // registerRevision applies rollout.PlanRevisions (compat §1.10, compat §3.10): it creates, renumbers or reuses
 // the revision recording ss's spec, keeps its custom-version label current and truncates the
 // history. It returns the latest revision's name and the collision count to store in status.
-func (r *Reconciler) registerRevision(ctx context.Context, ss *v1alpha1.SidecarSet, pods []*corev1.Pod) (string, int32, error) {
+func (r *Reconciler) registerRevision(ctx context.Context, ss *v1beta1.SidecarSet, pods []*corev1.Pod) (string, int32, error) {
 	existing, err := r.revisions(ctx, ss)
 	if err != nil {
 		return "", 0, err
@@ -66,7 +66,7 @@ func (r *Reconciler) registerRevision(ctx context.Context, ss *v1alpha1.SidecarS
 			if labelled.Labels == nil {
 				labelled.Labels = map[string]string{}
 			}
-			labelled.Labels[v1alpha1.SidecarSetCustomVersionLabel] = plan.SetCustomVersion
+			labelled.Labels[v1beta1.SidecarSetCustomVersionLabel] = plan.SetCustomVersion
 			if err := r.Client.Patch(ctx, labelled, client.MergeFrom(latest)); err != nil {
 				return "", 0, err
 			}
@@ -88,9 +88,9 @@ func (r *Reconciler) registerRevision(ctx context.Context, ss *v1alpha1.SidecarS
 
 // revisions lists ss's ControllerRevisions from the cache: labelled with its name and controlled
 // by it, or by nothing (adoptable, as Kubernetes' history listing allows).
-func (r *Reconciler) revisions(ctx context.Context, ss *v1alpha1.SidecarSet) ([]*appsv1.ControllerRevision, error) {
+func (r *Reconciler) revisions(ctx context.Context, ss *v1beta1.SidecarSet) ([]*appsv1.ControllerRevision, error) {
 	var list appsv1.ControllerRevisionList
-	if err := r.Client.List(ctx, &list, client.InNamespace(r.Namespace), client.MatchingLabels{v1alpha1.SidecarSetNameLabel: ss.Name}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(r.Namespace), client.MatchingLabels{v1beta1.SidecarSetNameLabel: ss.Name}); err != nil {
 		return nil, fmt.Errorf("listing ControllerRevisions: %w", err)
 	}
 	out := make([]*appsv1.ControllerRevision, 0, len(list.Items))

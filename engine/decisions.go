@@ -12,7 +12,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 )
 
@@ -21,7 +21,7 @@ type Decision struct {
 	// Revision is the compiled bundle revision the decision was made with.
 	Revision string
 	// Matched are the SidecarSets to inject, in the policies' order (by name).
-	Matched []*v1alpha1.SidecarSet
+	Matched []*v1beta1.SidecarSet
 	// Denied are the administrators' gate reasons; non-empty means nothing is injected.
 	Denied []string
 	// Withheld are SidecarSets the pod matched but does not get: each collides with an older one
@@ -184,18 +184,18 @@ func (v Violation) FieldError() *field.Error {
 }
 
 // Conflicts evaluates the cross-SidecarSet conflict decision for ss against the snapshot's others.
-func (s *Snapshot) Conflicts(ctx context.Context, ss *v1alpha1.SidecarSet) ([]Violation, error) {
+func (s *Snapshot) Conflicts(ctx context.Context, ss *v1beta1.SidecarSet) ([]Violation, error) {
 	return s.sidecarSetViolations(ctx, conflictQuery, s.conflict, ss)
 }
 
 // Whitelist evaluates which of ss's patchPodMetadata keys the administrators' whitelist refuses.
-func (s *Snapshot) Whitelist(ctx context.Context, ss *v1alpha1.SidecarSet) ([]Violation, error) {
+func (s *Snapshot) Whitelist(ctx context.Context, ss *v1beta1.SidecarSet) ([]Violation, error) {
 	return s.sidecarSetViolations(ctx, whitelistQuery, s.whitelist, ss)
 }
 
 func (s *Snapshot) sidecarSetViolations(ctx context.Context, query string, pq interface {
 	Eval(context.Context, ...rego.EvalOption) (rego.ResultSet, error)
-}, ss *v1alpha1.SidecarSet) ([]Violation, error) {
+}, ss *v1beta1.SidecarSet) ([]Violation, error) {
 	doc, err := bundles.Normalize(ss)
 	if err != nil {
 		return nil, err
@@ -225,7 +225,7 @@ func (s *Snapshot) sidecarSetViolations(ctx context.Context, query string, pq in
 // old, on UPDATE (defaulted, else nil), had conflicts of its own only if it was admitted at the
 // same moment as the other side (decision D7): an update is refused only for a conflict old did
 // not have, so that both sides stay updatable and either can resolve it.
-func (s *Snapshot) PolicyErrors(ctx context.Context, ss, old *v1alpha1.SidecarSet) (field.ErrorList, error) {
+func (s *Snapshot) PolicyErrors(ctx context.Context, ss, old *v1beta1.SidecarSet) (field.ErrorList, error) {
 	conflicts, err := s.Conflicts(ctx, ss)
 	if err != nil {
 		return nil, err

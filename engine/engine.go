@@ -13,7 +13,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	appsv1 "k8s.io/api/apps/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
@@ -53,7 +53,7 @@ type Inputs struct {
 	Core *bundle.Bundle
 	// SidecarSets are the defaulted, hashed objects Core was compiled from; decisions name them and
 	// the snapshot hands the objects themselves to the caller.
-	SidecarSets []*v1alpha1.SidecarSet
+	SidecarSets []*v1beta1.SidecarSet
 	// ControllerRevisions are those Core was compiled with; injection restores historical
 	// SidecarSets from them (injectionStrategy.revision), so they belong to the same snapshot.
 	ControllerRevisions []*appsv1.ControllerRevision
@@ -65,7 +65,7 @@ type Inputs struct {
 type Snapshot struct {
 	revision       string
 	adminRevisions []string
-	sidecarSets    map[string]*v1alpha1.SidecarSet
+	sidecarSets    map[string]*v1beta1.SidecarSet
 	revisions      history.Source
 	podProjection  *projection
 	match          rego.PreparedEvalQuery
@@ -128,14 +128,14 @@ func Prepare(ctx context.Context, in Inputs) (*Snapshot, error) {
 // revision: the policies then read nothing that differs, while mutation reads the objects
 // themselves (images, injectionStrategy.revision, status.latestRevision), which a bundle does not
 // record. The loader uses it to skip the OPA compile for such changes.
-func (s *Snapshot) WithObjects(sidecarSets []*v1alpha1.SidecarSet, revs []*appsv1.ControllerRevision) *Snapshot {
+func (s *Snapshot) WithObjects(sidecarSets []*v1beta1.SidecarSet, revs []*appsv1.ControllerRevision) *Snapshot {
 	c := *s
 	c.setObjects(sidecarSets, revs)
 	return &c
 }
 
-func (s *Snapshot) setObjects(sidecarSets []*v1alpha1.SidecarSet, revs []*appsv1.ControllerRevision) {
-	s.sidecarSets = make(map[string]*v1alpha1.SidecarSet, len(sidecarSets))
+func (s *Snapshot) setObjects(sidecarSets []*v1beta1.SidecarSet, revs []*appsv1.ControllerRevision) {
+	s.sidecarSets = make(map[string]*v1beta1.SidecarSet, len(sidecarSets))
 	for _, ss := range sidecarSets {
 		s.sidecarSets[ss.Name] = ss
 	}
@@ -152,7 +152,7 @@ func (s *Snapshot) AdminRevisions() []string { return s.adminRevisions }
 func (s *Snapshot) History() history.Source { return s.revisions }
 
 // SidecarSet returns a SidecarSet of the snapshot by name. With it a Snapshot is a validation.Lookup.
-func (s *Snapshot) SidecarSet(name string) (*v1alpha1.SidecarSet, bool) {
+func (s *Snapshot) SidecarSet(name string) (*v1beta1.SidecarSet, bool) {
 	ss, ok := s.sidecarSets[name]
 	return ss, ok
 }

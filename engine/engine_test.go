@@ -17,16 +17,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 )
 
-func sidecarSet(name string, matchLabels map[string]string, mutate ...func(*v1alpha1.SidecarSet)) *v1alpha1.SidecarSet {
-	ss := &v1alpha1.SidecarSet{
+func sidecarSet(name string, matchLabels map[string]string, mutate ...func(*v1beta1.SidecarSet)) *v1beta1.SidecarSet {
+	ss := &v1beta1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.SidecarSetSpec{
+		Spec: v1beta1.SidecarSetSpec{
 			Selector:   &metav1.LabelSelector{MatchLabels: matchLabels},
-			Containers: []v1alpha1.SidecarContainer{{}},
+			Containers: []v1beta1.SidecarContainer{{}},
 		},
 	}
 	ss.Spec.Containers[0].Name = name + "-c"
@@ -82,15 +82,15 @@ deny_injection contains sprintf("namespace %s is a system namespace", [input.nam
 }
 
 func TestDecide(t *testing.T) {
-	st := bundles.State{SidecarSets: []*v1alpha1.SidecarSet{
+	st := bundles.State{SidecarSets: []*v1beta1.SidecarSet{
 		sidecarSet("zeta", map[string]string{"app": "web"}),
 		sidecarSet("alpha", map[string]string{"app": "web"}),
-		sidecarSet("paused", map[string]string{"app": "web"}, func(ss *v1alpha1.SidecarSet) { ss.Spec.InjectionStrategy.Paused = true }),
+		sidecarSet("paused", map[string]string{"app": "web"}, func(ss *v1beta1.SidecarSet) { ss.Spec.InjectionStrategy.Paused = true }),
 		sidecarSet("api-only", map[string]string{"app": "api"}),
-		sidecarSet("canary", map[string]string{"app": "web", "track": "canary"}, func(ss *v1alpha1.SidecarSet) {
-			ss.Annotations = map[string]string{v1alpha1.SidecarSetCanaryAnnotation: "true", v1alpha1.SidecarSetBaseAnnotation: "alpha"}
+		sidecarSet("canary", map[string]string{"app": "web", "track": "canary"}, func(ss *v1beta1.SidecarSet) {
+			ss.Annotations = map[string]string{v1beta1.SidecarSetCanaryAnnotation: "true", v1beta1.SidecarSetBaseAnnotation: "alpha"}
 		}),
-		sidecarSet("prod-ns", map[string]string{"app": "web"}, func(ss *v1alpha1.SidecarSet) {
+		sidecarSet("prod-ns", map[string]string{"app": "web"}, func(ss *v1beta1.SidecarSet) {
 			ss.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}
 		}),
 	}, Namespaces: []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"env": "prod"}}}}}
@@ -133,14 +133,14 @@ func nilIfEmpty(s []string) []string {
 	return s
 }
 
-func mustGet(t *testing.T, s *Snapshot, name string) *v1alpha1.SidecarSet {
+func mustGet(t *testing.T, s *Snapshot, name string) *v1beta1.SidecarSet {
 	ss, ok := s.SidecarSet(name)
 	require.True(t, ok)
 	return ss
 }
 
 func TestExplain(t *testing.T) {
-	s := snapshot(t, bundles.State{SidecarSets: []*v1alpha1.SidecarSet{
+	s := snapshot(t, bundles.State{SidecarSets: []*v1beta1.SidecarSet{
 		sidecarSet("web", map[string]string{"app": "web"}),
 		sidecarSet("api", map[string]string{"app": "api"}),
 	}})
@@ -152,20 +152,20 @@ func TestExplain(t *testing.T) {
 }
 
 func TestConflictsAndWhitelist(t *testing.T) {
-	existing := sidecarSet("existing", map[string]string{"app": "web"}, func(ss *v1alpha1.SidecarSet) {
+	existing := sidecarSet("existing", map[string]string{"app": "web"}, func(ss *v1beta1.SidecarSet) {
 		ss.Spec.Containers[0].Name = "proxy"
 	})
-	s := snapshot(t, bundles.State{SidecarSets: []*v1alpha1.SidecarSet{existing}}, adminBundle(t, map[string]string{
+	s := snapshot(t, bundles.State{SidecarSets: []*v1beta1.SidecarSet{existing}}, adminBundle(t, map[string]string{
 		".manifest":           `{"revision":"wl-1","roots":["whitelist"]}`,
 		"whitelist/data.json": `{"rules":[{"allowedAnnotationKeyExprs":["^allowed\\.example\\.com/"]}]}`,
 	}))
 	ctx := context.Background()
 
-	candidate := sidecarSet("new", map[string]string{"app": "web"}, func(ss *v1alpha1.SidecarSet) {
+	candidate := sidecarSet("new", map[string]string{"app": "web"}, func(ss *v1beta1.SidecarSet) {
 		ss.Spec.Containers[0].Name = "proxy"
-		ss.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{
+		ss.Spec.PatchPodMetadata = []v1beta1.SidecarSetPatchPodMetadata{{
 			Annotations: map[string]string{"allowed.example.com/x": "1", "other.example.com/y": "2"},
-			PatchPolicy: v1alpha1.SidecarSetRetainPatchPolicy,
+			PatchPolicy: v1beta1.SidecarSetRetainPatchPolicy,
 		}}
 	})
 	conflicts, err := s.Conflicts(ctx, candidate)
@@ -197,7 +197,7 @@ func TestPrepareRefusesOverlappingRoots(t *testing.T) {
 func TestLoadKeepsPreviousSnapshotOnError(t *testing.T) {
 	var e Engine
 	require.Nil(t, e.Current())
-	st := bundles.State{SidecarSets: []*v1alpha1.SidecarSet{sidecarSet("a", map[string]string{"app": "web"})}}
+	st := bundles.State{SidecarSets: []*v1beta1.SidecarSet{sidecarSet("a", map[string]string{"app": "web"})}}
 	core, err := bundles.Compile(st)
 	require.NoError(t, err)
 	first, err := e.Load(context.Background(), Inputs{Core: core, SidecarSets: st.SidecarSets})
@@ -217,7 +217,7 @@ func TestConcurrentDecideAndSwap(t *testing.T) {
 	var e Engine
 	ctx := context.Background()
 	mk := func(names ...string) Inputs {
-		var sets []*v1alpha1.SidecarSet
+		var sets []*v1beta1.SidecarSet
 		for _, n := range names {
 			sets = append(sets, sidecarSet(n, map[string]string{"app": "web"}))
 		}
@@ -317,7 +317,7 @@ x if input[input.namespace]`}, pod},
 
 // With the gates of an administrator's bundle loaded, what they read is in the input.
 func TestProjectionFollowsAdminPolicies(t *testing.T) {
-	st := bundles.State{SidecarSets: []*v1alpha1.SidecarSet{sidecarSet("a", map[string]string{"app": "web"})}}
+	st := bundles.State{SidecarSets: []*v1beta1.SidecarSet{sidecarSet("a", map[string]string{"app": "web"})}}
 	plain := snapshot(t, st)
 	gated := snapshot(t, st, adminBundle(t, gates))
 	raw := podJSON(t, "dev", map[string]string{"app": "web"}, func(p *corev1.Pod) { p.Spec.HostNetwork = true })
@@ -334,20 +334,20 @@ func TestConflictsThroughOwnersIndex(t *testing.T) {
 	hostPath := func(name, path string) corev1.Volume {
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}}}
 	}
-	existing := sidecarSet("existing", map[string]string{"app": "web"}, func(ss *v1alpha1.SidecarSet) {
+	existing := sidecarSet("existing", map[string]string{"app": "web"}, func(ss *v1beta1.SidecarSet) {
 		ss.Spec.Volumes = []corev1.Volume{hostPath("same", "/same"), hostPath("differs", "/a")}
-		ss.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{
-			Annotations: map[string]string{"fought": "1", "merged": "{}"}, PatchPolicy: v1alpha1.SidecarSetOverwritePatchPolicy}}
+		ss.Spec.PatchPodMetadata = []v1beta1.SidecarSetPatchPodMetadata{{
+			Annotations: map[string]string{"fought": "1", "merged": "{}"}, PatchPolicy: v1beta1.SidecarSetOverwritePatchPolicy}}
 	})
-	unrelated := sidecarSet("unrelated", map[string]string{"app": "db"}, func(ss *v1alpha1.SidecarSet) {
+	unrelated := sidecarSet("unrelated", map[string]string{"app": "db"}, func(ss *v1beta1.SidecarSet) {
 		ss.Spec.Volumes = []corev1.Volume{hostPath("differs", "/z")}
 	})
-	s := snapshot(t, bundles.State{SidecarSets: []*v1alpha1.SidecarSet{existing, unrelated}})
-	candidate := sidecarSet("new", map[string]string{"app": "web"}, func(ss *v1alpha1.SidecarSet) {
+	s := snapshot(t, bundles.State{SidecarSets: []*v1beta1.SidecarSet{existing, unrelated}})
+	candidate := sidecarSet("new", map[string]string{"app": "web"}, func(ss *v1beta1.SidecarSet) {
 		ss.Spec.Volumes = []corev1.Volume{hostPath("same", "/same"), hostPath("differs", "/b")}
-		ss.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{
-			{Annotations: map[string]string{"untouched": "x"}, PatchPolicy: v1alpha1.SidecarSetOverwritePatchPolicy},
-			{Annotations: map[string]string{"fought": "{}"}, PatchPolicy: v1alpha1.SidecarSetMergePatchJsonPatchPolicy},
+		ss.Spec.PatchPodMetadata = []v1beta1.SidecarSetPatchPodMetadata{
+			{Annotations: map[string]string{"untouched": "x"}, PatchPolicy: v1beta1.SidecarSetOverwritePatchPolicy},
+			{Annotations: map[string]string{"fought": "{}"}, PatchPolicy: v1beta1.SidecarSetMergePatchJsonPatchPolicy},
 		}
 	})
 	got, err := s.Conflicts(context.Background(), candidate)

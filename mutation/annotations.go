@@ -6,17 +6,17 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
-// upgradeSpec is one entry of the pod's hash annotations (v1alpha1.SidecarSetUpgradeSpec).
-type upgradeSpec = v1alpha1.SidecarSetUpgradeSpec
+// upgradeSpec is one entry of the pod's hash annotations (v1beta1.SidecarSetUpgradeSpec).
+type upgradeSpec = v1beta1.SidecarSetUpgradeSpec
 
 // parseUpgradeSpecs reads one of the two hash annotations; the legacy flat form is upgraded to the
 // structured one when the annotation is rewritten. A value that is neither is an error, as it is
 // in OpenKruise's webhook: overwriting it would lose the controller's record of that pod.
 func parseUpgradeSpecs(ann map[string]string, key string) (map[string]upgradeSpec, error) {
-	specs, err := v1alpha1.ParseUpgradeSpecs(ann[key])
+	specs, err := v1beta1.ParseUpgradeSpecs(ann[key])
 	if err != nil {
 		return nil, podFieldErr("metadata.annotations["+key+"]", err)
 	}
@@ -62,7 +62,7 @@ func injectedList(old string, names []string) string {
 // added to it.
 func workingHotUpgrade(ann map[string]string) map[string]string {
 	m := map[string]string{}
-	if raw, ok := ann[v1alpha1.SidecarSetWorkingHotUpgradeContainer]; ok {
+	if raw, ok := ann[v1beta1.SidecarSetWorkingHotUpgradeContainer]; ok {
 		_ = json.Unmarshal([]byte(raw), &m)
 		if m == nil { // the value was JSON null
 			m = map[string]string{}

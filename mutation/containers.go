@@ -6,14 +6,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // placed is a fully built sidecar container waiting to be merged into the pod, with the policy
 // that decides its side of the app containers.
 type placed struct {
 	container corev1.Container
-	policy    v1alpha1.PodInjectPolicyType
+	policy    v1beta1.PodInjectPolicyType
 }
 
 // mergeContainers is OpenKruise's mergeSidecarContainers (compat §1.13), for containers and init
@@ -43,7 +43,7 @@ func mergeContainers(pod []corev1.Container, sidecars []placed) ([]corev1.Contai
 			replacedAt[i] = true
 			continue
 		}
-		if s.policy == v1alpha1.BeforeAppContainerType {
+		if s.policy == v1beta1.BeforeAppContainerType {
 			g.front = append(g.front, s.container)
 		} else {
 			g.back = append(g.back, s.container)
@@ -76,13 +76,13 @@ func isNativeSidecar(c *corev1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
-func isHotUpgrade(c *v1alpha1.SidecarContainer) bool {
-	return c.UpgradeStrategy.UpgradeType == v1alpha1.SidecarContainerHotUpgrade
+func isHotUpgrade(c *v1beta1.SidecarContainer) bool {
+	return c.UpgradeStrategy.UpgradeType == v1beta1.SidecarContainerHotUpgrade
 }
 
 // isInjectedContainer recognises sidecars already in the pod. OpenKruise knows them only by this
 // env var (first occurrence, exact value "true"), so that is what decides it here too.
 func isInjectedContainer(c *corev1.Container) bool {
-	e := firstEnv(c, v1alpha1.SidecarEnvInjected)
+	e := firstEnv(c, v1beta1.SidecarEnvInjected)
 	return e != nil && e.Value == "true"
 }

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/fieldpath"
 )
 
@@ -45,7 +45,7 @@ type envKey struct{ container, name string }
 // S12–S13). Only spec.containers are a source; of duplicate env names in one container the last
 // wins, as in OpenKruise's lookup map. Entries whose source container cannot be named are skipped,
 // never an error: a pod without the label/annotation simply gets no transferred env.
-func transferEnvs(sc *v1alpha1.SidecarContainer, pod *corev1.Pod) []corev1.EnvVar {
+func transferEnvs(sc *v1beta1.SidecarContainer, pod *corev1.Pod) []corev1.EnvVar {
 	if len(sc.TransferEnv) == 0 {
 		return nil
 	}
@@ -77,7 +77,7 @@ func transferEnvs(sc *v1alpha1.SidecarContainer, pod *corev1.Pod) []corev1.EnvVa
 
 // transferEnvNames is {envName} ∪ envNames, deduplicated and sorted, so the copied env order does
 // not depend on how the user listed them.
-func transferEnvNames(t v1alpha1.TransferEnvVar) []string {
+func transferEnvNames(t v1beta1.TransferEnvVar) []string {
 	set := make(map[string]bool, len(t.EnvNames)+1)
 	if t.EnvName != "" {
 		set[t.EnvName] = true
@@ -121,8 +121,8 @@ func containerNameFromFieldRef(fieldPath string, pod *corev1.Pod) (string, error
 // shared mount with subPathExpr $(POD_NAME) only resolves in the sidecar if POD_NAME is defined there
 // too. Containers already carrying IS_INJECTED are sidecars and are not shared from; init
 // containers are never a source.
-func sharedMountsAndEnvs(sc *v1alpha1.SidecarContainer, pod *corev1.Pod) ([]corev1.VolumeMount, []corev1.EnvVar) {
-	if sc.ShareVolumePolicy.Type != v1alpha1.ShareVolumePolicyEnabled {
+func sharedMountsAndEnvs(sc *v1beta1.SidecarContainer, pod *corev1.Pod) ([]corev1.VolumeMount, []corev1.EnvVar) {
+	if sc.ShareVolumePolicy.Type != v1beta1.ShareVolumePolicyEnabled {
 		return nil, nil
 	}
 	var mounts []corev1.VolumeMount

@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
 
@@ -28,7 +28,7 @@ func fixedInjector() *Injector {
 
 func env(name, value string) corev1.EnvVar { return corev1.EnvVar{Name: name, Value: value} }
 
-func injectedEnv() corev1.EnvVar { return env(v1alpha1.SidecarEnvInjected, "true") }
+func injectedEnv() corev1.EnvVar { return env(v1beta1.SidecarEnvInjected, "true") }
 
 func mount(volume, path string) corev1.VolumeMount {
 	return corev1.VolumeMount{Name: volume, MountPath: path}
@@ -69,29 +69,29 @@ func podP1() *corev1.Pod {
 	}
 }
 
-func newSidecarSet(name, hash string) *v1alpha1.SidecarSet {
-	ss := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{}}}
+func newSidecarSet(name, hash string) *v1beta1.SidecarSet {
+	ss := &v1beta1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{}}}
 	if hash != "" {
-		ss.Annotations[v1alpha1.SidecarSetHashAnnotation] = hash
+		ss.Annotations[v1beta1.SidecarSetHashAnnotation] = hash
 	}
 	ss.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "suxing-test"}}
 	return ss
 }
 
-func sc(name, image string, policy v1alpha1.PodInjectPolicyType) v1alpha1.SidecarContainer {
-	return v1alpha1.SidecarContainer{Container: corev1.Container{Name: name, Image: image}, PodInjectPolicy: policy}
+func sc(name, image string, policy v1beta1.PodInjectPolicyType) v1beta1.SidecarContainer {
+	return v1beta1.SidecarContainer{Container: corev1.Container{Name: name, Image: image}, PodInjectPolicy: policy}
 }
 
 // ss1 is compat §4 "SS1".
-func ss1() *v1alpha1.SidecarSet {
+func ss1() *v1beta1.SidecarSet {
 	ss := newSidecarSet("sidecarset1", "c4k2dbb95d")
-	ss.Spec.InitContainers = []v1alpha1.SidecarContainer{
+	ss.Spec.InitContainers = []v1beta1.SidecarContainer{
 		sc("init-2", "busybox:1.0.0", ""),
 		sc("init-1", "busybox:1.0.0", ""),
 	}
-	ss.Spec.Containers = []v1alpha1.SidecarContainer{
-		sc("dns-f", "dns-f-image:1.0", v1alpha1.BeforeAppContainerType),
-		sc("log-agent", "log-agent-image:1.0", v1alpha1.AfterAppContainerType),
+	ss.Spec.Containers = []v1beta1.SidecarContainer{
+		sc("dns-f", "dns-f-image:1.0", v1beta1.BeforeAppContainerType),
+		sc("log-agent", "log-agent-image:1.0", v1beta1.AfterAppContainerType),
 	}
 	return ss
 }

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/resourcespolicy"
 )
@@ -26,8 +26,8 @@ type Injector struct {
 // Input is one pod and the SidecarSets the policies matched to it.
 type Input struct {
 	Pod         *corev1.Pod
-	SidecarSets []*v1alpha1.SidecarSet // matched by the policies, in decision order, defaulted and hashed
-	History     history.Source         // may be nil when no SidecarSet sets injectionStrategy.revision
+	SidecarSets []*v1beta1.SidecarSet // matched by the policies, in decision order, defaulted and hashed
+	History     history.Source        // may be nil when no SidecarSet sets injectionStrategy.revision
 }
 
 // Result is the injected pod and the patch that turns Input.Pod into it. Patch values share memory
@@ -78,8 +78,8 @@ func IsActive(pod *corev1.Pod) bool {
 
 // chooseRevisions replaces each SidecarSet by the revision to inject (compat §1.5, W6–W14); the
 // choice itself is internal/sidecarset/history's.
-func (in *Injector) chooseRevisions(input Input) ([]*v1alpha1.SidecarSet, error) {
-	out := make([]*v1alpha1.SidecarSet, len(input.SidecarSets))
+func (in *Injector) chooseRevisions(input Input) ([]*v1beta1.SidecarSet, error) {
+	out := make([]*v1beta1.SidecarSet, len(input.SidecarSets))
 	for i, ss := range input.SidecarSets {
 		if ss == nil {
 			return nil, fmt.Errorf("mutation: Input.SidecarSets[%d] is nil", i)
@@ -87,7 +87,7 @@ func (in *Injector) chooseRevisions(input Input) ([]*v1alpha1.SidecarSet, error)
 		// Package revisions falls back to the process-wide random source when given none; here
 		// that would make injection irreproducible, so a Partial policy needs Injector.Rand.
 		if r := ss.Spec.InjectionStrategy.Revision; r != nil && (r.RevisionName != nil || r.CustomVersion != nil) &&
-			r.Policy == v1alpha1.PartialSidecarSetInjectRevisionPolicy && in.Rand == nil {
+			r.Policy == v1beta1.PartialSidecarSetInjectRevisionPolicy && in.Rand == nil {
 			return nil, fieldErr(ss.Name, "spec.injectionStrategy.revision.policy",
 				errors.New("the Partial policy needs a random source, and Injector.Rand is nil"))
 		}
@@ -126,7 +126,7 @@ type builder struct {
 	processed, injected        []string
 }
 
-func newBuilder(pod *corev1.Pod, sets []*v1alpha1.SidecarSet, now metav1.Time) (*builder, error) {
+func newBuilder(pod *corev1.Pod, sets []*v1beta1.SidecarSet, now metav1.Time) (*builder, error) {
 	// Metadata is patched first, and everything after reads the patched annotations, as in
 	// OpenKruise (compat §1.12 step 6 before 7).
 	ann := make(map[string]string, len(pod.Annotations)+8)
@@ -144,10 +144,10 @@ func newBuilder(pod *corev1.Pod, sets []*v1alpha1.SidecarSet, now metav1.Time) (
 
 	b := &builder{pod: pod, ann: ann, now: now, exclude: map[string]bool{}, versions: map[string]string{}}
 	var err error
-	if b.hashes, err = parseUpgradeSpecs(ann, v1alpha1.SidecarSetHashAnnotation); err != nil {
+	if b.hashes, err = parseUpgradeSpecs(ann, v1beta1.SidecarSetHashAnnotation); err != nil {
 		return nil, err
 	}
-	if b.hashesWithoutImage, err = parseUpgradeSpecs(ann, v1alpha1.SidecarSetHashWithoutImageAnnotation); err != nil {
+	if b.hashesWithoutImage, err = parseUpgradeSpecs(ann, v1beta1.SidecarSetHashWithoutImageAnnotation); err != nil {
 		return nil, err
 	}
 	b.working = workingHotUpgrade(ann)
@@ -164,7 +164,7 @@ func newBuilder(pod *corev1.Pod, sets []*v1alpha1.SidecarSet, now metav1.Time) (
 
 // addSidecarSet builds one SidecarSet's sidecars (compat §1.12 step 7): init containers, then
 // imagePullSecrets, then containers, each in spec order.
-func (b *builder) addSidecarSet(ss *v1alpha1.SidecarSet) error {
+func (b *builder) addSidecarSet(ss *v1beta1.SidecarSet) error {
 	cat := newCatalogue(ss)
 	sidecarList := map[string]bool{}
 	injecting := false
@@ -216,14 +216,14 @@ func (b *builder) addSidecarSet(ss *v1alpha1.SidecarSet) error {
 	list := append([]string{}, slices.Sorted(maps.Keys(sidecarList))...)
 	recordUpgrade(b.hashes, upgradeSpec{
 		UpdateTimestamp:    b.now,
-		Hash:               ss.Annotations[v1alpha1.SidecarSetHashAnnotation],
+		Hash:               ss.Annotations[v1beta1.SidecarSetHashAnnotation],
 		SidecarSetName:     ss.Name,
 		SidecarList:        list,
 		ControllerRevision: ss.Status.LatestRevision,
 	})
 	recordUpgrade(b.hashesWithoutImage, upgradeSpec{
 		UpdateTimestamp: b.now,
-		Hash:            ss.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation],
+		Hash:            ss.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation],
 		SidecarSetName:  ss.Name,
 		SidecarList:     list,
 	})
@@ -233,7 +233,7 @@ func (b *builder) addSidecarSet(ss *v1alpha1.SidecarSet) error {
 // build completes one sidecar in place (sc is the builder's own copy): resources, then shared
 // mounts, env and devices, in OpenKruise's merge order (compat §1.13), so that the env list reads
 // own, IS_INJECTED, transferred, subPathExpr.
-func (b *builder) build(ss *v1alpha1.SidecarSet, field string, sc *v1alpha1.SidecarContainer, cat catalogue) error {
+func (b *builder) build(ss *v1beta1.SidecarSet, field string, sc *v1beta1.SidecarContainer, cat catalogue) error {
 	if sc.ResourcesPolicy != nil {
 		r, err := resourcespolicy.Compute(b.pod, sc, b.exclude)
 		if err != nil {
@@ -246,7 +246,7 @@ func (b *builder) build(ss *v1alpha1.SidecarSet, field string, sc *v1alpha1.Side
 
 	b.volumes = append(b.volumes, cat.referenced(sc)...)
 	sc.VolumeMounts = mergeMounts(sc.VolumeMounts, mounts, sc.VolumeDevices)
-	sc.Env = append(sc.Env, corev1.EnvVar{Name: v1alpha1.SidecarEnvInjected, Value: "true"})
+	sc.Env = append(sc.Env, corev1.EnvVar{Name: v1beta1.SidecarEnvInjected, Value: "true"})
 	sc.Env = mergeEnv(sc.Env, extraEnv)
 	sc.VolumeDevices = mergeDevices(sc.VolumeDevices, sharedDevices(sc, b.pod), sc.VolumeMounts)
 	return nil
@@ -282,14 +282,14 @@ func (b *builder) result(origAnnotations map[string]string) Result {
 		pod.Spec.ImagePullSecrets = secrets
 	}
 
-	b.ann[v1alpha1.SidecarSetHashAnnotation] = marshalString(b.hashes)
-	b.ann[v1alpha1.SidecarSetHashWithoutImageAnnotation] = marshalString(b.hashesWithoutImage)
-	b.ann[v1alpha1.SidecarSetListAnnotation] = injectedList(b.ann[v1alpha1.SidecarSetListAnnotation], b.processed)
+	b.ann[v1beta1.SidecarSetHashAnnotation] = marshalString(b.hashes)
+	b.ann[v1beta1.SidecarSetHashWithoutImageAnnotation] = marshalString(b.hashesWithoutImage)
+	b.ann[v1beta1.SidecarSetListAnnotation] = injectedList(b.ann[v1beta1.SidecarSetListAnnotation], b.processed)
 	if b.hotUpgrade {
 		for k, v := range b.versions {
 			b.ann[k] = v
 		}
-		b.ann[v1alpha1.SidecarSetWorkingHotUpgradeContainer] = marshalString(b.working)
+		b.ann[v1beta1.SidecarSetWorkingHotUpgradeContainer] = marshalString(b.working)
 	}
 	pod.Annotations = b.ann
 	patch = append(patch, annotationOps(origAnnotations, pod.Annotations)...)

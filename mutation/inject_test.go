@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
 
@@ -21,7 +21,7 @@ import (
 type injectCase struct {
 	name    string
 	pod     *corev1.Pod
-	sets    []*v1alpha1.SidecarSet
+	sets    []*v1beta1.SidecarSet
 	revs    history.Source
 	rand    func() float64
 	wantErr []string // substrings of the error; nil means success
@@ -95,7 +95,7 @@ func TestInjectBasics(t *testing.T) {
 	runInjectCases(t, []injectCase{
 		{
 			name: "W15 SS1 on P1: placement, sorted init containers, IS_INJECTED, annotations",
-			pod:  podP1(), sets: []*v1alpha1.SidecarSet{ss1()},
+			pod:  podP1(), sets: []*v1beta1.SidecarSet{ss1()},
 			check: func(t *testing.T, res Result) {
 				mustEqual(t, "containers", names(res.Pod.Spec.Containers), []string{"dns-f", "nginx", "log-agent"})
 				mustEqual(t, "initContainers", names(res.Pod.Spec.InitContainers), []string{"init-0", "init-1", "init-2"})
@@ -107,11 +107,11 @@ func TestInjectBasics(t *testing.T) {
 				}
 				mustEqual(t, "nginx untouched", res.Pod.Spec.Containers[1], podP1().Spec.Containers[0])
 				mustEqual(t, "annotations", res.Pod.Annotations, map[string]string{
-					v1alpha1.SidecarSetHashAnnotation: `{"sidecarset1":{"updateTimestamp":"` + testNowJSON +
+					v1beta1.SidecarSetHashAnnotation: `{"sidecarset1":{"updateTimestamp":"` + testNowJSON +
 						`","hash":"c4k2dbb95d","sidecarSetName":"sidecarset1","sidecarList":["dns-f","log-agent"]}}`,
-					v1alpha1.SidecarSetHashWithoutImageAnnotation: `{"sidecarset1":{"updateTimestamp":"` + testNowJSON +
+					v1beta1.SidecarSetHashWithoutImageAnnotation: `{"sidecarset1":{"updateTimestamp":"` + testNowJSON +
 						`","hash":"","sidecarSetName":"sidecarset1","sidecarList":["dns-f","log-agent"]}}`,
-					v1alpha1.SidecarSetListAnnotation: "sidecarset1",
+					v1beta1.SidecarSetListAnnotation: "sidecarset1",
 				})
 				mustEqual(t, "patch", opsSummary(res.Patch), []string{
 					"add /spec/initContainers/-", "add /spec/initContainers/-",
@@ -134,7 +134,7 @@ func TestInjectBasics(t *testing.T) {
 		{
 			name: "succeeded pod is not injected",
 			pod:  func() *corev1.Pod { p := podP1(); p.Status.Phase = corev1.PodSucceeded; return p }(),
-			sets: []*v1alpha1.SidecarSet{ss1()},
+			sets: []*v1beta1.SidecarSet{ss1()},
 			check: func(t *testing.T, res Result) {
 				mustEqual(t, "containers", names(res.Pod.Spec.Containers), []string{"nginx"})
 				mustEqual(t, "patch", len(res.Patch), 0)
@@ -143,7 +143,7 @@ func TestInjectBasics(t *testing.T) {
 		{
 			name: "failed pod is not injected",
 			pod:  func() *corev1.Pod { p := podP1(); p.Status.Phase = corev1.PodFailed; return p }(),
-			sets: []*v1alpha1.SidecarSet{ss1()},
+			sets: []*v1beta1.SidecarSet{ss1()},
 			check: func(t *testing.T, res Result) {
 				mustEqual(t, "patch", len(res.Patch), 0)
 			},
@@ -156,7 +156,7 @@ func TestInjectBasics(t *testing.T) {
 				p.DeletionTimestamp = &ts
 				return p
 			}(),
-			sets: []*v1alpha1.SidecarSet{ss1()},
+			sets: []*v1beta1.SidecarSet{ss1()},
 			check: func(t *testing.T, res Result) {
 				mustEqual(t, "patch", len(res.Patch), 0)
 				mustEqual(t, "injected", len(res.Injected), 0)
@@ -166,17 +166,17 @@ func TestInjectBasics(t *testing.T) {
 			name: "pod with existing annotations gets per-key operations, escaped",
 			pod: func() *corev1.Pod {
 				p := podP1()
-				p.Annotations = map[string]string{"team": "a", v1alpha1.SidecarSetListAnnotation: "other"}
+				p.Annotations = map[string]string{"team": "a", v1beta1.SidecarSetListAnnotation: "other"}
 				return p
 			}(),
-			sets: []*v1alpha1.SidecarSet{ss1()},
+			sets: []*v1beta1.SidecarSet{ss1()},
 			check: func(t *testing.T, res Result) {
 				mustEqual(t, "annotation ops", opsSummary(res.Patch)[4:], []string{
 					"add /metadata/annotations/kruise.io~1sidecarset-hash",
 					"add /metadata/annotations/kruise.io~1sidecarset-hash-without-image",
 					"replace /metadata/annotations/kruise.io~1sidecarset-injected-list",
 				})
-				mustEqual(t, "list", res.Pod.Annotations[v1alpha1.SidecarSetListAnnotation], "other,sidecarset1")
+				mustEqual(t, "list", res.Pod.Annotations[v1beta1.SidecarSetListAnnotation], "other,sidecarset1")
 				mustEqual(t, "kept", res.Pod.Annotations["team"], "a")
 			},
 		},
@@ -189,7 +189,7 @@ func TestInjectImagePullSecrets(t *testing.T) {
 		p.Spec.ImagePullSecrets = pod
 		s := ss1()
 		s.Spec.ImagePullSecrets = ss
-		return injectCase{pod: p, sets: []*v1alpha1.SidecarSet{s}}
+		return injectCase{pod: p, sets: []*v1beta1.SidecarSet{s}}
 	}
 	secretNames := func(res Result) []string {
 		var out []string
@@ -242,30 +242,30 @@ func contains(list []string, s string) bool {
 }
 
 func TestInjectPatchPodMetadata(t *testing.T) {
-	w5 := func() []*v1alpha1.SidecarSet {
+	w5 := func() []*v1beta1.SidecarSet {
 		a := ss1()
-		a.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{
-			{Annotations: map[string]string{"key1": `{"log-agent":1}`}, PatchPolicy: v1alpha1.SidecarSetMergePatchJsonPatchPolicy},
-			{Annotations: map[string]string{"key": "envoy=1,log=2"}, PatchPolicy: v1alpha1.SidecarSetRetainPatchPolicy},
+		a.Spec.PatchPodMetadata = []v1beta1.SidecarSetPatchPodMetadata{
+			{Annotations: map[string]string{"key1": `{"log-agent":1}`}, PatchPolicy: v1beta1.SidecarSetMergePatchJsonPatchPolicy},
+			{Annotations: map[string]string{"key": "envoy=1,log=2"}, PatchPolicy: v1beta1.SidecarSetRetainPatchPolicy},
 		}
 		b := newSidecarSet("sidecarset2", "x")
-		b.Spec.Containers = []v1alpha1.SidecarContainer{sc("envoy", "envoy:1", v1alpha1.AfterAppContainerType)}
-		b.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{
-			{Annotations: map[string]string{"key1": `{"envoy":2}`}, PatchPolicy: v1alpha1.SidecarSetMergePatchJsonPatchPolicy},
+		b.Spec.Containers = []v1beta1.SidecarContainer{sc("envoy", "envoy:1", v1beta1.AfterAppContainerType)}
+		b.Spec.PatchPodMetadata = []v1beta1.SidecarSetPatchPodMetadata{
+			{Annotations: map[string]string{"key1": `{"envoy":2}`}, PatchPolicy: v1beta1.SidecarSetMergePatchJsonPatchPolicy},
 		}
-		return []*v1alpha1.SidecarSet{a, b}
+		return []*v1beta1.SidecarSet{a, b}
 	}
-	onlyPatches := func(policy v1alpha1.SidecarSetPatchPolicyType, ann map[string]string) *v1alpha1.SidecarSet {
+	onlyPatches := func(policy v1beta1.SidecarSetPatchPolicyType, ann map[string]string) *v1beta1.SidecarSet {
 		// A SidecarSet that injects nothing: only its metadata patch reaches the pod, as when
 		// OpenKruise's buildSidecars returns no containers.
 		ss := newSidecarSet("meta", "")
-		ss.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{Annotations: ann, PatchPolicy: policy}}
+		ss.Spec.PatchPodMetadata = []v1beta1.SidecarSetPatchPodMetadata{{Annotations: ann, PatchPolicy: policy}}
 		return ss
 	}
 	badMerge := ss1()
-	badMerge.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{
+	badMerge.Spec.PatchPodMetadata = []v1beta1.SidecarSetPatchPodMetadata{
 		{Annotations: map[string]string{"ok": "x"}},
-		{Annotations: map[string]string{"key1": `{"a":`}, PatchPolicy: v1alpha1.SidecarSetMergePatchJsonPatchPolicy},
+		{Annotations: map[string]string{"key1": `{"a":`}, PatchPolicy: v1beta1.SidecarSetMergePatchJsonPatchPolicy},
 	}
 	podWith := func(ann map[string]string) *corev1.Pod { p := podP1(); p.Annotations = ann; return p }
 
@@ -281,10 +281,10 @@ func TestInjectPatchPodMetadata(t *testing.T) {
 		{
 			name: "S14 Retain and Overwrite on a pod without annotations",
 			pod:  podP1(),
-			sets: []*v1alpha1.SidecarSet{func() *v1alpha1.SidecarSet {
-				ss := onlyPatches(v1alpha1.SidecarSetRetainPatchPolicy, map[string]string{"key1": "value1"})
-				ss.Spec.PatchPodMetadata = append(ss.Spec.PatchPodMetadata, v1alpha1.SidecarSetPatchPodMetadata{
-					Annotations: map[string]string{"key2": "value2"}, PatchPolicy: v1alpha1.SidecarSetOverwritePatchPolicy})
+			sets: []*v1beta1.SidecarSet{func() *v1beta1.SidecarSet {
+				ss := onlyPatches(v1beta1.SidecarSetRetainPatchPolicy, map[string]string{"key1": "value1"})
+				ss.Spec.PatchPodMetadata = append(ss.Spec.PatchPodMetadata, v1beta1.SidecarSetPatchPodMetadata{
+					Annotations: map[string]string{"key2": "value2"}, PatchPolicy: v1beta1.SidecarSetOverwritePatchPolicy})
 				return ss
 			}()},
 			check: func(t *testing.T, res Result) {
@@ -296,10 +296,10 @@ func TestInjectPatchPodMetadata(t *testing.T) {
 		{
 			name: "S15 Retain keeps, Overwrite replaces",
 			pod:  podWith(map[string]string{"key1": "old", "key2": "old"}),
-			sets: []*v1alpha1.SidecarSet{func() *v1alpha1.SidecarSet {
-				ss := onlyPatches(v1alpha1.SidecarSetRetainPatchPolicy, map[string]string{"key1": "value1"})
-				ss.Spec.PatchPodMetadata = append(ss.Spec.PatchPodMetadata, v1alpha1.SidecarSetPatchPodMetadata{
-					Annotations: map[string]string{"key2": "value2"}, PatchPolicy: v1alpha1.SidecarSetOverwritePatchPolicy})
+			sets: []*v1beta1.SidecarSet{func() *v1beta1.SidecarSet {
+				ss := onlyPatches(v1beta1.SidecarSetRetainPatchPolicy, map[string]string{"key1": "value1"})
+				ss.Spec.PatchPodMetadata = append(ss.Spec.PatchPodMetadata, v1beta1.SidecarSetPatchPodMetadata{
+					Annotations: map[string]string{"key2": "value2"}, PatchPolicy: v1beta1.SidecarSetOverwritePatchPolicy})
 				return ss
 			}()},
 			check: func(t *testing.T, res Result) {
@@ -310,7 +310,7 @@ func TestInjectPatchPodMetadata(t *testing.T) {
 		{
 			name: "S16 MergePatchJson merges, keeps, and sets absent keys",
 			pod:  podWith(map[string]string{"key1": `{"log-agent":1}`, "key2": `{"log-agent":1}`}),
-			sets: []*v1alpha1.SidecarSet{onlyPatches(v1alpha1.SidecarSetMergePatchJsonPatchPolicy, map[string]string{
+			sets: []*v1beta1.SidecarSet{onlyPatches(v1beta1.SidecarSetMergePatchJsonPatchPolicy, map[string]string{
 				"key1": `{"log-agent":1}`, "key2": `{"envoy":2}`, "key3": `{"probe":5}`})},
 			check: func(t *testing.T, res Result) {
 				mustEqual(t, "annotations", res.Pod.Annotations, map[string]string{
@@ -322,7 +322,7 @@ func TestInjectPatchPodMetadata(t *testing.T) {
 		{
 			name: "S17 a merge that changes nothing gives an empty patch",
 			pod:  podWith(map[string]string{"key1": `{"log-agent":1}`}),
-			sets: []*v1alpha1.SidecarSet{onlyPatches(v1alpha1.SidecarSetMergePatchJsonPatchPolicy, map[string]string{"key1": `{"log-agent":1}`})},
+			sets: []*v1beta1.SidecarSet{onlyPatches(v1beta1.SidecarSetMergePatchJsonPatchPolicy, map[string]string{"key1": `{"log-agent":1}`})},
 			check: func(t *testing.T, res Result) {
 				mustEqual(t, "patch", len(res.Patch), 0)
 			},
@@ -330,26 +330,26 @@ func TestInjectPatchPodMetadata(t *testing.T) {
 		{
 			name:    "invalid merge JSON names SidecarSet, entry and key",
 			pod:     podWith(map[string]string{"key1": `{"x":1}`}),
-			sets:    []*v1alpha1.SidecarSet{badMerge},
+			sets:    []*v1beta1.SidecarSet{badMerge},
 			wantErr: []string{`"sidecarset1"`, "spec.patchPodMetadata[1].annotations[key1]"},
 		},
 		{
 			name:    "invalid existing pod value is an error when merging",
 			pod:     podWith(map[string]string{"key1": `not json`}),
-			sets:    []*v1alpha1.SidecarSet{onlyPatches(v1alpha1.SidecarSetMergePatchJsonPatchPolicy, map[string]string{"key1": `{"a":1}`})},
+			sets:    []*v1beta1.SidecarSet{onlyPatches(v1beta1.SidecarSetMergePatchJsonPatchPolicy, map[string]string{"key1": `{"a":1}`})},
 			wantErr: []string{`"meta"`, "spec.patchPodMetadata[0].annotations[key1]"},
 		},
 		{
 			name:    "scalar merge patch is refused, as OpenKruise's json-patch refuses it",
 			pod:     podWith(map[string]string{"key1": `{"x":1}`}),
-			sets:    []*v1alpha1.SidecarSet{onlyPatches(v1alpha1.SidecarSetMergePatchJsonPatchPolicy, map[string]string{"key1": `5`})},
+			sets:    []*v1beta1.SidecarSet{onlyPatches(v1beta1.SidecarSetMergePatchJsonPatchPolicy, map[string]string{"key1": `5`})},
 			wantErr: []string{"annotations[key1]", "JSON object or array"},
 		},
 		{
 			name:          "MergePatchJson on an absent key sets the value verbatim (no validation, as OpenKruise)",
 			pod:           podP1(),
 			notIdempotent: "the next injection merges into the invalid value and fails, as OpenKruise's webhook would",
-			sets:          []*v1alpha1.SidecarSet{onlyPatches(v1alpha1.SidecarSetMergePatchJsonPatchPolicy, map[string]string{"key1": `not json`})},
+			sets:          []*v1beta1.SidecarSet{onlyPatches(v1beta1.SidecarSetMergePatchJsonPatchPolicy, map[string]string{"key1": `not json`})},
 			check: func(t *testing.T, res Result) {
 				mustEqual(t, "key1", res.Pod.Annotations["key1"], "not json")
 			},
@@ -357,14 +357,14 @@ func TestInjectPatchPodMetadata(t *testing.T) {
 		{
 			name: "injection overrides a metadata patch of its own annotations",
 			pod:  podP1(),
-			sets: []*v1alpha1.SidecarSet{func() *v1alpha1.SidecarSet {
+			sets: []*v1beta1.SidecarSet{func() *v1beta1.SidecarSet {
 				ss := ss1()
-				ss.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{
-					Annotations: map[string]string{v1alpha1.SidecarSetListAnnotation: "zeta"}, PatchPolicy: v1alpha1.SidecarSetOverwritePatchPolicy}}
+				ss.Spec.PatchPodMetadata = []v1beta1.SidecarSetPatchPodMetadata{{
+					Annotations: map[string]string{v1beta1.SidecarSetListAnnotation: "zeta"}, PatchPolicy: v1beta1.SidecarSetOverwritePatchPolicy}}
 				return ss
 			}()},
 			check: func(t *testing.T, res Result) {
-				mustEqual(t, "list", res.Pod.Annotations[v1alpha1.SidecarSetListAnnotation], "sidecarset1,zeta")
+				mustEqual(t, "list", res.Pod.Annotations[v1beta1.SidecarSetListAnnotation], "sidecarset1,zeta")
 			},
 		},
 	})
@@ -374,22 +374,22 @@ func TestInjectHashAnnotations(t *testing.T) {
 	legacy := func() *corev1.Pod {
 		p := podP1()
 		p.Annotations = map[string]string{
-			v1alpha1.SidecarSetHashAnnotation:             `{"sidecarset-test":"old-hash"}`,
-			v1alpha1.SidecarSetHashWithoutImageAnnotation: `{"sidecarset-test":"old-without-image"}`,
+			v1beta1.SidecarSetHashAnnotation:             `{"sidecarset-test":"old-hash"}`,
+			v1beta1.SidecarSetHashWithoutImageAnnotation: `{"sidecarset-test":"old-without-image"}`,
 		}
 		return p
 	}
 	ss2 := newSidecarSet("sidecarset2", "c4k2dbb95d")
-	ss2.Spec.Containers = []v1alpha1.SidecarContainer{sc("dns-f", "dns-f-image:1.0", v1alpha1.BeforeAppContainerType)}
+	ss2.Spec.Containers = []v1beta1.SidecarContainer{sc("dns-f", "dns-f-image:1.0", v1beta1.BeforeAppContainerType)}
 	ss3 := newSidecarSet("sidecarset3", "gm967682cm")
-	ss3.Spec.Containers = []v1alpha1.SidecarContainer{sc("log-agent", "log-agent-image:1.0", v1alpha1.AfterAppContainerType)}
+	ss3.Spec.Containers = []v1beta1.SidecarContainer{sc("log-agent", "log-agent-image:1.0", v1beta1.AfterAppContainerType)}
 
 	runInjectCases(t, []injectCase{
 		{
 			name: "W17 legacy flat hash annotations are read and rewritten structured",
-			pod:  legacy(), sets: []*v1alpha1.SidecarSet{ss1()},
+			pod:  legacy(), sets: []*v1beta1.SidecarSet{ss1()},
 			check: func(t *testing.T, res Result) {
-				for _, key := range []string{v1alpha1.SidecarSetHashAnnotation, v1alpha1.SidecarSetHashWithoutImageAnnotation} {
+				for _, key := range []string{v1beta1.SidecarSetHashAnnotation, v1beta1.SidecarSetHashWithoutImageAnnotation} {
 					var specs map[string]upgradeSpec
 					if err := json.Unmarshal([]byte(res.Pod.Annotations[key]), &specs); err != nil {
 						t.Fatalf("%s is not structured: %v", key, err)
@@ -401,7 +401,7 @@ func TestInjectHashAnnotations(t *testing.T) {
 						t.Errorf("%s lacks sidecarset1: %s", key, res.Pod.Annotations[key])
 					}
 				}
-				mustEqual(t, "legacy entry, structured", res.Pod.Annotations[v1alpha1.SidecarSetHashAnnotation],
+				mustEqual(t, "legacy entry, structured", res.Pod.Annotations[v1beta1.SidecarSetHashAnnotation],
 					`{"sidecarset-test":{"updateTimestamp":null,"hash":"old-hash","sidecarSetName":"sidecarset-test","sidecarList":null},`+
 						`"sidecarset1":`+upgradeJSON("sidecarset1", "c4k2dbb95d", []string{"dns-f", "log-agent"}, "")+`}`)
 			},
@@ -410,42 +410,42 @@ func TestInjectHashAnnotations(t *testing.T) {
 			name: "unparsable hash annotation is an error naming it",
 			pod: func() *corev1.Pod {
 				p := podP1()
-				p.Annotations = map[string]string{v1alpha1.SidecarSetHashAnnotation: `{"a":{"hash":1}}`}
+				p.Annotations = map[string]string{v1beta1.SidecarSetHashAnnotation: `{"a":{"hash":1}}`}
 				return p
 			}(),
-			sets:    []*v1alpha1.SidecarSet{ss1()},
+			sets:    []*v1beta1.SidecarSet{ss1()},
 			wantErr: []string{"pod", "metadata.annotations[kruise.io/sidecarset-hash]"},
 		},
 		{
 			name: "W23 only the injected SidecarSets get hash entries",
-			pod:  podP1(), sets: []*v1alpha1.SidecarSet{ss2, ss3},
+			pod:  podP1(), sets: []*v1beta1.SidecarSet{ss2, ss3},
 			check: func(t *testing.T, res Result) {
-				mustEqual(t, "hash", res.Pod.Annotations[v1alpha1.SidecarSetHashAnnotation],
+				mustEqual(t, "hash", res.Pod.Annotations[v1beta1.SidecarSetHashAnnotation],
 					`{"sidecarset2":`+upgradeJSON("sidecarset2", "c4k2dbb95d", []string{"dns-f"}, "")+
 						`,"sidecarset3":`+upgradeJSON("sidecarset3", "gm967682cm", []string{"log-agent"}, "")+`}`)
 			},
 		},
 		{
 			name: "W24 injected list is the sorted union",
-			pod:  podP1(), sets: []*v1alpha1.SidecarSet{ss1(), ss3},
+			pod:  podP1(), sets: []*v1beta1.SidecarSet{ss1(), ss3},
 			check: func(t *testing.T, res Result) {
-				mustEqual(t, "list", res.Pod.Annotations[v1alpha1.SidecarSetListAnnotation], "sidecarset1,sidecarset3")
+				mustEqual(t, "list", res.Pod.Annotations[v1beta1.SidecarSetListAnnotation], "sidecarset1,sidecarset3")
 			},
 		},
 		{
 			name: "controllerRevision is status.latestRevision, omitted when empty; existing entries of others kept",
 			pod: func() *corev1.Pod {
 				p := podP1()
-				p.Annotations = map[string]string{v1alpha1.SidecarSetHashAnnotation: `{"other":{"updateTimestamp":"2020-01-01T00:00:00Z","hash":"h","sidecarSetName":"other","sidecarList":["x"],"controllerRevision":"other-1"}}`}
+				p.Annotations = map[string]string{v1beta1.SidecarSetHashAnnotation: `{"other":{"updateTimestamp":"2020-01-01T00:00:00Z","hash":"h","sidecarSetName":"other","sidecarList":["x"],"controllerRevision":"other-1"}}`}
 				return p
 			}(),
-			sets: []*v1alpha1.SidecarSet{func() *v1alpha1.SidecarSet {
+			sets: []*v1beta1.SidecarSet{func() *v1beta1.SidecarSet {
 				ss := ss1()
 				ss.Status.LatestRevision = "sidecarset1-788d67c95d"
 				return ss
 			}()},
 			check: func(t *testing.T, res Result) {
-				mustEqual(t, "hash", res.Pod.Annotations[v1alpha1.SidecarSetHashAnnotation],
+				mustEqual(t, "hash", res.Pod.Annotations[v1beta1.SidecarSetHashAnnotation],
 					`{"other":{"updateTimestamp":"2020-01-01T00:00:00Z","hash":"h","sidecarSetName":"other","sidecarList":["x"],"controllerRevision":"other-1"},`+
 						`"sidecarset1":`+upgradeJSON("sidecarset1", "c4k2dbb95d", []string{"dns-f", "log-agent"}, "sidecarset1-788d67c95d")+`}`)
 			},
@@ -455,28 +455,28 @@ func TestInjectHashAnnotations(t *testing.T) {
 			pod: func() *corev1.Pod {
 				p := podP1()
 				p.Annotations = map[string]string{
-					v1alpha1.SidecarSetHashAnnotation:             `{"sidecarset1":{"updateTimestamp":"2020-01-01T00:00:00Z","hash":"c4k2dbb95d","sidecarSetName":"sidecarset1","sidecarList":["dns-f","log-agent"]}}`,
-					v1alpha1.SidecarSetHashWithoutImageAnnotation: `{"sidecarset1":{"updateTimestamp":"2020-01-01T00:00:00Z","hash":"stale","sidecarSetName":"sidecarset1","sidecarList":["dns-f","log-agent"]}}`,
+					v1beta1.SidecarSetHashAnnotation:             `{"sidecarset1":{"updateTimestamp":"2020-01-01T00:00:00Z","hash":"c4k2dbb95d","sidecarSetName":"sidecarset1","sidecarList":["dns-f","log-agent"]}}`,
+					v1beta1.SidecarSetHashWithoutImageAnnotation: `{"sidecarset1":{"updateTimestamp":"2020-01-01T00:00:00Z","hash":"stale","sidecarSetName":"sidecarset1","sidecarList":["dns-f","log-agent"]}}`,
 				}
 				return p
 			}(),
-			sets: []*v1alpha1.SidecarSet{ss1()},
+			sets: []*v1beta1.SidecarSet{ss1()},
 			check: func(t *testing.T, res Result) {
-				if !strings.Contains(res.Pod.Annotations[v1alpha1.SidecarSetHashAnnotation], `"2020-01-01T00:00:00Z"`) {
-					t.Errorf("timestamp of unchanged hash moved: %s", res.Pod.Annotations[v1alpha1.SidecarSetHashAnnotation])
+				if !strings.Contains(res.Pod.Annotations[v1beta1.SidecarSetHashAnnotation], `"2020-01-01T00:00:00Z"`) {
+					t.Errorf("timestamp of unchanged hash moved: %s", res.Pod.Annotations[v1beta1.SidecarSetHashAnnotation])
 				}
-				if !strings.Contains(res.Pod.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation], testNowJSON) {
-					t.Errorf("timestamp of changed hash kept: %s", res.Pod.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation])
+				if !strings.Contains(res.Pod.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation], testNowJSON) {
+					t.Errorf("timestamp of changed hash kept: %s", res.Pod.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation])
 				}
 			},
 		},
 		{
 			name: "a SidecarSet without containers is listed but gets no hash entry",
 			pod:  podP1(),
-			sets: []*v1alpha1.SidecarSet{ss1(), newSidecarSet("empty", "e")},
+			sets: []*v1beta1.SidecarSet{ss1(), newSidecarSet("empty", "e")},
 			check: func(t *testing.T, res Result) {
-				mustEqual(t, "list", res.Pod.Annotations[v1alpha1.SidecarSetListAnnotation], "empty,sidecarset1")
-				if strings.Contains(res.Pod.Annotations[v1alpha1.SidecarSetHashAnnotation], `"empty"`) {
+				mustEqual(t, "list", res.Pod.Annotations[v1beta1.SidecarSetListAnnotation], "empty,sidecarset1")
+				if strings.Contains(res.Pod.Annotations[v1beta1.SidecarSetHashAnnotation], `"empty"`) {
 					t.Errorf("hash entry for a SidecarSet that injected nothing")
 				}
 				mustEqual(t, "injected", res.Injected, []string{"sidecarset1"})
@@ -487,12 +487,12 @@ func TestInjectHashAnnotations(t *testing.T) {
 
 func TestInjectContainerOrder(t *testing.T) {
 	// W25–W30: new-sidecar-1 Before, sidecar-1 and sidecar-2 After.
-	set := func(which ...string) *v1alpha1.SidecarSet {
+	set := func(which ...string) *v1beta1.SidecarSet {
 		ss := newSidecarSet("merge", "h")
-		all := map[string]v1alpha1.SidecarContainer{
-			"new-sidecar-1": sc("new-sidecar-1", "new:1", v1alpha1.BeforeAppContainerType),
-			"sidecar-1":     sc("sidecar-1", "s1:1", v1alpha1.AfterAppContainerType),
-			"sidecar-2":     sc("sidecar-2", "s2:1", v1alpha1.AfterAppContainerType),
+		all := map[string]v1beta1.SidecarContainer{
+			"new-sidecar-1": sc("new-sidecar-1", "new:1", v1beta1.BeforeAppContainerType),
+			"sidecar-1":     sc("sidecar-1", "s1:1", v1beta1.AfterAppContainerType),
+			"sidecar-2":     sc("sidecar-2", "s2:1", v1beta1.AfterAppContainerType),
 		}
 		for _, w := range which {
 			ss.Spec.Containers = append(ss.Spec.Containers, all[w])
@@ -515,48 +515,48 @@ func TestInjectContainerOrder(t *testing.T) {
 		}
 	}
 	runInjectCases(t, []injectCase{
-		{name: "W25", pod: pod("app-container"), sets: []*v1alpha1.SidecarSet{set("new-sidecar-1", "sidecar-1", "sidecar-2")},
+		{name: "W25", pod: pod("app-container"), sets: []*v1beta1.SidecarSet{set("new-sidecar-1", "sidecar-1", "sidecar-2")},
 			check: order([]string{"new-sidecar-1", "app-container", "sidecar-1", "sidecar-2"},
 				"add /spec/containers/-", "add /spec/containers/-", "add /spec/containers/0")},
-		{name: "W26", pod: pod("app-container"), sets: []*v1alpha1.SidecarSet{set("new-sidecar-1")},
+		{name: "W26", pod: pod("app-container"), sets: []*v1beta1.SidecarSet{set("new-sidecar-1")},
 			check: order([]string{"new-sidecar-1", "app-container"})},
-		{name: "W27", pod: pod("app-container"), sets: []*v1alpha1.SidecarSet{set("sidecar-1", "sidecar-2")},
+		{name: "W27", pod: pod("app-container"), sets: []*v1beta1.SidecarSet{set("sidecar-1", "sidecar-2")},
 			check: order([]string{"app-container", "sidecar-1", "sidecar-2"})},
 		{name: "W28 same-name pod containers are replaced in place",
-			pod: pod("sidecar-1", "app-container", "sidecar-2"), sets: []*v1alpha1.SidecarSet{set("sidecar-1", "sidecar-2")},
+			pod: pod("sidecar-1", "app-container", "sidecar-2"), sets: []*v1beta1.SidecarSet{set("sidecar-1", "sidecar-2")},
 			check: func(t *testing.T, res Result) {
 				order([]string{"sidecar-1", "app-container", "sidecar-2"},
 					"replace /spec/containers/0", "replace /spec/containers/2")(t, res)
 				mustEqual(t, "replaced image", res.Pod.Spec.Containers[0].Image, "s1:1")
 				mustEqual(t, "replaced image", res.Pod.Spec.Containers[2].Image, "s2:1")
 			}},
-		{name: "W29", pod: pod("sidecar-1", "app-container", "sidecar-2"), sets: []*v1alpha1.SidecarSet{set("new-sidecar-1", "sidecar-1", "sidecar-2")},
+		{name: "W29", pod: pod("sidecar-1", "app-container", "sidecar-2"), sets: []*v1beta1.SidecarSet{set("new-sidecar-1", "sidecar-1", "sidecar-2")},
 			check: order([]string{"new-sidecar-1", "sidecar-1", "app-container", "sidecar-2"},
 				"replace /spec/containers/0", "replace /spec/containers/2", "add /spec/containers/0")},
-		{name: "W30 pod without containers", pod: pod(), sets: []*v1alpha1.SidecarSet{set("new-sidecar-1", "sidecar-1", "sidecar-2")},
+		{name: "W30 pod without containers", pod: pod(), sets: []*v1beta1.SidecarSet{set("new-sidecar-1", "sidecar-1", "sidecar-2")},
 			check: order([]string{"new-sidecar-1", "sidecar-1", "sidecar-2"}, "add /spec/containers")},
 		{name: "empty podInjectPolicy behaves as After",
 			pod: pod("app"),
-			sets: []*v1alpha1.SidecarSet{func() *v1alpha1.SidecarSet {
+			sets: []*v1beta1.SidecarSet{func() *v1beta1.SidecarSet {
 				ss := newSidecarSet("x", "h")
-				ss.Spec.Containers = []v1alpha1.SidecarContainer{sc("s", "s:1", "")}
+				ss.Spec.Containers = []v1beta1.SidecarContainer{sc("s", "s:1", "")}
 				return ss
 			}()},
 			check: order([]string{"app", "s"})},
 		{name: "containers of several SidecarSets keep SidecarSet order",
 			pod: pod("app"),
-			sets: []*v1alpha1.SidecarSet{
-				func() *v1alpha1.SidecarSet { ss := set("sidecar-2", "new-sidecar-1"); ss.Name = "a"; return ss }(),
-				func() *v1alpha1.SidecarSet { ss := set("sidecar-1"); ss.Name = "b"; return ss }(),
+			sets: []*v1beta1.SidecarSet{
+				func() *v1beta1.SidecarSet { ss := set("sidecar-2", "new-sidecar-1"); ss.Name = "a"; return ss }(),
+				func() *v1beta1.SidecarSet { ss := set("sidecar-1"); ss.Name = "b"; return ss }(),
 			},
 			check: order([]string{"new-sidecar-1", "app", "sidecar-2", "sidecar-1"})},
 	})
 }
 
 func TestInjectInitContainers(t *testing.T) {
-	set := func(a, b, c v1alpha1.PodInjectPolicyType) *v1alpha1.SidecarSet {
+	set := func(a, b, c v1beta1.PodInjectPolicyType) *v1beta1.SidecarSet {
 		ss := newSidecarSet("inits", "h")
-		ss.Spec.InitContainers = []v1alpha1.SidecarContainer{
+		ss.Spec.InitContainers = []v1beta1.SidecarContainer{
 			sc("a-init", "i:1", a), sc("c-init", "i:1", c), sc("b-init", "i:1", b),
 		}
 		return ss
@@ -576,17 +576,17 @@ func TestInjectInitContainers(t *testing.T) {
 				mustEqual(t, "init ops", opsSummary(res.Patch)[:len(ops)], ops)
 			}
 			mustEqual(t, "sidecarList of plain init containers",
-				strings.Contains(res.Pod.Annotations[v1alpha1.SidecarSetHashAnnotation], `"sidecarList":[]`), true)
+				strings.Contains(res.Pod.Annotations[v1beta1.SidecarSetHashAnnotation], `"sidecarList":[]`), true)
 		}
 	}
 	runInjectCases(t, []injectCase{
-		{name: "W32 sorted by name", pod: pod(), sets: []*v1alpha1.SidecarSet{set("", "", "")},
+		{name: "W32 sorted by name", pod: pod(), sets: []*v1beta1.SidecarSet{set("", "", "")},
 			check: inits([]string{"a-init", "b-init", "c-init"}, "add /spec/initContainers")},
-		{name: "W33 after the pod's own", pod: pod("app1-init", "app2-init"), sets: []*v1alpha1.SidecarSet{set("", "", "")},
+		{name: "W33 after the pod's own", pod: pod("app1-init", "app2-init"), sets: []*v1beta1.SidecarSet{set("", "", "")},
 			check: inits([]string{"app1-init", "app2-init", "a-init", "b-init", "c-init"})},
 		{name: "W34 podInjectPolicy applies to init containers",
 			pod:  pod("app1-init", "app2-init"),
-			sets: []*v1alpha1.SidecarSet{set(v1alpha1.AfterAppContainerType, v1alpha1.BeforeAppContainerType, v1alpha1.BeforeAppContainerType)},
+			sets: []*v1beta1.SidecarSet{set(v1beta1.AfterAppContainerType, v1beta1.BeforeAppContainerType, v1beta1.BeforeAppContainerType)},
 			check: inits([]string{"b-init", "c-init", "app1-init", "app2-init", "a-init"},
 				"add /spec/initContainers/-", "add /spec/initContainers/0", "add /spec/initContainers/1")},
 	})
@@ -594,58 +594,58 @@ func TestInjectInitContainers(t *testing.T) {
 
 func TestInjectVolumes(t *testing.T) {
 	w16 := newSidecarSet("sidecarset2", "h")
-	w16.Spec.InitContainers = []v1alpha1.SidecarContainer{sc("dns-e", "dns-e:1", "")}
+	w16.Spec.InitContainers = []v1beta1.SidecarContainer{sc("dns-e", "dns-e:1", "")}
 	w16.Spec.InitContainers[0].VolumeMounts = []corev1.VolumeMount{mount("volume-1", "/v1")}
-	w16.Spec.Containers = []v1alpha1.SidecarContainer{sc("dns-f", "dns-f:1", v1alpha1.BeforeAppContainerType)}
+	w16.Spec.Containers = []v1beta1.SidecarContainer{sc("dns-f", "dns-f:1", v1beta1.BeforeAppContainerType)}
 	w16.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{mount("volume-1", "/v1")}
 	w16.Spec.Volumes = []corev1.Volume{volume("volume-1"), volume("volume-2")}
 
 	w37 := newSidecarSet("missing", "h")
-	w37.Spec.InitContainers = []v1alpha1.SidecarContainer{sc("i", "i:1", "")}
+	w37.Spec.InitContainers = []v1beta1.SidecarContainer{sc("i", "i:1", "")}
 	w37.Spec.InitContainers[0].VolumeMounts = []corev1.VolumeMount{mount("nope-1", "/n1")}
-	w37.Spec.Containers = []v1alpha1.SidecarContainer{sc("c", "c:1", "")}
+	w37.Spec.Containers = []v1beta1.SidecarContainer{sc("c", "c:1", "")}
 	w37.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{mount("nope-2", "/n2")}
 	w37.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{device("nope-3", "/dev/n3")}
 	w37.Spec.Volumes = []corev1.Volume{volume("unrelated")}
 
 	w38 := newSidecarSet("order", "h")
-	w38.Spec.InitContainers = []v1alpha1.SidecarContainer{sc("i", "i:1", "")}
+	w38.Spec.InitContainers = []v1beta1.SidecarContainer{sc("i", "i:1", "")}
 	w38.Spec.InitContainers[0].VolumeMounts = []corev1.VolumeMount{mount("volume-1", "/1"), mount("volume-2", "/2")}
 	w38.Spec.InitContainers[0].VolumeDevices = []corev1.VolumeDevice{device("disk0", "/dev/d0")}
-	w38.Spec.Containers = []v1alpha1.SidecarContainer{sc("c", "c:1", "")}
+	w38.Spec.Containers = []v1beta1.SidecarContainer{sc("c", "c:1", "")}
 	w38.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{mount("volume-3", "/3"), mount("volume-4", "/4")}
 	w38.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{device("disk1", "/dev/d1")}
 	w38.Spec.Volumes = []corev1.Volume{volume("disk1"), volume("volume-4"), volume("volume-3"), volume("disk0"), volume("volume-2"), volume("volume-1")}
 
 	podWins := newSidecarSet("clash", "h")
-	podWins.Spec.Containers = []v1alpha1.SidecarContainer{sc("c", "c:1", "")}
+	podWins.Spec.Containers = []v1beta1.SidecarContainer{sc("c", "c:1", "")}
 	podWins.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{mount("volume-a", "/x")}
 	podWins.Spec.Volumes = []corev1.Volume{{Name: "volume-a", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/sidecar"}}}}
 
 	noVolumes := func() *corev1.Pod { p := podP1(); p.Spec.Volumes = nil; return p }
 
 	runInjectCases(t, []injectCase{
-		{name: "W16 only referenced volumes, once", pod: podP1(), sets: []*v1alpha1.SidecarSet{w16},
+		{name: "W16 only referenced volumes, once", pod: podP1(), sets: []*v1beta1.SidecarSet{w16},
 			check: func(t *testing.T, res Result) {
 				mustEqual(t, "volumes", volumeNames(res.Pod.Spec.Volumes), []string{"volume-a", "volume-b", "volume-1"})
 				if !contains(opsSummary(res.Patch), "add /spec/volumes/-") {
 					t.Errorf("want one append, got %v", opsSummary(res.Patch))
 				}
 			}},
-		{name: "W37 references missing from spec.volumes are skipped without error", pod: podP1(), sets: []*v1alpha1.SidecarSet{w37},
+		{name: "W37 references missing from spec.volumes are skipped without error", pod: podP1(), sets: []*v1beta1.SidecarSet{w37},
 			check: func(t *testing.T, res Result) {
 				mustEqual(t, "volumes", volumeNames(res.Pod.Spec.Volumes), []string{"volume-a", "volume-b"})
 				mustEqual(t, "containers", names(res.Pod.Spec.Containers), []string{"nginx", "c"})
 			}},
 		{name: "W38 collection order: init mounts, init devices, container mounts, container devices",
-			pod: noVolumes(), sets: []*v1alpha1.SidecarSet{w38},
+			pod: noVolumes(), sets: []*v1beta1.SidecarSet{w38},
 			check: func(t *testing.T, res Result) {
 				mustEqual(t, "volumes", volumeNames(res.Pod.Spec.Volumes), []string{"volume-1", "volume-2", "disk0", "volume-3", "volume-4", "disk1"})
 				if !contains(opsSummary(res.Patch), "add /spec/volumes") {
 					t.Errorf("want the absent list added whole, got %v", opsSummary(res.Patch))
 				}
 			}},
-		{name: "a pod volume beats a SidecarSet volume of the same name", pod: podP1(), sets: []*v1alpha1.SidecarSet{podWins},
+		{name: "a pod volume beats a SidecarSet volume of the same name", pod: podP1(), sets: []*v1beta1.SidecarSet{podWins},
 			check: func(t *testing.T, res Result) {
 				mustEqual(t, "volumes", res.Pod.Spec.Volumes, podP1().Spec.Volumes)
 			}},
@@ -662,16 +662,16 @@ func podWithStaragent() *corev1.Pod {
 }
 
 // shareSet restates the W18 SidecarSet: init dns-e and container dns-f (After), both sharing.
-func shareSet() *v1alpha1.SidecarSet {
+func shareSet() *v1beta1.SidecarSet {
 	ss := newSidecarSet("sidecarset3", "gm967682cm")
 	e := sc("dns-e", "dns-e:1", "")
-	e.ShareVolumePolicy.Type = v1alpha1.ShareVolumePolicyEnabled
+	e.ShareVolumePolicy.Type = v1beta1.ShareVolumePolicyEnabled
 	e.VolumeMounts = []corev1.VolumeMount{mount("volume-1", "/g/h/i"), mount("volume-2", "/j/k/l"), mount("volume-staragent", "/staragent")}
-	f := sc("dns-f", "dns-f:1", v1alpha1.AfterAppContainerType)
-	f.ShareVolumePolicy.Type = v1alpha1.ShareVolumePolicyEnabled
+	f := sc("dns-f", "dns-f:1", v1beta1.AfterAppContainerType)
+	f.ShareVolumePolicy.Type = v1beta1.ShareVolumePolicyEnabled
 	f.VolumeMounts = []corev1.VolumeMount{mount("volume-1", "/a/b/c"), mount("volume-2", "/d/e/f"), mount("volume-staragent", "/staragent")}
-	ss.Spec.InitContainers = []v1alpha1.SidecarContainer{e}
-	ss.Spec.Containers = []v1alpha1.SidecarContainer{f}
+	ss.Spec.InitContainers = []v1beta1.SidecarContainer{e}
+	ss.Spec.Containers = []v1beta1.SidecarContainer{f}
 	ss.Spec.Volumes = []corev1.Volume{volume("volume-1"), volume("volume-2"), volume("volume-staragent")}
 	return ss
 }
@@ -687,7 +687,7 @@ func TestInjectShareVolumes(t *testing.T) {
 	}
 	runInjectCases(t, []injectCase{
 		{name: "W18 app mounts are shared, own mounts kept first, same path not duplicated",
-			pod: podWithStaragent(), sets: []*v1alpha1.SidecarSet{shareSet()},
+			pod: podWithStaragent(), sets: []*v1beta1.SidecarSet{shareSet()},
 			check: func(t *testing.T, res Result) {
 				mustEqual(t, "init mounts", mountPaths(res.Pod.Spec.InitContainers[0].VolumeMounts),
 					[]string{"/g/h/i", "/j/k/l", "/staragent", "/a/b", "/e/f"})
@@ -699,7 +699,7 @@ func TestInjectShareVolumes(t *testing.T) {
 					[]string{"volume-a", "volume-b", "volume-staragent", "volume-1", "volume-2"})
 			}},
 		{name: "W19 subPathExpr variables are copied from the app container",
-			pod: withExpansion("foo/$(POD_NAME)/$(OD_NAME)/conf"), sets: []*v1alpha1.SidecarSet{shareSet()},
+			pod: withExpansion("foo/$(POD_NAME)/$(OD_NAME)/conf"), sets: []*v1beta1.SidecarSet{shareSet()},
 			check: func(t *testing.T, res Result) {
 				for _, c := range []corev1.Container{res.Pod.Spec.InitContainers[0], res.Pod.Spec.Containers[1]} {
 					if !contains(mountPaths(c.VolumeMounts), "/e/expansion") {
@@ -709,7 +709,7 @@ func TestInjectShareVolumes(t *testing.T) {
 				}
 			}},
 		{name: "W20 subPathExpr without variables copies no env",
-			pod: withExpansion("foo"), sets: []*v1alpha1.SidecarSet{shareSet()},
+			pod: withExpansion("foo"), sets: []*v1beta1.SidecarSet{shareSet()},
 			check: func(t *testing.T, res Result) {
 				c := res.Pod.Spec.Containers[1]
 				if !contains(mountPaths(c.VolumeMounts), "/e/expansion") {
@@ -717,7 +717,7 @@ func TestInjectShareVolumes(t *testing.T) {
 				}
 				mustEqual(t, "env", c.Env, []corev1.EnvVar{injectedEnv()})
 			}},
-		{name: "W21 empty subPathExpr", pod: withExpansion(""), sets: []*v1alpha1.SidecarSet{shareSet()},
+		{name: "W21 empty subPathExpr", pod: withExpansion(""), sets: []*v1beta1.SidecarSet{shareSet()},
 			check: func(t *testing.T, res Result) {
 				if !contains(mountPaths(res.Pod.Spec.InitContainers[0].VolumeMounts), "/e/expansion") {
 					t.Errorf("lacks /e/expansion")
@@ -730,7 +730,7 @@ func TestInjectShareVolumes(t *testing.T) {
 					Env: []corev1.EnvVar{injectedEnv()}, VolumeMounts: []corev1.VolumeMount{mount("volume-a", "/sidecar-only")}})
 				return p
 			}(),
-			sets: []*v1alpha1.SidecarSet{shareSet()},
+			sets: []*v1beta1.SidecarSet{shareSet()},
 			check: func(t *testing.T, res Result) {
 				if contains(mountPaths(findContainer(t, res.Pod.Spec.Containers, "dns-f").VolumeMounts), "/sidecar-only") {
 					t.Errorf("shared a mount of an injected container")
@@ -747,27 +747,27 @@ func podWithDevices() *corev1.Pod {
 	return p
 }
 
-func deviceSet(share bool) *v1alpha1.SidecarSet {
+func deviceSet(share bool) *v1beta1.SidecarSet {
 	ss := newSidecarSet("devices", "h")
 	e := sc("dns-e", "dns-e:1", "")
 	e.VolumeDevices = []corev1.VolumeDevice{device("disk0", "/dev/nvme0")}
-	f := sc("dns-f", "dns-f:1", v1alpha1.AfterAppContainerType)
+	f := sc("dns-f", "dns-f:1", v1beta1.AfterAppContainerType)
 	f.VolumeDevices = []corev1.VolumeDevice{device("disk0", "/dev/nvme1")}
 	ss.Spec.Volumes = []corev1.Volume{volume("disk0")}
 	if share {
-		e.ShareVolumeDevicePolicy = &v1alpha1.ShareVolumePolicy{Type: v1alpha1.ShareVolumePolicyEnabled}
-		f.ShareVolumeDevicePolicy = &v1alpha1.ShareVolumePolicy{Type: v1alpha1.ShareVolumePolicyEnabled}
+		e.ShareVolumeDevicePolicy = &v1beta1.ShareVolumePolicy{Type: v1beta1.ShareVolumePolicyEnabled}
+		f.ShareVolumeDevicePolicy = &v1beta1.ShareVolumePolicy{Type: v1beta1.ShareVolumePolicyEnabled}
 		e.VolumeMounts = []corev1.VolumeMount{mount("volume-3", "/v3"), mount("volume-4", "/v4"), mount("volume-staragent", "/staragent")}
 		ss.Spec.Volumes = append(ss.Spec.Volumes, volume("volume-3"), volume("volume-4"), volume("volume-staragent"))
 	}
-	ss.Spec.InitContainers = []v1alpha1.SidecarContainer{e}
-	ss.Spec.Containers = []v1alpha1.SidecarContainer{f}
+	ss.Spec.InitContainers = []v1beta1.SidecarContainer{e}
+	ss.Spec.Containers = []v1beta1.SidecarContainer{f}
 	return ss
 }
 
 func TestInjectVolumeDevices(t *testing.T) {
 	runInjectCases(t, []injectCase{
-		{name: "W35 sharing off: own devices only", pod: podWithDevices(), sets: []*v1alpha1.SidecarSet{deviceSet(false)},
+		{name: "W35 sharing off: own devices only", pod: podWithDevices(), sets: []*v1beta1.SidecarSet{deviceSet(false)},
 			check: func(t *testing.T, res Result) {
 				mustEqual(t, "init devices", res.Pod.Spec.InitContainers[0].VolumeDevices, []corev1.VolumeDevice{device("disk0", "/dev/nvme0")})
 				mustEqual(t, "container devices", findContainer(t, res.Pod.Spec.Containers, "dns-f").VolumeDevices,
@@ -775,7 +775,7 @@ func TestInjectVolumeDevices(t *testing.T) {
 				mustEqual(t, "volumes", volumeNames(res.Pod.Spec.Volumes),
 					[]string{"volume-a", "volume-b", "volume-staragent", "origin-pvc-1", "origin-pvc-share", "disk0"})
 			}},
-		{name: "W36 shareVolumeDevicePolicy enabled", pod: podWithDevices(), sets: []*v1alpha1.SidecarSet{deviceSet(true)},
+		{name: "W36 shareVolumeDevicePolicy enabled", pod: podWithDevices(), sets: []*v1beta1.SidecarSet{deviceSet(true)},
 			check: func(t *testing.T, res Result) {
 				mustEqual(t, "init devices", res.Pod.Spec.InitContainers[0].VolumeDevices, []corev1.VolumeDevice{
 					device("disk0", "/dev/nvme0"), device("origin-pvc-1", "/origin-1"), device("origin-pvc-share", "/share")})
@@ -790,9 +790,9 @@ func TestInjectVolumeDevices(t *testing.T) {
 				p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, mount("volume-a", "/dev/nvme1"))
 				return p
 			}(),
-			sets: []*v1alpha1.SidecarSet{func() *v1alpha1.SidecarSet {
+			sets: []*v1beta1.SidecarSet{func() *v1beta1.SidecarSet {
 				ss := deviceSet(true)
-				ss.Spec.Containers[0].ShareVolumePolicy.Type = v1alpha1.ShareVolumePolicyEnabled
+				ss.Spec.Containers[0].ShareVolumePolicy.Type = v1beta1.ShareVolumePolicyEnabled
 				ss.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{mount("volume-3", "/share")}
 				return ss
 			}()},
@@ -808,19 +808,19 @@ func TestInjectVolumeDevices(t *testing.T) {
 
 func TestInjectTransferEnv(t *testing.T) {
 	w22 := newSidecarSet("sidecarset2", "h")
-	transfer := []v1alpha1.TransferEnvVar{{SourceContainerName: "nginx", EnvName: "hello2"}}
+	transfer := []v1beta1.TransferEnvVar{{SourceContainerName: "nginx", EnvName: "hello2"}}
 	e := sc("dns-e", "dns-e:1", "")
 	e.TransferEnv = transfer
-	f := sc("dns-f", "dns-f:1", v1alpha1.BeforeAppContainerType)
+	f := sc("dns-f", "dns-f:1", v1beta1.BeforeAppContainerType)
 	f.TransferEnv = transfer
-	w22.Spec.InitContainers = []v1alpha1.SidecarContainer{e}
-	w22.Spec.Containers = []v1alpha1.SidecarContainer{f}
+	w22.Spec.InitContainers = []v1beta1.SidecarContainer{e}
+	w22.Spec.Containers = []v1beta1.SidecarContainer{f}
 
-	s13 := func(t v1alpha1.TransferEnvVar) *v1alpha1.SidecarSet {
+	s13 := func(t v1beta1.TransferEnvVar) *v1beta1.SidecarSet {
 		ss := newSidecarSet("s13", "h")
 		c := sc("sidecar", "s:1", "")
-		c.TransferEnv = []v1alpha1.TransferEnvVar{t}
-		ss.Spec.Containers = []v1alpha1.SidecarContainer{c}
+		c.TransferEnv = []v1beta1.TransferEnvVar{t}
+		ss.Spec.Containers = []v1beta1.SidecarContainer{c}
 		return ss
 	}
 	s13Pod := func() *corev1.Pod {
@@ -835,12 +835,12 @@ func TestInjectTransferEnv(t *testing.T) {
 			mustEqual(t, "env", findContainer(t, res.Pod.Spec.Containers, "sidecar").Env, want)
 		}
 	}
-	fromField := func(path string) *v1alpha1.SourceContainerNameSource {
-		return &v1alpha1.SourceContainerNameSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}
+	fromField := func(path string) *v1beta1.SourceContainerNameSource {
+		return &v1beta1.SourceContainerNameSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}
 	}
 
 	runInjectCases(t, []injectCase{
-		{name: "W22 transferEnv into an init container and a container", pod: podP1(), sets: []*v1alpha1.SidecarSet{w22},
+		{name: "W22 transferEnv into an init container and a container", pod: podP1(), sets: []*v1beta1.SidecarSet{w22},
 			check: func(t *testing.T, res Result) {
 				want := []corev1.EnvVar{injectedEnv(), env("hello2", "world2")}
 				mustEqual(t, "init", names(res.Pod.Spec.InitContainers), []string{"init-0", "dns-e"})
@@ -849,25 +849,25 @@ func TestInjectTransferEnv(t *testing.T) {
 				mustEqual(t, "container env", res.Pod.Spec.Containers[0].Env, want)
 			}},
 		{name: "S13 by sourceContainerName", pod: s13Pod(),
-			sets:  []*v1alpha1.SidecarSet{s13(v1alpha1.TransferEnvVar{SourceContainerName: "main", EnvName: "test-env"})},
+			sets:  []*v1beta1.SidecarSet{s13(v1beta1.TransferEnvVar{SourceContainerName: "main", EnvName: "test-env"})},
 			check: sidecarEnv(injectedEnv(), env("test-env", "test-value"))},
 		{name: "S13 by sourceContainerNameFrom label", pod: s13Pod(),
-			sets:  []*v1alpha1.SidecarSet{s13(v1alpha1.TransferEnvVar{SourceContainerNameFrom: fromField("metadata.labels['app']"), EnvName: "test-env"})},
+			sets:  []*v1beta1.SidecarSet{s13(v1beta1.TransferEnvVar{SourceContainerNameFrom: fromField("metadata.labels['app']"), EnvName: "test-env"})},
 			check: sidecarEnv(injectedEnv(), env("test-env", "test-value"))},
 		{name: "S13 by sourceContainerNameFrom annotation, overriding sourceContainerName", pod: s13Pod(),
-			sets: []*v1alpha1.SidecarSet{s13(v1alpha1.TransferEnvVar{SourceContainerName: "nope",
+			sets: []*v1beta1.SidecarSet{s13(v1beta1.TransferEnvVar{SourceContainerName: "nope",
 				SourceContainerNameFrom: fromField("metadata.annotations['app']"), EnvName: "test-env"})},
 			check: sidecarEnv(injectedEnv(), env("test-env", "test-value"))},
 		{name: "envName ∪ envNames, deduplicated and sorted", pod: s13Pod(),
-			sets: []*v1alpha1.SidecarSet{s13(v1alpha1.TransferEnvVar{SourceContainerName: "main", EnvName: "test-env",
+			sets: []*v1beta1.SidecarSet{s13(v1beta1.TransferEnvVar{SourceContainerName: "main", EnvName: "test-env",
 				EnvNames: []string{"b", "test-env", "a", "missing"}})},
 			check: sidecarEnv(injectedEnv(), env("a", "1"), env("b", "2"), env("test-env", "test-value"))},
 		{name: "unsupported fieldPath skips the entry", pod: s13Pod(),
-			sets:  []*v1alpha1.SidecarSet{s13(v1alpha1.TransferEnvVar{SourceContainerName: "main", SourceContainerNameFrom: fromField("metadata.name"), EnvName: "a"})},
+			sets:  []*v1beta1.SidecarSet{s13(v1beta1.TransferEnvVar{SourceContainerName: "main", SourceContainerNameFrom: fromField("metadata.name"), EnvName: "a"})},
 			check: sidecarEnv(injectedEnv())},
 		{name: "sidecar's own env wins over transferred env of the same name", pod: s13Pod(),
-			sets: []*v1alpha1.SidecarSet{func() *v1alpha1.SidecarSet {
-				ss := s13(v1alpha1.TransferEnvVar{SourceContainerName: "main", EnvNames: []string{"a", "IS_INJECTED"}})
+			sets: []*v1beta1.SidecarSet{func() *v1beta1.SidecarSet {
+				ss := s13(v1beta1.TransferEnvVar{SourceContainerName: "main", EnvNames: []string{"a", "IS_INJECTED"}})
 				ss.Spec.Containers[0].Env = []corev1.EnvVar{env("a", "own")}
 				return ss
 			}()},
@@ -877,32 +877,32 @@ func TestInjectTransferEnv(t *testing.T) {
 
 func TestInjectNativeAndHotUpgrade(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways
-	w31 := func() []*v1alpha1.SidecarSet {
+	w31 := func() []*v1beta1.SidecarSet {
 		a := newSidecarSet("sidecarset-1", "sidecarset-1-hash")
-		a.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation] = "sidecarset-1-without-image-hash"
+		a.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation] = "sidecarset-1-without-image-hash"
 		i1 := sc("init-1", "init:1", "")
 		i1.RestartPolicy = &always
 		i1.VolumeMounts = []corev1.VolumeMount{mount("volume-1", "/v1")}
-		i1.TransferEnv = []v1alpha1.TransferEnvVar{{SourceContainerName: "nginx", EnvName: "hello2"}}
-		a.Spec.InitContainers = []v1alpha1.SidecarContainer{i1}
+		i1.TransferEnv = []v1beta1.TransferEnvVar{{SourceContainerName: "nginx", EnvName: "hello2"}}
+		a.Spec.InitContainers = []v1beta1.SidecarContainer{i1}
 		a.Spec.Volumes = []corev1.Volume{volume("volume-1")}
 
 		b := newSidecarSet("sidecarset-2", "sidecarset-2-hash")
-		b.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation] = "sidecarset-2-without-image-hash"
+		b.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation] = "sidecarset-2-without-image-hash"
 		h := sc("hot-init", "hot:1", "")
 		h.RestartPolicy = &always
-		h.UpgradeStrategy = v1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: v1alpha1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: "empty:v1"}
+		h.UpgradeStrategy = v1beta1.SidecarContainerUpgradeStrategy{UpgradeType: v1beta1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: "empty:v1"}
 		h.VolumeMounts = []corev1.VolumeMount{mount("volume-1", "/v1")}
-		h.TransferEnv = []v1alpha1.TransferEnvVar{{SourceContainerName: "nginx", EnvName: "hello2"}}
-		b.Spec.InitContainers = []v1alpha1.SidecarContainer{h}
+		h.TransferEnv = []v1beta1.TransferEnvVar{{SourceContainerName: "nginx", EnvName: "hello2"}}
+		b.Spec.InitContainers = []v1beta1.SidecarContainer{h}
 		b.Spec.Volumes = []corev1.Volume{volume("volume-1")}
-		return []*v1alpha1.SidecarSet{a, b}
+		return []*v1beta1.SidecarSet{a, b}
 	}
-	w39 := func() *v1alpha1.SidecarSet {
+	w39 := func() *v1beta1.SidecarSet {
 		ss := ss1()
-		ss.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation] = "without-c4k2dbb95d"
-		ss.Spec.Containers[0].UpgradeStrategy = v1alpha1.SidecarContainerUpgradeStrategy{
-			UpgradeType: v1alpha1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: "busy:hotupgrade-empty"}
+		ss.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation] = "without-c4k2dbb95d"
+		ss.Spec.Containers[0].UpgradeStrategy = v1beta1.SidecarContainerUpgradeStrategy{
+			UpgradeType: v1beta1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: "busy:hotupgrade-empty"}
 		return ss
 	}
 	versionEnv := func(envName, prefix, container string) corev1.EnvVar {
@@ -919,65 +919,65 @@ func TestInjectNativeAndHotUpgrade(t *testing.T) {
 					return `"` + name + `":` + upgradeJSON(name, hash, []string{c}, "")
 				}
 				mustEqual(t, "annotations", res.Pod.Annotations, map[string]string{
-					v1alpha1.SidecarSetHashAnnotation: "{" + spec("sidecarset-1", "sidecarset-1-hash", "init-1") + "," +
+					v1beta1.SidecarSetHashAnnotation: "{" + spec("sidecarset-1", "sidecarset-1-hash", "init-1") + "," +
 						spec("sidecarset-2", "sidecarset-2-hash", "hot-init") + "}",
-					v1alpha1.SidecarSetHashWithoutImageAnnotation: "{" + spec("sidecarset-1", "sidecarset-1-without-image-hash", "init-1") + "," +
+					v1beta1.SidecarSetHashWithoutImageAnnotation: "{" + spec("sidecarset-1", "sidecarset-1-without-image-hash", "init-1") + "," +
 						spec("sidecarset-2", "sidecarset-2-without-image-hash", "hot-init") + "}",
-					v1alpha1.SidecarSetListAnnotation:                            "sidecarset-1,sidecarset-2",
-					v1alpha1.SidecarSetWorkingHotUpgradeContainer:                `{"hot-init":"hot-init-1"}`,
-					v1alpha1.SidecarSetVersionAnnotationPrefix + "hot-init-1":    "1",
-					v1alpha1.SidecarSetVersionAltAnnotationPrefix + "hot-init-1": "0",
-					v1alpha1.SidecarSetVersionAnnotationPrefix + "hot-init-2":    "0",
-					v1alpha1.SidecarSetVersionAltAnnotationPrefix + "hot-init-2": "1",
+					v1beta1.SidecarSetListAnnotation:                            "sidecarset-1,sidecarset-2",
+					v1beta1.SidecarSetWorkingHotUpgradeContainer:                `{"hot-init":"hot-init-1"}`,
+					v1beta1.SidecarSetVersionAnnotationPrefix + "hot-init-1":    "1",
+					v1beta1.SidecarSetVersionAltAnnotationPrefix + "hot-init-1": "0",
+					v1beta1.SidecarSetVersionAnnotationPrefix + "hot-init-2":    "0",
+					v1beta1.SidecarSetVersionAltAnnotationPrefix + "hot-init-2": "1",
 				})
 				hot2 := res.Pod.Spec.InitContainers[2]
 				mustEqual(t, "idle twin image", hot2.Image, "empty:v1")
 				mustEqual(t, "idle twin env", hot2.Env, []corev1.EnvVar{injectedEnv(), env("hello2", "world2"),
-					versionEnv("SIDECARSET_VERSION", v1alpha1.SidecarSetVersionAnnotationPrefix, "hot-init-2"),
-					versionEnv("SIDECARSET_VERSION_ALT", v1alpha1.SidecarSetVersionAltAnnotationPrefix, "hot-init-2")})
+					versionEnv("SIDECARSET_VERSION", v1beta1.SidecarSetVersionAnnotationPrefix, "hot-init-2"),
+					versionEnv("SIDECARSET_VERSION_ALT", v1beta1.SidecarSetVersionAltAnnotationPrefix, "hot-init-2")})
 			}},
-		{name: "W39 hot upgrade container", pod: podP1(), sets: []*v1alpha1.SidecarSet{w39()},
+		{name: "W39 hot upgrade container", pod: podP1(), sets: []*v1beta1.SidecarSet{w39()},
 			check: func(t *testing.T, res Result) {
 				mustEqual(t, "containers", names(res.Pod.Spec.Containers), []string{"dns-f-1", "dns-f-2", "nginx", "log-agent"})
 				mustEqual(t, "images", []string{res.Pod.Spec.Containers[0].Image, res.Pod.Spec.Containers[1].Image},
 					[]string{"dns-f-image:1.0", "busy:hotupgrade-empty"})
 				ann := res.Pod.Annotations
-				mustEqual(t, "hash", ann[v1alpha1.SidecarSetHashAnnotation],
+				mustEqual(t, "hash", ann[v1beta1.SidecarSetHashAnnotation],
 					`{"sidecarset1":`+upgradeJSON("sidecarset1", "c4k2dbb95d", []string{"dns-f", "log-agent"}, "")+`}`)
-				mustEqual(t, "without image", ann[v1alpha1.SidecarSetHashWithoutImageAnnotation],
+				mustEqual(t, "without image", ann[v1beta1.SidecarSetHashWithoutImageAnnotation],
 					`{"sidecarset1":`+upgradeJSON("sidecarset1", "without-c4k2dbb95d", []string{"dns-f", "log-agent"}, "")+`}`)
-				mustEqual(t, "list", ann[v1alpha1.SidecarSetListAnnotation], "sidecarset1")
-				mustEqual(t, "working", ann[v1alpha1.SidecarSetWorkingHotUpgradeContainer], `{"dns-f":"dns-f-1"}`)
+				mustEqual(t, "list", ann[v1beta1.SidecarSetListAnnotation], "sidecarset1")
+				mustEqual(t, "working", ann[v1beta1.SidecarSetWorkingHotUpgradeContainer], `{"dns-f":"dns-f-1"}`)
 				mustEqual(t, "versions", []string{
-					ann[v1alpha1.SidecarSetVersionAnnotationPrefix+"dns-f-1"], ann[v1alpha1.SidecarSetVersionAltAnnotationPrefix+"dns-f-1"],
-					ann[v1alpha1.SidecarSetVersionAnnotationPrefix+"dns-f-2"], ann[v1alpha1.SidecarSetVersionAltAnnotationPrefix+"dns-f-2"],
+					ann[v1beta1.SidecarSetVersionAnnotationPrefix+"dns-f-1"], ann[v1beta1.SidecarSetVersionAltAnnotationPrefix+"dns-f-1"],
+					ann[v1beta1.SidecarSetVersionAnnotationPrefix+"dns-f-2"], ann[v1beta1.SidecarSetVersionAltAnnotationPrefix+"dns-f-2"],
 				}, []string{"1", "0", "0", "1"})
 				mustEqual(t, "working twin env", res.Pod.Spec.Containers[0].Env, []corev1.EnvVar{injectedEnv(),
-					versionEnv("SIDECARSET_VERSION", v1alpha1.SidecarSetVersionAnnotationPrefix, "dns-f-1"),
-					versionEnv("SIDECARSET_VERSION_ALT", v1alpha1.SidecarSetVersionAltAnnotationPrefix, "dns-f-1")})
+					versionEnv("SIDECARSET_VERSION", v1beta1.SidecarSetVersionAnnotationPrefix, "dns-f-1"),
+					versionEnv("SIDECARSET_VERSION_ALT", v1beta1.SidecarSetVersionAltAnnotationPrefix, "dns-f-1")})
 			}},
 		{name: "working hot-upgrade map is merged with the pod's",
 			pod: func() *corev1.Pod {
 				p := podP1()
-				p.Annotations = map[string]string{v1alpha1.SidecarSetWorkingHotUpgradeContainer: `{"envoy":"envoy-2"}`}
+				p.Annotations = map[string]string{v1beta1.SidecarSetWorkingHotUpgradeContainer: `{"envoy":"envoy-2"}`}
 				return p
 			}(),
-			sets: []*v1alpha1.SidecarSet{w39()},
+			sets: []*v1beta1.SidecarSet{w39()},
 			check: func(t *testing.T, res Result) {
-				mustEqual(t, "working", res.Pod.Annotations[v1alpha1.SidecarSetWorkingHotUpgradeContainer], `{"dns-f":"dns-f-1","envoy":"envoy-2"}`)
+				mustEqual(t, "working", res.Pod.Annotations[v1beta1.SidecarSetWorkingHotUpgradeContainer], `{"dns-f":"dns-f-1","envoy":"envoy-2"}`)
 			}},
 		{name: "HotUpgrade on a non-native init container injects it once",
 			pod: podP1(),
-			sets: []*v1alpha1.SidecarSet{func() *v1alpha1.SidecarSet {
+			sets: []*v1beta1.SidecarSet{func() *v1beta1.SidecarSet {
 				ss := newSidecarSet("plain", "h")
 				i := sc("i", "i:1", "")
-				i.UpgradeStrategy.UpgradeType = v1alpha1.SidecarContainerHotUpgrade
-				ss.Spec.InitContainers = []v1alpha1.SidecarContainer{i}
+				i.UpgradeStrategy.UpgradeType = v1beta1.SidecarContainerHotUpgrade
+				ss.Spec.InitContainers = []v1beta1.SidecarContainer{i}
 				return ss
 			}()},
 			check: func(t *testing.T, res Result) {
 				mustEqual(t, "initContainers", names(res.Pod.Spec.InitContainers), []string{"init-0", "i"})
-				if _, ok := res.Pod.Annotations[v1alpha1.SidecarSetWorkingHotUpgradeContainer]; ok {
+				if _, ok := res.Pod.Annotations[v1beta1.SidecarSetWorkingHotUpgradeContainer]; ok {
 					t.Errorf("working annotation without a hot container")
 				}
 			}},
@@ -995,18 +995,18 @@ func TestInjectInputErrors(t *testing.T) {
 		{"nil injector", nil, Input{Pod: podP1()}, "Injector.Now"},
 		{"no clock", &Injector{}, Input{Pod: podP1()}, "Injector.Now"},
 		{"nil pod", ok, Input{}, "Input.Pod"},
-		{"nil SidecarSet", ok, Input{Pod: podP1(), SidecarSets: []*v1alpha1.SidecarSet{ss1(), nil}}, "Input.SidecarSets[1]"},
-		{"revision without revisions", ok, Input{Pod: podP1(), SidecarSets: []*v1alpha1.SidecarSet{func() *v1alpha1.SidecarSet {
+		{"nil SidecarSet", ok, Input{Pod: podP1(), SidecarSets: []*v1beta1.SidecarSet{ss1(), nil}}, "Input.SidecarSets[1]"},
+		{"revision without revisions", ok, Input{Pod: podP1(), SidecarSets: []*v1beta1.SidecarSet{func() *v1beta1.SidecarSet {
 			ss := ss1()
 			name := "r"
-			ss.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{RevisionName: &name}
+			ss.Spec.InjectionStrategy.Revision = &v1beta1.SidecarSetInjectRevision{RevisionName: &name}
 			return ss
 		}()}}, `SidecarSet "sidecarset1" spec.injectionStrategy.revision`},
 		{"Partial without rand", &Injector{Now: time.Now}, Input{Pod: podP1(), History: staticRevisions(),
-			SidecarSets: []*v1alpha1.SidecarSet{func() *v1alpha1.SidecarSet {
+			SidecarSets: []*v1beta1.SidecarSet{func() *v1beta1.SidecarSet {
 				ss := ss1()
 				v := "v"
-				ss.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{CustomVersion: &v, Policy: v1alpha1.PartialSidecarSetInjectRevisionPolicy}
+				ss.Spec.InjectionStrategy.Revision = &v1beta1.SidecarSetInjectRevision{CustomVersion: &v, Policy: v1beta1.PartialSidecarSetInjectRevisionPolicy}
 				return ss
 			}()}}, "Injector.Rand"},
 	}

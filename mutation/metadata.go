@@ -10,7 +10,7 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // PatchPodMetadata applies one SidecarSet's spec.patchPodMetadata to the pod annotations, entries in
@@ -18,20 +18,20 @@ import (
 // both apply it. Policies it does not know are ignored, as OpenKruise ignores
 // them: validation owns rejecting them, and injection must not fail on a value it was never asked to
 // judge.
-func PatchPodMetadata(ann map[string]string, ss *v1alpha1.SidecarSet) error {
+func PatchPodMetadata(ann map[string]string, ss *v1beta1.SidecarSet) error {
 	for i, p := range ss.Spec.PatchPodMetadata {
 		switch p.PatchPolicy {
-		case v1alpha1.SidecarSetRetainPatchPolicy, "":
+		case v1beta1.SidecarSetRetainPatchPolicy, "":
 			for k, v := range p.Annotations {
 				if _, ok := ann[k]; !ok {
 					ann[k] = v
 				}
 			}
-		case v1alpha1.SidecarSetOverwritePatchPolicy:
+		case v1beta1.SidecarSetOverwritePatchPolicy:
 			for k, v := range p.Annotations {
 				ann[k] = v
 			}
-		case v1alpha1.SidecarSetMergePatchJsonPatchPolicy:
+		case v1beta1.SidecarSetMergePatchJsonPatchPolicy:
 			// Sorted so that, of several bad keys, the same one is reported every time.
 			for _, k := range slices.Sorted(maps.Keys(p.Annotations)) {
 				v := p.Annotations[k]

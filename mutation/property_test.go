@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // gen draws pods and SidecarSets that exercise every injection feature together. Its only
@@ -81,15 +81,15 @@ func (g gen) pod() *corev1.Pod {
 	return p
 }
 
-func (g gen) sidecar(name string, init bool) v1alpha1.SidecarContainer {
-	c := sc(name, "img-"+name+":1", v1alpha1.PodInjectPolicyType(g.pick("BeforeAppContainer", "AfterAppContainer", "")))
+func (g gen) sidecar(name string, init bool) v1beta1.SidecarContainer {
+	c := sc(name, "img-"+name+":1", v1beta1.PodInjectPolicyType(g.pick("BeforeAppContainer", "AfterAppContainer", "")))
 	if init && g.chance(0.5) {
 		always := corev1.ContainerRestartPolicyAlways
 		c.RestartPolicy = &always
 	}
 	hot := (!init || c.RestartPolicy != nil) && g.chance(0.3)
 	if hot {
-		c.UpgradeStrategy = v1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: v1alpha1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: "empty:1"}
+		c.UpgradeStrategy = v1beta1.SidecarContainerUpgradeStrategy{UpgradeType: v1beta1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: "empty:1"}
 	}
 	for j := 0; j < g.n(2); j++ {
 		c.Env = append(c.Env, env(g.pick(genEnvs...), "own"))
@@ -101,43 +101,43 @@ func (g gen) sidecar(name string, init bool) v1alpha1.SidecarContainer {
 		c.VolumeDevices = append(c.VolumeDevices, device(g.pick(genVolumes...), g.pick(genPaths...)))
 	}
 	if g.chance(0.5) {
-		c.ShareVolumePolicy.Type = v1alpha1.ShareVolumePolicyEnabled
+		c.ShareVolumePolicy.Type = v1beta1.ShareVolumePolicyEnabled
 	}
 	if g.chance(0.3) {
-		c.ShareVolumeDevicePolicy = &v1alpha1.ShareVolumePolicy{Type: v1alpha1.ShareVolumePolicyType(g.pick("enabled", "disabled"))}
+		c.ShareVolumeDevicePolicy = &v1beta1.ShareVolumePolicy{Type: v1beta1.ShareVolumePolicyType(g.pick("enabled", "disabled"))}
 	}
 	if g.chance(0.5) {
-		t := v1alpha1.TransferEnvVar{SourceContainerName: g.pick("app-0", "app-1", "missing"), EnvName: g.pick(genEnvs...)}
+		t := v1beta1.TransferEnvVar{SourceContainerName: g.pick("app-0", "app-1", "missing"), EnvName: g.pick(genEnvs...)}
 		if g.chance(0.3) {
 			t.EnvNames = []string{g.pick(genEnvs...), g.pick(genEnvs...)}
 		}
 		if g.chance(0.3) {
-			t.SourceContainerNameFrom = &v1alpha1.SourceContainerNameSource{FieldRef: &corev1.ObjectFieldSelector{
+			t.SourceContainerNameFrom = &v1beta1.SourceContainerNameSource{FieldRef: &corev1.ObjectFieldSelector{
 				FieldPath: g.pick("metadata.labels['src']", "metadata.annotations['k1']", "metadata.name")}}
 		}
 		c.TransferEnv = append(c.TransferEnv, t)
 	}
 	if !hot && (!init || c.RestartPolicy != nil) && g.chance(0.3) {
-		c.ResourcesPolicy = &v1alpha1.ResourcesPolicy{
-			TargetContainersMode: v1alpha1.TargetContainersModeType(g.pick("sum", "max")), TargetContainersNameRegex: "^app-",
-			ResourcesExpr: v1alpha1.ResourcesExpr{
-				Limits:   &v1alpha1.ResourceExprLimits{CPU: "cpu*50%"},
-				Requests: &v1alpha1.ResourceExprRequests{Memory: "max(memory*10%, 16Mi)"},
+		c.ResourcesPolicy = &v1beta1.ResourcesPolicy{
+			TargetContainersMode: v1beta1.TargetContainersModeType(g.pick("sum", "max")), TargetContainersNameRegex: "^app-",
+			ResourcesExpr: v1beta1.ResourcesExpr{
+				Limits:   &v1beta1.ResourceExprLimits{CPU: "cpu*50%"},
+				Requests: &v1beta1.ResourceExprRequests{Memory: "max(memory*10%, 16Mi)"},
 			},
 		}
 	}
 	return c
 }
 
-func (g gen) sidecarSets() []*v1alpha1.SidecarSet {
-	var out []*v1alpha1.SidecarSet
+func (g gen) sidecarSets() []*v1beta1.SidecarSet {
+	var out []*v1beta1.SidecarSet
 	letters := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"}
 	g.r.Shuffle(len(letters), func(i, j int) { letters[i], letters[j] = letters[j], letters[i] })
 	next := func() string { l := letters[0]; letters = letters[1:]; return l }
 	for i := 0; i < g.n(3); i++ {
 		ss := newSidecarSet(fmt.Sprintf("ss-%d", i), g.pick("h1", "h2", ""))
 		if g.chance(0.5) {
-			ss.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation] = g.pick("w1", "w2")
+			ss.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation] = g.pick("w1", "w2")
 		}
 		for j := 0; j < g.n(2); j++ {
 			ss.Spec.InitContainers = append(ss.Spec.InitContainers, g.sidecar("init-"+next(), true))
@@ -157,12 +157,12 @@ func (g gen) sidecarSets() []*v1alpha1.SidecarSet {
 			ss.Status.LatestRevision = ss.Name + "-rev"
 		}
 		for j := 0; j < g.n(2); j++ {
-			policy := v1alpha1.SidecarSetPatchPolicyType(g.pick("", "Retain", "Overwrite", "MergePatchJson"))
+			policy := v1beta1.SidecarSetPatchPolicyType(g.pick("", "Retain", "Overwrite", "MergePatchJson"))
 			key, value := g.pick("k1", "k2", "k3"), g.pick("v1", "v2")
-			if policy == v1alpha1.SidecarSetMergePatchJsonPatchPolicy {
+			if policy == v1beta1.SidecarSetMergePatchJsonPatchPolicy {
 				key, value = g.pick("m1", "m2", "m3"), g.pick(`{"a":2}`, `{"b":{"c":1}}`)
 			}
-			ss.Spec.PatchPodMetadata = append(ss.Spec.PatchPodMetadata, v1alpha1.SidecarSetPatchPodMetadata{
+			ss.Spec.PatchPodMetadata = append(ss.Spec.PatchPodMetadata, v1beta1.SidecarSetPatchPodMetadata{
 				Annotations: map[string]string{key: value}, PatchPolicy: policy})
 		}
 		out = append(out, ss)
@@ -218,7 +218,7 @@ func TestGeneratorCoverage(t *testing.T) {
 		}
 		b, _ := json.Marshal(res.Pod)
 		for feature, needle := range map[string]string{
-			"hot upgrade": v1alpha1.SidecarSetWorkingHotUpgradeContainer, "native": `"restartPolicy":"Always"`,
+			"hot upgrade": v1beta1.SidecarSetWorkingHotUpgradeContainer, "native": `"restartPolicy":"Always"`,
 			"subPathExpr": "subPathExpr", "devices": "volumeDevices", "merge patch": `\"a\":2`,
 			"resources": `"cpu":"`, "controllerRevision": "controllerRevision", "secrets": "imagePullSecrets",
 		} {

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 func resourceList(cpu, memory string) corev1.ResourceList {
@@ -42,26 +42,26 @@ func TestInjectResourcesPolicy(t *testing.T) {
 			}},
 		}
 	}
-	policy := func(regex string) *v1alpha1.ResourcesPolicy {
-		return &v1alpha1.ResourcesPolicy{
-			TargetContainersMode: v1alpha1.TargetContainersModeSum, TargetContainersNameRegex: regex,
-			ResourcesExpr: v1alpha1.ResourcesExpr{
-				Limits:   &v1alpha1.ResourceExprLimits{CPU: "cpu*50%", Memory: "200Mi"},
-				Requests: &v1alpha1.ResourceExprRequests{CPU: "cpu*50%", Memory: "100Mi"},
+	policy := func(regex string) *v1beta1.ResourcesPolicy {
+		return &v1beta1.ResourcesPolicy{
+			TargetContainersMode: v1beta1.TargetContainersModeSum, TargetContainersNameRegex: regex,
+			ResourcesExpr: v1beta1.ResourcesExpr{
+				Limits:   &v1beta1.ResourceExprLimits{CPU: "cpu*50%", Memory: "200Mi"},
+				Requests: &v1beta1.ResourceExprRequests{CPU: "cpu*50%", Memory: "100Mi"},
 			},
 		}
 	}
-	sets := func(regex string, hot bool) []*v1alpha1.SidecarSet {
+	sets := func(regex string, hot bool) []*v1beta1.SidecarSet {
 		a := newSidecarSet("a-resources", "h")
-		c := sc("sidecar", "s:1", v1alpha1.AfterAppContainerType)
+		c := sc("sidecar", "s:1", v1beta1.AfterAppContainerType)
 		c.ResourcesPolicy = policy(regex)
 		if hot {
-			c.UpgradeStrategy = v1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: v1alpha1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: "empty:1"}
+			c.UpgradeStrategy = v1beta1.SidecarContainerUpgradeStrategy{UpgradeType: v1beta1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: "empty:1"}
 		}
-		a.Spec.Containers = []v1alpha1.SidecarContainer{c}
+		a.Spec.Containers = []v1beta1.SidecarContainer{c}
 		b := newSidecarSet("b-other", "h")
-		b.Spec.Containers = []v1alpha1.SidecarContainer{sc("other-sidecar", "o:1", "")}
-		return []*v1alpha1.SidecarSet{a, b}
+		b.Spec.Containers = []v1beta1.SidecarContainer{sc("other-sidecar", "o:1", "")}
+		return []*v1beta1.SidecarSet{a, b}
 	}
 	want := func(containers ...string) func(*testing.T, Result) {
 		return func(t *testing.T, res Result) {

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 func TestContainerNameFromFieldRef(t *testing.T) {
@@ -88,7 +88,7 @@ func TestMergePatchJSON(t *testing.T) {
 }
 
 func TestParseUpgradeSpecs(t *testing.T) {
-	key := v1alpha1.SidecarSetHashAnnotation
+	key := v1beta1.SidecarSetHashAnnotation
 	cases := []struct {
 		value string
 		want  map[string]upgradeSpec
@@ -121,7 +121,7 @@ func TestInjectedList(t *testing.T) {
 }
 
 func TestWorkingHotUpgrade(t *testing.T) {
-	key := v1alpha1.SidecarSetWorkingHotUpgradeContainer
+	key := v1beta1.SidecarSetWorkingHotUpgradeContainer
 	mustEqual(t, "absent", workingHotUpgrade(nil), map[string]string{})
 	mustEqual(t, "map", workingHotUpgrade(map[string]string{key: `{"a":"a-1"}`}), map[string]string{"a": "a-1"})
 	mustEqual(t, "null", workingHotUpgrade(map[string]string{key: `null`}), map[string]string{})
@@ -131,11 +131,11 @@ func TestWorkingHotUpgrade(t *testing.T) {
 func TestMergeContainersGrowth(t *testing.T) {
 	pod := []corev1.Container{{Name: "a"}, {Name: "b", Image: "old"}, {Name: "a", Image: "dup"}}
 	merged, g := mergeContainers(pod, []placed{
-		{container: corev1.Container{Name: "f1"}, policy: v1alpha1.BeforeAppContainerType},
-		{container: corev1.Container{Name: "a", Image: "x"}, policy: v1alpha1.BeforeAppContainerType},
+		{container: corev1.Container{Name: "f1"}, policy: v1beta1.BeforeAppContainerType},
+		{container: corev1.Container{Name: "a", Image: "x"}, policy: v1beta1.BeforeAppContainerType},
 		{container: corev1.Container{Name: "b", Image: "old"}},
 		{container: corev1.Container{Name: "z"}, policy: "Weird"},
-		{container: corev1.Container{Name: "f2"}, policy: v1alpha1.BeforeAppContainerType},
+		{container: corev1.Container{Name: "f2"}, policy: v1beta1.BeforeAppContainerType},
 	})
 	mustEqual(t, "names", names(merged), []string{"f1", "f2", "a", "b", "a", "z"})
 	mustEqual(t, "last same-name index is replaced", merged[4].Image, "x")

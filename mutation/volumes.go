@@ -5,14 +5,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // sharedDevices collects the app containers' volumeDevices for a sidecar whose
 // shareVolumeDevicePolicy is enabled (compat §1.15, W35–W36). The policy is a pointer so that older
 // SidecarSets keep their hash; nil means disabled.
-func sharedDevices(sc *v1alpha1.SidecarContainer, pod *corev1.Pod) []corev1.VolumeDevice {
-	if sc.ShareVolumeDevicePolicy == nil || sc.ShareVolumeDevicePolicy.Type != v1alpha1.ShareVolumePolicyEnabled {
+func sharedDevices(sc *v1beta1.SidecarContainer, pod *corev1.Pod) []corev1.VolumeDevice {
+	if sc.ShareVolumeDevicePolicy == nil || sc.ShareVolumeDevicePolicy.Type != v1beta1.ShareVolumePolicyEnabled {
 		return nil
 	}
 	var out []corev1.VolumeDevice
@@ -73,7 +73,7 @@ func appendUnclaimed[T any](own, shared []T, path func(T) string, taken map[stri
 // catalogue indexes a SidecarSet's spec.volumes by name (last wins, as OpenKruise's map).
 type catalogue map[string]*corev1.Volume
 
-func newCatalogue(ss *v1alpha1.SidecarSet) catalogue {
+func newCatalogue(ss *v1beta1.SidecarSet) catalogue {
 	c := make(catalogue, len(ss.Spec.Volumes))
 	for i := range ss.Spec.Volumes {
 		c[ss.Spec.Volumes[i].Name] = &ss.Spec.Volumes[i]
@@ -85,7 +85,7 @@ func newCatalogue(ss *v1alpha1.SidecarSet) catalogue {
 // (W38 order). Shared mounts are not looked up: their volumes are the pod's. A reference the
 // catalogue lacks is skipped (W37): validation reports it on the SidecarSet, and refusing the pod
 // here would block its creation for a SidecarSet bug.
-func (c catalogue) referenced(sc *v1alpha1.SidecarContainer) []corev1.Volume {
+func (c catalogue) referenced(sc *v1beta1.SidecarContainer) []corev1.Volume {
 	var out []corev1.Volume
 	for _, m := range sc.VolumeMounts {
 		if v, ok := c[m.Name]; ok {

@@ -19,7 +19,6 @@ _sidecarsets := [
 	sidecarset("empty-selector", {"selector": labels_selector({})}),
 	sidecarset("other-namespace", {
 		"selector": _web,
-		"namespace": "app1",
 		"namespaceSelector": labels_selector({"kubernetes.io/metadata.name": "app1"}),
 	}),
 	sidecarset("prod-only", {
@@ -50,7 +49,7 @@ test_every_sidecarset_explained if {
 		],
 		"no-selector": ["selector: not set (spec.selector is required)"],
 		"empty-selector": ["selector: empty (an empty selector matches no pod)"],
-		"other-namespace": ["spec.namespace app1: pod is in namespace default"],
+		"other-namespace": ["namespaceSelector: matchLabels kubernetes.io/metadata.name=app1: namespace default has kubernetes.io/metadata.name=default"],
 		"prod-only": [
 			"namespaceSelector: matchLabels env=prod: namespace default has env=dev",
 			"namespaceSelector: team Exists: namespace default has no label team",

@@ -7,7 +7,6 @@ _defaults := {
 	"canary": false,
 	"base": "",
 	"selector": null,
-	"namespace": "",
 	"namespaceSelector": null,
 	"injectionPaused": false,
 	"updateType": "RollingUpdate",

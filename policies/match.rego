@@ -118,13 +118,10 @@ _pod_obstacles(sidecarset) := {"selector: not set (spec.selector is required)"} 
 	some failure in selector.failures(sidecarset.selector, pod_labels)
 }
 
-# A null effective namespaceSelector means every namespace. bundles folded a v1alpha1
-# spec.namespace into it; that case is worded in terms of spec.namespace, which the user wrote.
+# A null namespaceSelector means every namespace (a v1alpha1 spec.namespace reaches the policies
+# as the namespaceSelector it converts into).
 _namespace_obstacles(sidecarset) := set() if {
 	object.get(sidecarset, "namespaceSelector", null) == null
-} else := {sprintf("spec.namespace %s: pod is in namespace %s", [sidecarset.namespace, input.namespace])} if {
-	object.get(sidecarset, "namespace", "") != ""
-	count(selector.failures(sidecarset.namespaceSelector, namespace_labels)) > 0
 } else := {sprintf("namespaceSelector: %s: namespace %s %s", [failure.term, input.namespace, selector.observed(namespace_labels, failure.key)]) |
 	some failure in selector.failures(sidecarset.namespaceSelector, namespace_labels)
 }

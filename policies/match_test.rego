@@ -53,7 +53,7 @@ test_s27_s28_namespace_selector_picks_the_pods_namespace if {
 # An unknown namespace is taken to carry only kubernetes.io/metadata.name, which is also how a
 # v1alpha1 spec.namespace reaches the policies.
 test_unknown_namespace_has_its_name_label if {
-	ss := _nginx("s1", {"namespace": "app1", "namespaceSelector": labels_selector({"kubernetes.io/metadata.name": "app1"})})
+	ss := _nginx("s1", {"namespaceSelector": labels_selector({"kubernetes.io/metadata.name": "app1"})})
 	_decide([ss], {}, "app1", {"app": "nginx"}).matched == ["s1"]
 	_decide([ss], {}, "app2", {"app": "nginx"}).matched == []
 }

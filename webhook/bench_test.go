@@ -12,13 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 
 	"github.com/sidecarops/sidecarops/internal/testing/fleet"
 )
 
 // benchFleet is internal/testing/fleet's SidecarSets, the workload of every benchmark.
-func benchFleet(tb testing.TB, n, matching int) []*v1alpha1.SidecarSet {
+func benchFleet(tb testing.TB, n, matching int) []*v1beta1.SidecarSet {
 	tb.Helper()
 	sets, err := fleet.SidecarSets(n, matching)
 	if err != nil {

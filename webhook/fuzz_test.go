@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kjson "sigs.k8s.io/json"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // FuzzAdmissionReview posts arbitrary bytes as the HTTP body to each of the three webhooks, mounted
@@ -23,11 +23,11 @@ import (
 // and a patch must apply to the object of the request it answers.
 func FuzzAdmissionReview(f *testing.F) {
 	badMerge := minimalSidecarSet("bad-merge", "bad-merge", "agent")
-	badMerge.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{
-		Annotations: map[string]string{"config": `{"a":1}`}, PatchPolicy: v1alpha1.SidecarSetMergePatchJsonPatchPolicy,
+	badMerge.Spec.PatchPodMetadata = []v1beta1.SidecarSetPatchPodMetadata{{
+		Annotations: map[string]string{"config": `{"a":1}`}, PatchPolicy: v1beta1.SidecarSetMergePatchJsonPatchPolicy,
 	}}
 	eng := newEngine(f, policyState{
-		sidecarSets: []*v1alpha1.SidecarSet{ss1(), v21("sidecarset-v21"), badMerge},
+		sidecarSets: []*v1beta1.SidecarSet{ss1(), v21("sidecarset-v21"), badMerge},
 		admin:       []*bundle.Bundle{gatesBundle(f, hostNetworkGate), whitelistBundle(`^allowed\.example\.com/`)},
 	})
 	hooks := map[string]http.Handler{
@@ -47,7 +47,7 @@ func FuzzAdmissionReview(f *testing.F) {
 	merge.Labels["app"] = "bad-merge"
 	merge.Annotations = map[string]string{"config": `{"b":2}`}
 	conflicting := v21("sidecarset2")
-	conflicting.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"x.example.com/a": "1"}}}
+	conflicting.Spec.PatchPodMetadata = []v1beta1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"x.example.com/a": "1"}}}
 	for _, req := range []admissionv1.AdmissionRequest{
 		podRequest(f, "default", podP1()),
 		podRequest(f, "", gated),

@@ -25,7 +25,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
@@ -75,43 +75,43 @@ func podP1() *corev1.Pod {
 	}
 }
 
-func sidecar(name, image string, policy v1alpha1.PodInjectPolicyType) v1alpha1.SidecarContainer {
-	return v1alpha1.SidecarContainer{Container: corev1.Container{Name: name, Image: image}, PodInjectPolicy: policy}
+func sidecar(name, image string, policy v1beta1.PodInjectPolicyType) v1beta1.SidecarContainer {
+	return v1beta1.SidecarContainer{Container: corev1.Container{Name: name, Image: image}, PodInjectPolicy: policy}
 }
 
 // ss1 is compat §4 "SS1", not yet defaulted.
-func ss1() *v1alpha1.SidecarSet {
-	return &v1alpha1.SidecarSet{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "SidecarSet"},
+func ss1() *v1beta1.SidecarSet {
+	return &v1beta1.SidecarSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.GroupVersion.String(), Kind: "SidecarSet"},
 		ObjectMeta: metav1.ObjectMeta{Name: "sidecarset1"},
-		Spec: v1alpha1.SidecarSetSpec{
+		Spec: v1beta1.SidecarSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "suxing-test"}},
-			InitContainers: []v1alpha1.SidecarContainer{
+			InitContainers: []v1beta1.SidecarContainer{
 				sidecar("init-2", "busybox:1.0.0", ""), sidecar("init-1", "busybox:1.0.0", ""),
 			},
-			Containers: []v1alpha1.SidecarContainer{
-				sidecar("dns-f", "dns-f-image:1.0", v1alpha1.BeforeAppContainerType),
-				sidecar("log-agent", "log-agent-image:1.0", v1alpha1.AfterAppContainerType),
+			Containers: []v1beta1.SidecarContainer{
+				sidecar("dns-f", "dns-f-image:1.0", v1beta1.BeforeAppContainerType),
+				sidecar("log-agent", "log-agent-image:1.0", v1beta1.AfterAppContainerType),
 			},
 		},
 	}
 }
 
 // minimalSidecarSet is a valid SidecarSet selecting app=<app> with one container.
-func minimalSidecarSet(name, app, container string) *v1alpha1.SidecarSet {
-	return &v1alpha1.SidecarSet{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "SidecarSet"},
+func minimalSidecarSet(name, app, container string) *v1beta1.SidecarSet {
+	return &v1beta1.SidecarSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.GroupVersion.String(), Kind: "SidecarSet"},
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.SidecarSetSpec{
+		Spec: v1beta1.SidecarSetSpec{
 			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
-			Containers: []v1alpha1.SidecarContainer{sidecar(container, "example.com/"+container+":1.0", "")},
+			Containers: []v1beta1.SidecarContainer{sidecar(container, "example.com/"+container+":1.0", "")},
 		},
 	}
 }
 
 // policyState is what a test snapshot is compiled from.
 type policyState struct {
-	sidecarSets []*v1alpha1.SidecarSet
+	sidecarSets []*v1beta1.SidecarSet
 	revisions   []*appsv1.ControllerRevision
 	admin       []*bundle.Bundle
 }
@@ -179,8 +179,8 @@ func mustJSON(tb testing.TB, v any) []byte {
 var (
 	podGVK        = metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
 	podGVR        = metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
-	sidecarSetGVK = metav1.GroupVersionKind{Group: "apps.kruise.io", Version: "v1alpha1", Kind: "SidecarSet"}
-	sidecarSetGVR = metav1.GroupVersionResource{Group: "apps.kruise.io", Version: "v1alpha1", Resource: "sidecarsets"}
+	sidecarSetGVK = metav1.GroupVersionKind{Group: "apps.kruise.io", Version: "v1beta1", Kind: "SidecarSet"}
+	sidecarSetGVR = metav1.GroupVersionResource{Group: "apps.kruise.io", Version: "v1beta1", Resource: "sidecarsets"}
 )
 
 // podRequest is the API server's request for the creation of pod in namespace ns.
@@ -193,7 +193,7 @@ func podRequest(tb testing.TB, ns string, pod *corev1.Pod) admissionv1.Admission
 }
 
 // sidecarSetRequest is the API server's request for op on ss (old only on UPDATE).
-func sidecarSetRequest(tb testing.TB, op admissionv1.Operation, ss, old *v1alpha1.SidecarSet) admissionv1.AdmissionRequest {
+func sidecarSetRequest(tb testing.TB, op admissionv1.Operation, ss, old *v1beta1.SidecarSet) admissionv1.AdmissionRequest {
 	req := admissionv1.AdmissionRequest{
 		UID: "uid-ss", Kind: sidecarSetGVK, Resource: sidecarSetGVR, RequestKind: &sidecarSetGVK, RequestResource: &sidecarSetGVR,
 		Operation: op,

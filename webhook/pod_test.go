@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/engine"
 )
 
@@ -26,18 +26,18 @@ import (
 // missing, and a gate refusing hostNetwork pods.
 func podEngine(t testing.TB) *engine.Engine {
 	scoped := minimalSidecarSet("scoped", "scoped", "agent")
-	scoped.Spec.Namespace = "shop"
+	scoped.Spec.NamespaceSelector = v1beta1.NamespaceNamed("shop")
 
 	badMerge := minimalSidecarSet("bad-merge", "bad-merge", "agent")
-	badMerge.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{
-		Annotations: map[string]string{"config": `{"a":1}`}, PatchPolicy: v1alpha1.SidecarSetMergePatchJsonPatchPolicy,
+	badMerge.Spec.PatchPodMetadata = []v1beta1.SidecarSetPatchPodMetadata{{
+		Annotations: map[string]string{"config": `{"a":1}`}, PatchPolicy: v1beta1.SidecarSetMergePatchJsonPatchPolicy,
 	}}
 
 	noRevision := minimalSidecarSet("no-revision", "no-revision", "agent")
-	noRevision.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{CustomVersion: ptrTo("v9")}
+	noRevision.Spec.InjectionStrategy.Revision = &v1beta1.SidecarSetInjectRevision{CustomVersion: ptrTo("v9")}
 
 	return newEngine(t, policyState{
-		sidecarSets: []*v1alpha1.SidecarSet{ss1(), scoped, badMerge, noRevision},
+		sidecarSets: []*v1beta1.SidecarSet{ss1(), scoped, badMerge, noRevision},
 		admin:       []*bundle.Bundle{gatesBundle(t, hostNetworkGate)},
 	})
 }
@@ -76,10 +76,10 @@ func TestPodInjector(t *testing.T) {
 			assert.Equal(t, []string{"dns-f", "nginx", "log-agent"}, containerNames(pod.Spec.Containers))
 			assert.Equal(t, []string{"init-0", "init-1", "init-2"}, containerNames(pod.Spec.InitContainers))
 			for _, c := range pod.Spec.InitContainers[1:] {
-				assert.Contains(t, c.Env, env(v1alpha1.SidecarEnvInjected, "true"), c.Name)
+				assert.Contains(t, c.Env, env(v1beta1.SidecarEnvInjected, "true"), c.Name)
 			}
-			assert.Equal(t, []corev1.EnvVar{env(v1alpha1.SidecarEnvInjected, "true")}, pod.Spec.Containers[0].Env)
-			assert.Equal(t, "sidecarset1", pod.Annotations[v1alpha1.SidecarSetListAnnotation])
+			assert.Equal(t, []corev1.EnvVar{env(v1beta1.SidecarEnvInjected, "true")}, pod.Spec.Containers[0].Env)
+			assert.Equal(t, "sidecarset1", pod.Annotations[v1beta1.SidecarSetListAnnotation])
 
 			ss, ok := eng.Current().SidecarSet("sidecarset1")
 			require.True(t, ok)
@@ -88,13 +88,13 @@ func TestPodInjector(t *testing.T) {
 				UpdateTimestamp metav1.Time `json:"updateTimestamp"`
 				SidecarList     []string    `json:"sidecarList"`
 			}
-			require.NoError(t, json.Unmarshal([]byte(pod.Annotations[v1alpha1.SidecarSetHashAnnotation]), &hashes))
+			require.NoError(t, json.Unmarshal([]byte(pod.Annotations[v1beta1.SidecarSetHashAnnotation]), &hashes))
 			require.Contains(t, hashes, "sidecarset1")
-			assert.Equal(t, ss.Annotations[v1alpha1.SidecarSetHashAnnotation], hashes["sidecarset1"].Hash)
+			assert.Equal(t, ss.Annotations[v1beta1.SidecarSetHashAnnotation], hashes["sidecarset1"].Hash)
 			assert.Equal(t, []string{"dns-f", "log-agent"}, hashes["sidecarset1"].SidecarList)
 			assert.True(t, testNow.Equal(hashes["sidecarset1"].UpdateTimestamp.Time))
-			assert.Contains(t, pod.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation],
-				ss.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation])
+			assert.Contains(t, pod.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation],
+				ss.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation])
 		},
 	}, {
 		name: "W1 pod not matched: allowed untouched",
@@ -255,13 +255,13 @@ func TestPodInjector(t *testing.T) {
 // W24: two matching SidecarSets are applied in name order and both listed.
 func TestPodInjectorTwoSidecarSets(t *testing.T) {
 	ss3 := minimalSidecarSet("sidecarset3", "suxing-test", "sidecar3")
-	eng := newEngine(t, policyState{sidecarSets: []*v1alpha1.SidecarSet{ss3, ss1()}})
+	eng := newEngine(t, policyState{sidecarSets: []*v1beta1.SidecarSet{ss3, ss1()}})
 	req := podRequest(t, "default", podP1())
 	resp := admit(t, &PodInjector{Snapshots: eng, Injector: fixedInjector()}, req)
 	require.True(t, resp.Allowed)
 	var pod corev1.Pod
 	applyPatch(t, resp, req.Object.Raw, &pod)
-	assert.Equal(t, "sidecarset1,sidecarset3", pod.Annotations[v1alpha1.SidecarSetListAnnotation])
+	assert.Equal(t, "sidecarset1,sidecarset3", pod.Annotations[v1beta1.SidecarSetListAnnotation])
 	assert.Equal(t, []string{"dns-f", "sidecar3", "nginx", "log-agent"}, containerNames(pod.Spec.Containers),
 		"both Before sidecars in SidecarSet name order")
 }

@@ -12,7 +12,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 )
@@ -28,14 +28,19 @@ type SidecarSetDefaulter struct {
 // Handle implements admission.Handler.
 func (h *SidecarSetDefaulter) Handle(_ context.Context, req admission.Request) admission.Response {
 	defer h.Metrics.observe(SidecarSetDefaultPath, time.Now())
-	ss, resp := decodeSidecarSetRequest(req)
+	w, resp := decodeSidecarSetRequest(req)
 	if resp != nil {
 		return *resp
 	}
-	if err := defaults.SidecarSetAndHash(ss); err != nil {
+	if err := defaults.SidecarSetAndHash(w.Hub); err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	out, err := json.Marshal(ss)
+	// The patch is against what the client wrote, so it is computed in that version.
+	obj, err := w.Object()
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	out, err := json.Marshal(obj)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
@@ -58,23 +63,25 @@ type SidecarSetValidator struct {
 	// before the API server stores it (*prefilter.Widener). A SidecarSet it cannot widen for is
 	// refused: stored, its pods would reach no webhook until the elected replica caught up.
 	Prefilter interface {
-		Widen(ctx context.Context, ss, old *v1alpha1.SidecarSet) error
+		Widen(ctx context.Context, ss, old *v1beta1.SidecarSet) error
 	}
 }
 
 // Handle implements admission.Handler.
 func (h *SidecarSetValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	defer h.Metrics.observe(SidecarSetValidatePath, time.Now())
-	ss, resp := decodeSidecarSetRequest(req)
+	w, resp := decodeSidecarSetRequest(req)
 	if resp != nil {
 		return *resp
 	}
-	var old *v1alpha1.SidecarSet
+	ss := w.Hub
+	var old *v1beta1.SidecarSet
 	if req.Operation == admissionv1.Update {
-		old = &v1alpha1.SidecarSet{}
-		if err := decodeObject(req.OldObject.Raw, "old SidecarSet", old); err != nil {
+		ow, err := decodeSidecarSet(req.Kind, req.OldObject.Raw, "old SidecarSet")
+		if err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
+		old = ow.Hub
 	}
 	snap := current(h.Snapshots)
 	if snap == nil {
@@ -85,6 +92,7 @@ func (h *SidecarSetValidator) Handle(ctx context.Context, req admission.Request)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
+	errs = w.Errors(errs)
 	if len(errs) > 0 {
 		status := apierrors.NewInvalid(sidecarSetKind.GroupKind(), ss.Name, errs).Status()
 		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 )
@@ -39,8 +40,10 @@ func TestSidecarSetDefaulter(t *testing.T) {
 	defaulted := minimalSidecarSet("done", "web", "agent")
 	require.NoError(t, defaults.SidecarSetAndHash(defaulted))
 
+	// raw is a v1alpha1 request, as m1 is written.
 	raw := func(s string) admissionv1.AdmissionRequest {
 		r := sidecarSetRequest(t, admissionv1.Create, nil, nil)
+		r.Kind.Version = "v1alpha1"
 		r.Object = runtime.RawExtension{Raw: []byte(s)}
 		return r
 	}
@@ -51,12 +54,12 @@ func TestSidecarSetDefaulter(t *testing.T) {
 		code    int32
 		message string
 		// check gets the SidecarSet the patch yields; nil when the response must carry no patch.
-		check func(t *testing.T, resp *admissionv1.AdmissionResponse, ss *v1alpha1.SidecarSet)
+		check func(t *testing.T, resp *admissionv1.AdmissionResponse, ss *v1beta1.SidecarSet)
 	}{{
 		name:    "M1 defaults and both hashes, in the patch",
 		req:     raw(m1),
 		allowed: true, code: 200,
-		check: func(t *testing.T, resp *admissionv1.AdmissionResponse, ss *v1alpha1.SidecarSet) {
+		check: func(t *testing.T, resp *admissionv1.AdmissionResponse, ss *v1beta1.SidecarSet) {
 			var ops []map[string]any
 			require.NoError(t, json.Unmarshal(resp.Patch, &ops))
 			values := map[string]bool{}
@@ -64,36 +67,36 @@ func TestSidecarSetDefaulter(t *testing.T) {
 			assert.True(t, values[m1Hash], "patch carries kruise.io/sidecarset-hash %s: %s", m1Hash, resp.Patch)
 			assert.True(t, values[m1HashWithoutImage], "patch carries kruise.io/sidecarset-hash-without-image: %s", resp.Patch)
 
-			assert.Equal(t, m1Hash, ss.Annotations[v1alpha1.SidecarSetHashAnnotation])
-			assert.Equal(t, m1HashWithoutImage, ss.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation])
+			assert.Equal(t, m1Hash, ss.Annotations[v1beta1.SidecarSetHashAnnotation])
+			assert.Equal(t, m1HashWithoutImage, ss.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation])
 			us := ss.Spec.UpdateStrategy
-			assert.Equal(t, v1alpha1.RollingUpdateSidecarSetStrategyType, us.Type)
+			assert.Equal(t, v1beta1.RollingUpdateSidecarSetStrategyType, us.Type)
 			assert.Equal(t, intstr.FromInt32(0), *us.Partition)
 			assert.Equal(t, intstr.FromInt32(1), *us.MaxUnavailable)
 			c := ss.Spec.Containers[0]
-			assert.Equal(t, v1alpha1.BeforeAppContainerType, c.PodInjectPolicy)
-			assert.Equal(t, v1alpha1.ShareVolumePolicyDisabled, c.ShareVolumePolicy.Type)
-			assert.Equal(t, v1alpha1.SidecarContainerColdUpgrade, c.UpgradeStrategy.UpgradeType)
+			assert.Equal(t, v1beta1.BeforeAppContainerType, c.PodInjectPolicy)
+			assert.Equal(t, v1beta1.ShareVolumePolicyDisabled, c.ShareVolumePolicy.Type)
+			assert.Equal(t, v1beta1.SidecarContainerColdUpgrade, c.UpgradeStrategy.UpgradeType)
 			assert.Equal(t, corev1.PullIfNotPresent, c.ImagePullPolicy)
 			assert.Equal(t, "/dev/termination-log", c.TerminationMessagePath)
 			assert.Equal(t, corev1.TerminationMessageReadFile, c.TerminationMessagePolicy)
-			assert.Equal(t, v1alpha1.SidecarSetRetainPatchPolicy, ss.Spec.PatchPodMetadata[0].PatchPolicy)
-			assert.Equal(t, v1alpha1.AlwaysSidecarSetInjectRevisionPolicy, ss.Spec.InjectionStrategy.Revision.Policy)
+			assert.Equal(t, v1beta1.SidecarSetRetainPatchPolicy, ss.Spec.PatchPodMetadata[0].PatchPolicy)
+			assert.Equal(t, v1beta1.AlwaysSidecarSetInjectRevisionPolicy, ss.Spec.InjectionStrategy.Revision.Policy)
 		},
 	}, {
 		name:    "M3/M7 minimal v1alpha1 CREATE: allowed with defaults",
 		req:     sidecarSetRequest(t, admissionv1.Create, minimalSidecarSet("minimal", "web", "agent"), nil),
 		allowed: true, code: 200,
-		check: func(t *testing.T, _ *admissionv1.AdmissionResponse, ss *v1alpha1.SidecarSet) {
-			assert.Equal(t, v1alpha1.BeforeAppContainerType, ss.Spec.Containers[0].PodInjectPolicy)
-			assert.NotEmpty(t, ss.Annotations[v1alpha1.SidecarSetHashAnnotation])
+		check: func(t *testing.T, _ *admissionv1.AdmissionResponse, ss *v1beta1.SidecarSet) {
+			assert.Equal(t, v1beta1.BeforeAppContainerType, ss.Spec.Containers[0].PodInjectPolicy)
+			assert.NotEmpty(t, ss.Annotations[v1beta1.SidecarSetHashAnnotation])
 		},
 	}, {
 		name:    "M4 UPDATE: allowed with defaults",
 		req:     sidecarSetRequest(t, admissionv1.Update, minimalSidecarSet("minimal", "web", "agent"), defaulted),
 		allowed: true, code: 200,
-		check: func(t *testing.T, _ *admissionv1.AdmissionResponse, ss *v1alpha1.SidecarSet) {
-			assert.NotEmpty(t, ss.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation])
+		check: func(t *testing.T, _ *admissionv1.AdmissionResponse, ss *v1beta1.SidecarSet) {
+			assert.NotEmpty(t, ss.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation])
 		},
 	}, {
 		name:    "already defaulted and hashed: no patch",
@@ -108,13 +111,32 @@ func TestSidecarSetDefaulter(t *testing.T) {
 		}(),
 		code: http.StatusBadRequest, message: `unsupported version "v1alpha999"`,
 	}, {
-		name: "v1beta1 is not served by the CRD: 400",
+		name:    "v1alpha1 keeps its spec.namespace as written: the patch does not turn it into a namespaceSelector",
+		req:     raw(`{"apiVersion":"apps.kruise.io/v1alpha1","kind":"SidecarSet","metadata":{"name":"ns","labels":{"apps.kruise.io/sidecarset-custom-version":"v3"}},"spec":{"namespace":"shop","selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"agent","image":"agent:1"}]}}`),
+		allowed: true, code: 200,
+		check: func(t *testing.T, resp *admissionv1.AdmissionResponse, _ *v1beta1.SidecarSet) {
+			var alpha v1alpha1.SidecarSet
+			applyPatch(t, resp, []byte(`{"apiVersion":"apps.kruise.io/v1alpha1","kind":"SidecarSet","metadata":{"name":"ns","labels":{"apps.kruise.io/sidecarset-custom-version":"v3"}},"spec":{"namespace":"shop","selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"agent","image":"agent:1"}]}}`), &alpha)
+			assert.Equal(t, "shop", alpha.Spec.Namespace)
+			assert.Nil(t, alpha.Spec.NamespaceSelector)
+			assert.Equal(t, "v3", alpha.Labels[v1beta1.SidecarSetCustomVersionLabel], "the custom-version label stays a label")
+			assert.Equal(t, "apps.kruise.io/v1alpha1", alpha.APIVersion)
+			assert.NotContains(t, string(resp.Patch), "customVersion")
+			assert.NotEmpty(t, alpha.Annotations[v1beta1.SidecarSetHashAnnotation])
+		},
+	}, {
+		name: "v1beta1 is defaulted as v1beta1",
 		req: func() admissionv1.AdmissionRequest {
-			r := raw(m1)
-			r.Kind.Version = "v1beta1"
-			return r
+			ss := minimalSidecarSet("beta", "web", "agent")
+			ss.Spec.CustomVersion = "v3"
+			return sidecarSetRequest(t, admissionv1.Create, ss, nil)
 		}(),
-		code: http.StatusBadRequest, message: "unsupported version",
+		allowed: true, code: 200,
+		check: func(t *testing.T, _ *admissionv1.AdmissionResponse, ss *v1beta1.SidecarSet) {
+			assert.Equal(t, "v3", ss.Spec.CustomVersion)
+			assert.Empty(t, ss.Labels[v1beta1.SidecarSetCustomVersionLabel])
+			assert.NotEmpty(t, ss.Annotations[v1beta1.SidecarSetHashAnnotation])
+		},
 	}, {
 		name: "wrong kind: 400",
 		req: func() admissionv1.AdmissionRequest {
@@ -155,7 +177,7 @@ func TestSidecarSetDefaulter(t *testing.T) {
 				assert.Empty(t, resp.Patch, "%s", resp.Patch)
 				return
 			}
-			var ss v1alpha1.SidecarSet
+			var ss v1beta1.SidecarSet
 			applyPatch(t, resp, tt.req.Object.Raw, &ss)
 			tt.check(t, resp, &ss)
 		})
@@ -193,10 +215,10 @@ func collectStrings(v any, into map[string]bool) {
 // keys under allowed.example.com/.
 func validatorEngine(t testing.TB) *engine.Engine {
 	return newEngine(t, policyState{
-		sidecarSets: []*v1alpha1.SidecarSet{v21("sidecarset1")},
+		sidecarSets: []*v1beta1.SidecarSet{v21("sidecarset1")},
 		revisions: []*appsv1.ControllerRevision{{
 			ObjectMeta: metav1.ObjectMeta{Name: "sidecarset1-rev1", Labels: map[string]string{
-				v1alpha1.SidecarSetNameLabel: "sidecarset1", v1alpha1.SidecarSetCustomVersionLabel: "v1",
+				v1beta1.SidecarSetNameLabel: "sidecarset1", v1beta1.SidecarSetCustomVersionLabel: "v1",
 			}},
 			Revision: 1,
 		}},
@@ -205,10 +227,10 @@ func validatorEngine(t testing.TB) *engine.Engine {
 }
 
 // v21 is compat §4.4 V21's SidecarSet under the given name.
-func v21(name string) *v1alpha1.SidecarSet {
+func v21(name string) *v1beta1.SidecarSet {
 	ss := minimalSidecarSet(name, "", "container-name")
 	ss.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}
-	ss.Spec.InitContainers = []v1alpha1.SidecarContainer{sidecar("init-name", "busybox:1.0", "")}
+	ss.Spec.InitContainers = []v1beta1.SidecarContainer{sidecar("init-name", "busybox:1.0", "")}
 	ss.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "volume-name", MountPath: "/v"}}
 	ss.Spec.Volumes = []corev1.Volume{emptyDir("volume-name")}
 	return ss
@@ -216,7 +238,7 @@ func v21(name string) *v1alpha1.SidecarSet {
 
 func TestSidecarSetValidator(t *testing.T) {
 	eng := validatorEngine(t)
-	valid := func(mutate ...func(*v1alpha1.SidecarSet)) *v1alpha1.SidecarSet {
+	valid := func(mutate ...func(*v1beta1.SidecarSet)) *v1beta1.SidecarSet {
 		ss := minimalSidecarSet("new", "web", "agent")
 		for _, m := range mutate {
 			m(ss)
@@ -242,20 +264,20 @@ func TestSidecarSetValidator(t *testing.T) {
 		allowed: true, code: 200,
 	}, {
 		name: "decision D5: a volume without a source is defaulted to emptyDir and admitted",
-		req: sidecarSetRequest(t, admissionv1.Create, valid(func(ss *v1alpha1.SidecarSet) {
+		req: sidecarSetRequest(t, admissionv1.Create, valid(func(ss *v1beta1.SidecarSet) {
 			ss.Spec.Volumes = []corev1.Volume{{Name: "no-source"}}
 			ss.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "no-source", MountPath: "/x"}}
 		}), nil),
 		allowed: true, code: 200,
 	}, {
 		name:    "V1 no selector: 422 naming the field",
-		req:     sidecarSetRequest(t, admissionv1.Create, valid(func(ss *v1alpha1.SidecarSet) { ss.Spec.Selector = nil }), nil),
+		req:     sidecarSetRequest(t, admissionv1.Create, valid(func(ss *v1beta1.SidecarSet) { ss.Spec.Selector = nil }), nil),
 		code:    http.StatusUnprocessableEntity,
 		message: []string{`SidecarSet.apps.kruise.io "new" is invalid`, "spec.selector: Required value: no selector defined for SidecarSet"},
 		causes:  []string{"spec.selector"},
 	}, {
 		name: "several single-object errors are all listed",
-		req: sidecarSetRequest(t, admissionv1.Create, valid(func(ss *v1alpha1.SidecarSet) {
+		req: sidecarSetRequest(t, admissionv1.Create, valid(func(ss *v1beta1.SidecarSet) {
 			ss.Spec.Selector = nil
 			ss.Spec.Containers[0].Image = ""
 		}), nil),
@@ -270,7 +292,7 @@ func TestSidecarSetValidator(t *testing.T) {
 		causes:  []string{"spec.containers[0].name", "spec.initContainers[0].name"},
 	}, {
 		name: "V38 same volume name, other definition: 422 naming the other",
-		req: sidecarSetRequest(t, admissionv1.Create, valid(func(ss *v1alpha1.SidecarSet) {
+		req: sidecarSetRequest(t, admissionv1.Create, valid(func(ss *v1beta1.SidecarSet) {
 			ss.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}
 			ss.Spec.Volumes = []corev1.Volume{{Name: "volume-name", VolumeSource: corev1.VolumeSource{
 				HostPath: &corev1.HostPathVolumeSource{Path: "/home/work"}}}}
@@ -280,8 +302,8 @@ func TestSidecarSetValidator(t *testing.T) {
 		causes:  []string{"spec.volumes[0]"},
 	}, {
 		name: "patchPodMetadata key the whitelist refuses: 422 at the key",
-		req: sidecarSetRequest(t, admissionv1.Create, valid(func(ss *v1alpha1.SidecarSet) {
-			ss.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{
+		req: sidecarSetRequest(t, admissionv1.Create, valid(func(ss *v1beta1.SidecarSet) {
+			ss.Spec.PatchPodMetadata = []v1beta1.SidecarSetPatchPodMetadata{{
 				Annotations: map[string]string{"allowed.example.com/a": "1", "other.example.com/x": "1"}}}
 		}), nil),
 		code:    http.StatusUnprocessableEntity,
@@ -289,14 +311,14 @@ func TestSidecarSetValidator(t *testing.T) {
 		causes:  []string{"spec.patchPodMetadata[0].annotations[other.example.com/x]"},
 	}, {
 		name: "patchPodMetadata key the whitelist allows: allowed",
-		req: sidecarSetRequest(t, admissionv1.Create, valid(func(ss *v1alpha1.SidecarSet) {
-			ss.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{
+		req: sidecarSetRequest(t, admissionv1.Create, valid(func(ss *v1beta1.SidecarSet) {
+			ss.Spec.PatchPodMetadata = []v1beta1.SidecarSetPatchPodMetadata{{
 				Annotations: map[string]string{"allowed.example.com/a": "1"}}}
 		}), nil),
 		allowed: true, code: 200,
 	}, {
 		name: "UPDATE adding a container: 422",
-		req: sidecarSetRequest(t, admissionv1.Update, func() *v1alpha1.SidecarSet {
+		req: sidecarSetRequest(t, admissionv1.Update, func() *v1beta1.SidecarSet {
 			ss := stored.DeepCopy()
 			ss.Spec.Containers = append(ss.Spec.Containers, sidecar("extra", "extra:1", ""))
 			return ss
@@ -306,7 +328,7 @@ func TestSidecarSetValidator(t *testing.T) {
 		causes:  []string{"spec.containers[1].name"},
 	}, {
 		name: "UPDATE of a SidecarSet the snapshot holds: no conflict with its old self",
-		req: sidecarSetRequest(t, admissionv1.Update, func() *v1alpha1.SidecarSet {
+		req: sidecarSetRequest(t, admissionv1.Update, func() *v1beta1.SidecarSet {
 			ss := stored.DeepCopy()
 			ss.Spec.Containers[0].Image = "example.com/container-name:2.0"
 			return ss
@@ -321,32 +343,32 @@ func TestSidecarSetValidator(t *testing.T) {
 		code: http.StatusBadRequest, message: []string{"the request has no old SidecarSet"},
 	}, {
 		name: "revision found among the snapshot's ControllerRevisions: allowed",
-		req: sidecarSetRequest(t, admissionv1.Create, valid(func(ss *v1alpha1.SidecarSet) {
+		req: sidecarSetRequest(t, admissionv1.Create, valid(func(ss *v1beta1.SidecarSet) {
 			ss.Name = "sidecarset1-canary"
-			ss.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{RevisionName: ptrTo("sidecarset1-rev1")}
+			ss.Spec.InjectionStrategy.Revision = &v1beta1.SidecarSetInjectRevision{RevisionName: ptrTo("sidecarset1-rev1")}
 		}), nil),
 		allowed: true, code: 200,
 	}, {
 		name: "V14 revision missing: 422",
-		req: sidecarSetRequest(t, admissionv1.Create, valid(func(ss *v1alpha1.SidecarSet) {
-			ss.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{CustomVersion: ptrTo("normal-sidecarset-01234")}
+		req: sidecarSetRequest(t, admissionv1.Create, valid(func(ss *v1beta1.SidecarSet) {
+			ss.Spec.InjectionStrategy.Revision = &v1beta1.SidecarSetInjectRevision{CustomVersion: ptrTo("normal-sidecarset-01234")}
 		}), nil),
 		code:   http.StatusUnprocessableEntity,
 		causes: []string{"spec.injectionStrategy.revision.customVersion"},
 	}, {
 		name: "V41 canary of a base the snapshot holds: allowed, and no conflict with its base",
-		req: sidecarSetRequest(t, admissionv1.Create, func() *v1alpha1.SidecarSet {
+		req: sidecarSetRequest(t, admissionv1.Create, func() *v1beta1.SidecarSet {
 			ss := v21("sidecarset1-canary")
-			ss.Annotations = map[string]string{v1alpha1.SidecarSetCanaryAnnotation: "true", v1alpha1.SidecarSetBaseAnnotation: "sidecarset1"}
-			ss.Spec.UpdateStrategy.Type = v1alpha1.NotUpdateSidecarSetStrategyType
+			ss.Annotations = map[string]string{v1beta1.SidecarSetCanaryAnnotation: "true", v1beta1.SidecarSetBaseAnnotation: "sidecarset1"}
+			ss.Spec.UpdateStrategy.Type = v1beta1.NotUpdateSidecarSetStrategyType
 			return ss
 		}(), nil),
 		allowed: true, code: 200,
 	}, {
 		name: "V43 canary of a missing base: 422",
-		req: sidecarSetRequest(t, admissionv1.Create, valid(func(ss *v1alpha1.SidecarSet) {
-			ss.Annotations = map[string]string{v1alpha1.SidecarSetCanaryAnnotation: "true", v1alpha1.SidecarSetBaseAnnotation: "nonexistent-sidecarset"}
-			ss.Spec.UpdateStrategy.Type = v1alpha1.NotUpdateSidecarSetStrategyType
+		req: sidecarSetRequest(t, admissionv1.Create, valid(func(ss *v1beta1.SidecarSet) {
+			ss.Annotations = map[string]string{v1beta1.SidecarSetCanaryAnnotation: "true", v1beta1.SidecarSetBaseAnnotation: "nonexistent-sidecarset"}
+			ss.Spec.UpdateStrategy.Type = v1beta1.NotUpdateSidecarSetStrategyType
 		}), nil),
 		code:    http.StatusUnprocessableEntity,
 		message: []string{"fetch base sidecarSet[nonexistent-sidecarset] failed"},
@@ -412,7 +434,7 @@ type wideners struct {
 	err   error
 }
 
-func (w *wideners) Widen(_ context.Context, ss, old *v1alpha1.SidecarSet) error {
+func (w *wideners) Widen(_ context.Context, ss, old *v1beta1.SidecarSet) error {
 	call := ss.Name
 	if old != nil {
 		call += " from " + old.Spec.Containers[0].Image
@@ -458,4 +480,21 @@ func TestSidecarSetValidatorWidensThePrefilter(t *testing.T) {
 			assert.Contains(t, resp.Result.Message, tt.message)
 		})
 	}
+}
+
+// A v1alpha1 SidecarSet is validated as its hub form, but its errors name the fields written: a
+// bad spec.namespace is reported as spec.namespace, not as the namespaceSelector it became.
+func TestSidecarSetValidatorNamesV1alpha1Fields(t *testing.T) {
+	req := sidecarSetRequest(t, admissionv1.Create, nil, nil)
+	req.Kind.Version = "v1alpha1"
+	req.Object.Raw = []byte(`{"apiVersion":"apps.kruise.io/v1alpha1","kind":"SidecarSet","metadata":{"name":"ns"},"spec":{"namespace":"not a namespace!","selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"agent","image":"agent:1"}]}}`)
+	resp := admit(t, &SidecarSetValidator{Snapshots: validatorEngine(t)}, req)
+	require.NotNil(t, resp.Result)
+	assert.Equal(t, int32(http.StatusUnprocessableEntity), resp.Result.Code, resp.Result.Message)
+	require.NotNil(t, resp.Result.Details)
+	require.NotEmpty(t, resp.Result.Details.Causes)
+	for _, c := range resp.Result.Details.Causes {
+		assert.Equal(t, "spec.namespace", c.Field, c.Message)
+	}
+	assert.Contains(t, resp.Result.Message, `spec.namespace: Invalid value: "not a namespace!"`)
 }

@@ -7,11 +7,13 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	kjson "sigs.k8s.io/json"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/engine"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/versions"
 )
 
 // Paths the handlers are served at; the webhook configurations must name the same.
@@ -19,6 +21,8 @@ const (
 	PodPath                = "/mutate-pod"
 	SidecarSetDefaultPath  = "/mutate-apps-kruise-io-v1alpha1-sidecarset"
 	SidecarSetValidatePath = "/validate-apps-kruise-io-v1alpha1-sidecarset"
+	// ConvertPath serves the SidecarSet CRD's conversion between v1alpha1 and v1beta1.
+	ConvertPath = "/convert"
 )
 
 // Snapshots serves the policy state in force; *engine.Engine satisfies it. Current returns nil until
@@ -49,6 +53,9 @@ type Handlers struct {
 	PodInjector *PodInjector
 	Defaulter   *SidecarSetDefaulter
 	Validator   *SidecarSetValidator
+	// Converter is the CRD conversion webhook (controller-runtime's, over the API types'
+	// ConvertTo/ConvertFrom); nil: not mounted.
+	Converter http.Handler
 	// Limits bound the requests of all three (the zero value: the defaults).
 	Limits Limits
 	// Metrics count the requests Limits refuse (nil: not counted).
@@ -83,6 +90,9 @@ func Register(server Server, h Handlers) {
 	if h.Validator != nil {
 		server.Register(SidecarSetValidatePath, g.wrap(SidecarSetValidatePath, &admission.Webhook{Handler: h.Validator}))
 	}
+	if h.Converter != nil {
+		server.Register(ConvertPath, g.wrap(ConvertPath, h.Converter))
+	}
 }
 
 // decodeObject decodes one object of the request. The API server sends JSON it serialised itself;
@@ -106,34 +116,39 @@ func decodeObject(raw []byte, what string, into any) error {
 	return nil
 }
 
-// sidecarSetKind is the only kind and version the SidecarSet handlers serve: the CRD serves
-// v1alpha1 alone (config/crd).
-var sidecarSetKind = v1alpha1.GroupVersion.WithKind("SidecarSet")
+// sidecarSetKind is the kind the SidecarSet handlers serve, in both versions (package versions).
+var sidecarSetKind = v1beta1.GroupVersion.WithKind("SidecarSet")
 
 // decodeSidecarSetRequest is the common start of both SidecarSet handlers: requests they let through
 // untouched (subresources — status updates by the controller must never be blocked by spec rules —
 // and operations other than CREATE and UPDATE, compat §1.8) get an Allowed response; anything but a
-// v1alpha1 SidecarSet, which could not be decoded faithfully (fields of another version would be
-// dropped by the patch or go unvalidated), a 400; otherwise the decoded object.
-func decodeSidecarSetRequest(req admission.Request) (*v1alpha1.SidecarSet, *admission.Response) {
+// SidecarSet of a served version, which could not be decoded faithfully (fields of another version
+// would be dropped by the patch or go unvalidated), a 400; otherwise the object as written.
+func decodeSidecarSetRequest(req admission.Request) (versions.Written, *admission.Response) {
 	if req.SubResource != "" || (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
 		r := admission.Allowed("")
-		return nil, &r
+		return versions.Written{}, &r
 	}
-	k := req.Kind
+	w, err := decodeSidecarSet(req.Kind, req.Object.Raw, "SidecarSet")
+	if err != nil {
+		return versions.Written{}, admissionError(http.StatusBadRequest, err)
+	}
+	return w, nil
+}
+
+// decodeSidecarSet decodes one SidecarSet of the request, of the kind and version the request names.
+func decodeSidecarSet(k metav1.GroupVersionKind, raw []byte, what string) (versions.Written, error) {
 	if k.Group != sidecarSetKind.Group || k.Kind != sidecarSetKind.Kind {
-		return nil, admissionError(http.StatusBadRequest, fmt.Errorf("unsupported kind %q in group %q: this webhook serves %s",
-			k.Kind, k.Group, sidecarSetKind))
+		return versions.Written{}, fmt.Errorf("unsupported kind %q in group %q: this webhook serves %s", k.Kind, k.Group, sidecarSetKind.GroupKind())
 	}
-	if k.Version != sidecarSetKind.Version {
-		return nil, admissionError(http.StatusBadRequest, fmt.Errorf("unsupported version %q of %s: this webhook serves %s",
-			k.Version, sidecarSetKind.GroupKind(), sidecarSetKind.Version))
+	obj, err := versions.New(k.Version)
+	if err != nil {
+		return versions.Written{}, err
 	}
-	ss := &v1alpha1.SidecarSet{}
-	if err := decodeObject(req.Object.Raw, "SidecarSet", ss); err != nil {
-		return nil, admissionError(http.StatusBadRequest, err)
+	if err := decodeObject(raw, what, obj); err != nil {
+		return versions.Written{}, err
 	}
-	return ss, nil
+	return versions.Of(obj)
 }
 
 func admissionError(code int32, err error) *admission.Response {

@@ -17,14 +17,14 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // Register mounts the handlers on a controller-runtime webhook server at the exported paths (the
 // paths config/webhook names); the server is not started, its mux is called directly.
 func TestRegister(t *testing.T) {
 	eng := newEngine(t, policyState{
-		sidecarSets: []*v1alpha1.SidecarSet{ss1()},
+		sidecarSets: []*v1beta1.SidecarSet{ss1()},
 		admin:       []*bundle.Bundle{whitelistBundle(`^allowed\.example\.com/`)},
 	})
 	m, err := NewMetrics(nil)
@@ -83,7 +83,7 @@ func TestRegister(t *testing.T) {
 // Concurrent admissions while the engine swaps snapshots: each request works with the one snapshot
 // it took, so every answer is one of the two snapshots' answers. Run with -race.
 func TestConcurrentAdmissionsDuringSwaps(t *testing.T) {
-	eng := newEngine(t, policyState{sidecarSets: []*v1alpha1.SidecarSet{ss1()}})
+	eng := newEngine(t, policyState{sidecarSets: []*v1beta1.SidecarSet{ss1()}})
 	injecting := eng.Current()
 	empty := newEngine(t, policyState{}).Current()
 	m, err := NewMetrics(prometheus.NewRegistry())

@@ -3,7 +3,6 @@ package v1alpha1
 import (
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
@@ -34,7 +33,7 @@ func (ss *SidecarSet) ConvertTo(hub conversion.Hub) error {
 		PatchPodMetadata:     s.PatchPodMetadata,
 	}
 	if s.Namespace != "" {
-		dst.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{NamespaceNameLabel: s.Namespace}}
+		dst.Spec.NamespaceSelector = v1beta1.NamespaceNamed(s.Namespace)
 	}
 	if v, ok := dst.Labels[SidecarSetCustomVersionLabel]; ok {
 		dst.Spec.CustomVersion = v

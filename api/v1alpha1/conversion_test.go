@@ -64,7 +64,7 @@ func TestAlphaBetaAlphaLosesOnlyTheNamespace(t *testing.T) {
 
 		want := alpha.DeepCopy()
 		if want.Spec.Namespace != "" {
-			want.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.NamespaceNameLabel: want.Spec.Namespace}}
+			want.Spec.NamespaceSelector = v1beta1.NamespaceNamed(want.Spec.Namespace)
 			want.Spec.Namespace = ""
 		}
 		if v, ok := want.Labels[v1alpha1.SidecarSetCustomVersionLabel]; ok && v == "" {

@@ -1,46 +1,43 @@
 package v1alpha1
 
-// Names written on pods, SidecarSets and ControllerRevisions. They are OpenKruise's, verbatim: pods
-// injected by OpenKruise and by sidecarops must be indistinguishable.
+import "github.com/sidecarops/sidecarops/api/v1beta1"
+
+// The well-known names are v1beta1's (the same in both versions).
 const (
-	// SidecarSetHashAnnotation holds, on a SidecarSet, the hash of its containers and, on a pod, the
-	// JSON map sidecarSetName -> SidecarSetUpgradeSpec.
-	SidecarSetHashAnnotation = "kruise.io/sidecarset-hash"
-	// SidecarSetHashWithoutImageAnnotation is SidecarSetHashAnnotation computed with every image blanked.
-	SidecarSetHashWithoutImageAnnotation = "kruise.io/sidecarset-hash-without-image"
-	// SidecarSetListAnnotation is the comma-joined sorted set of SidecarSets injected into a pod.
-	SidecarSetListAnnotation = "kruise.io/sidecarset-injected-list"
-	// SidecarSetInplaceUpdateStateAnnotation records in-place sidecar upgrades on a pod.
-	SidecarSetInplaceUpdateStateAnnotation = "kruise.io/sidecarset-inplace-update-state"
-	// SidecarSetWorkingHotUpgradeContainer maps a hot-upgrade sidecar to its working twin on a pod.
-	SidecarSetWorkingHotUpgradeContainer = "kruise.io/sidecarset-working-hotupgrade-container"
-	// SidecarSetVersionAnnotationPrefix + container name holds the version of a hot-upgrade twin.
-	SidecarSetVersionAnnotationPrefix = "version.sidecarset.kruise.io/"
-	// SidecarSetVersionAltAnnotationPrefix + container name holds the version of the other twin.
-	SidecarSetVersionAltAnnotationPrefix = "versionalt.sidecarset.kruise.io/"
-
-	// SidecarSetCustomVersionLabel is the v1alpha1 home of customVersion, copied to ControllerRevisions.
-	SidecarSetCustomVersionLabel = "apps.kruise.io/sidecarset-custom-version"
-	// SidecarSetNameLabel marks the ControllerRevisions of a SidecarSet.
-	SidecarSetNameLabel = "kruise.io/sidecarset-name"
-	// ControllerRevisionHashLabel is the label Kubernetes' history package puts on revisions.
-	ControllerRevisionHashLabel = "controller.kubernetes.io/hash"
-
-	// SidecarSetCanaryAnnotation ("true") marks a canary SidecarSet.
-	SidecarSetCanaryAnnotation = "apps.kruise.io/sidecarset-canary"
-	// SidecarSetBaseAnnotation names the base SidecarSet of a canary.
-	SidecarSetBaseAnnotation = "apps.kruise.io/sidecarset-base"
-
-	// SidecarEnvInjected marks every injected container; its value is "true".
-	SidecarEnvInjected = "IS_INJECTED"
-	// SidecarSetVersionEnv and SidecarSetVersionAltEnv expose hot-upgrade versions to twins.
-	SidecarSetVersionEnv    = "SIDECARSET_VERSION"
-	SidecarSetVersionAltEnv = "SIDECARSET_VERSION_ALT"
-
-	// NamespaceNameLabel is the label Kubernetes sets on every Namespace to its own name.
-	NamespaceNameLabel = "kubernetes.io/metadata.name"
-
-	// KruiseConfigurationName and PatchPodMetadataWhiteListKey locate OpenKruise's whitelist ConfigMap.
-	KruiseConfigurationName      = "kruise-configuration"
-	PatchPodMetadataWhiteListKey = "SidecarSet_PatchPodMetadata_WhiteList"
+	// SidecarSetHashAnnotation is v1beta1.SidecarSetHashAnnotation.
+	SidecarSetHashAnnotation = v1beta1.SidecarSetHashAnnotation
+	// SidecarSetHashWithoutImageAnnotation is v1beta1.SidecarSetHashWithoutImageAnnotation.
+	SidecarSetHashWithoutImageAnnotation = v1beta1.SidecarSetHashWithoutImageAnnotation
+	// SidecarSetListAnnotation is v1beta1.SidecarSetListAnnotation.
+	SidecarSetListAnnotation = v1beta1.SidecarSetListAnnotation
+	// SidecarSetInplaceUpdateStateAnnotation is v1beta1.SidecarSetInplaceUpdateStateAnnotation.
+	SidecarSetInplaceUpdateStateAnnotation = v1beta1.SidecarSetInplaceUpdateStateAnnotation
+	// SidecarSetWorkingHotUpgradeContainer is v1beta1.SidecarSetWorkingHotUpgradeContainer.
+	SidecarSetWorkingHotUpgradeContainer = v1beta1.SidecarSetWorkingHotUpgradeContainer
+	// SidecarSetVersionAnnotationPrefix is v1beta1.SidecarSetVersionAnnotationPrefix.
+	SidecarSetVersionAnnotationPrefix = v1beta1.SidecarSetVersionAnnotationPrefix
+	// SidecarSetVersionAltAnnotationPrefix is v1beta1.SidecarSetVersionAltAnnotationPrefix.
+	SidecarSetVersionAltAnnotationPrefix = v1beta1.SidecarSetVersionAltAnnotationPrefix
+	// SidecarSetCustomVersionLabel is v1beta1.SidecarSetCustomVersionLabel.
+	SidecarSetCustomVersionLabel = v1beta1.SidecarSetCustomVersionLabel
+	// SidecarSetNameLabel is v1beta1.SidecarSetNameLabel.
+	SidecarSetNameLabel = v1beta1.SidecarSetNameLabel
+	// ControllerRevisionHashLabel is v1beta1.ControllerRevisionHashLabel.
+	ControllerRevisionHashLabel = v1beta1.ControllerRevisionHashLabel
+	// SidecarSetCanaryAnnotation is v1beta1.SidecarSetCanaryAnnotation.
+	SidecarSetCanaryAnnotation = v1beta1.SidecarSetCanaryAnnotation
+	// SidecarSetBaseAnnotation is v1beta1.SidecarSetBaseAnnotation.
+	SidecarSetBaseAnnotation = v1beta1.SidecarSetBaseAnnotation
+	// SidecarEnvInjected is v1beta1.SidecarEnvInjected.
+	SidecarEnvInjected = v1beta1.SidecarEnvInjected
+	// SidecarSetVersionEnv is v1beta1.SidecarSetVersionEnv.
+	SidecarSetVersionEnv = v1beta1.SidecarSetVersionEnv
+	// SidecarSetVersionAltEnv is v1beta1.SidecarSetVersionAltEnv.
+	SidecarSetVersionAltEnv = v1beta1.SidecarSetVersionAltEnv
+	// NamespaceNameLabel is v1beta1.NamespaceNameLabel.
+	NamespaceNameLabel = v1beta1.NamespaceNameLabel
+	// KruiseConfigurationName is v1beta1.KruiseConfigurationName.
+	KruiseConfigurationName = v1beta1.KruiseConfigurationName
+	// PatchPodMetadataWhiteListKey is v1beta1.PatchPodMetadataWhiteListKey.
+	PatchPodMetadataWhiteListKey = v1beta1.PatchPodMetadataWhiteListKey
 )

@@ -7,9 +7,8 @@
 // must not hold behaviour: defaulting and hashing live in internal/sidecarset/defaults and hashes,
 // validation in internal/sidecarset/validation, decisions in the Rego policies.
 //
-// The CRD does not serve this version yet (make generate builds it from api/v1alpha1 alone):
-// storing v1beta1 needs the conversion webhook, without which the API server would prune a
-// v1alpha1 spec.namespace (issue #12).
+// Everything in sidecarops but the edges that decode what clients write (package
+// internal/sidecarset/versions) works on this version.
 //
 // +kubebuilder:object:generate=true
 // +groupName=apps.kruise.io

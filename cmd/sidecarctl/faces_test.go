@@ -23,10 +23,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/loader"
 	"github.com/sidecarops/sidecarops/internal/manifest"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/versions"
 	"github.com/sidecarops/sidecarops/mutation"
 	"github.com/sidecarops/sidecarops/webhook"
 )
@@ -108,8 +110,11 @@ func webhookFor(t *testing.T, paths []string, adminBundle string) http.Handler {
 	}
 	for _, o := range objs {
 		switch obj := o.Obj.(type) {
-		case *v1alpha1.SidecarSet:
-			require.NoError(t, l.SetSidecarSet(obj))
+		case *v1alpha1.SidecarSet, *v1beta1.SidecarSet:
+			// The API server stores either as v1beta1, which is what the manager's cache holds.
+			w, err := versions.Of(obj)
+			require.NoError(t, err)
+			require.NoError(t, l.SetSidecarSet(w.Hub))
 		case *corev1.Namespace:
 			l.SetNamespace(obj)
 		case *appsv1.ControllerRevision:

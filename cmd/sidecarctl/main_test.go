@@ -24,7 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
@@ -394,12 +394,12 @@ func TestBadInput(t *testing.T) {
 // injected instead of the latest spec (compat §1.5, W6), and the SidecarSet's status.latestRevision
 // in the input is what the pod records as controllerRevision (compat §1.11).
 func TestInjectHistoricalRevision(t *testing.T) {
-	old := &v1alpha1.SidecarSet{
+	old := &v1beta1.SidecarSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps.kruise.io/v1alpha1", Kind: "SidecarSet"},
 		ObjectMeta: metav1.ObjectMeta{Name: "agent"},
-		Spec: v1alpha1.SidecarSetSpec{
+		Spec: v1beta1.SidecarSetSpec{
 			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "agent", Image: "agent:1"}}},
+			Containers: []v1beta1.SidecarContainer{{Container: corev1.Container{Name: "agent", Image: "agent:1"}}},
 		},
 	}
 	require.NoError(t, defaults.SidecarSetAndHash(old))
@@ -407,7 +407,7 @@ func TestInjectHistoricalRevision(t *testing.T) {
 	require.NoError(t, err)
 	cr := &appsv1.ControllerRevision{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ControllerRevision"},
-		ObjectMeta: metav1.ObjectMeta{Name: history.Name(old, raw, 0), Namespace: "kruise-system", Labels: map[string]string{v1alpha1.SidecarSetNameLabel: "agent"}},
+		ObjectMeta: metav1.ObjectMeta{Name: history.Name(old, raw, 0), Namespace: "kruise-system", Labels: map[string]string{v1beta1.SidecarSetNameLabel: "agent"}},
 		Data:       runtime.RawExtension{Raw: raw},
 		Revision:   1,
 	}
@@ -435,7 +435,7 @@ func TestInjectHistoricalRevision(t *testing.T) {
 			require.Equal(t, []string{"agent", "app"}, names(p.Spec.Containers))
 			assert.Equal(t, tc.wantImage, p.Spec.Containers[0].Image)
 			var hashes map[string]map[string]any
-			require.NoError(t, json.Unmarshal([]byte(p.Annotations[v1alpha1.SidecarSetHashAnnotation]), &hashes))
+			require.NoError(t, json.Unmarshal([]byte(p.Annotations[v1beta1.SidecarSetHashAnnotation]), &hashes))
 			assert.Equal(t, tc.wantRevision, hashes["agent"]["controllerRevision"])
 		})
 	}

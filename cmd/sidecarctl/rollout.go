@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/controller"
 	"github.com/sidecarops/sidecarops/controller/rollout"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
@@ -101,21 +101,21 @@ func planFormat(o string) (string, error) {
 
 // sidecarSetPlan is what `rollout plan` reports for one SidecarSet; pods are namespace/name.
 type sidecarSetPlan struct {
-	SidecarSet     string                    `json:"sidecarSet"`
-	LatestRevision string                    `json:"latestRevision,omitempty"`
-	Status         v1alpha1.SidecarSetStatus `json:"status"`
-	Stopped        string                    `json:"stopped,omitempty"`
-	Partition      int                       `json:"partition"`
-	MaxUnavailable int                       `json:"maxUnavailable"`
-	Unavailable    int                       `json:"unavailable"`
-	Upgrade        []string                  `json:"upgrade"`
-	Reset          []string                  `json:"reset,omitempty"`
-	InFlight       []string                  `json:"inFlight"`
-	HeldBy         map[string][]string       `json:"heldBy"`
-	NotUpgradable  []notUpgradablePod        `json:"notUpgradable"`
-	Updated        []string                  `json:"updated"`
-	Rounds         [][]string                `json:"rounds"`
-	Warnings       []string                  `json:"warnings,omitempty"`
+	SidecarSet     string                   `json:"sidecarSet"`
+	LatestRevision string                   `json:"latestRevision,omitempty"`
+	Status         v1beta1.SidecarSetStatus `json:"status"`
+	Stopped        string                   `json:"stopped,omitempty"`
+	Partition      int                      `json:"partition"`
+	MaxUnavailable int                      `json:"maxUnavailable"`
+	Unavailable    int                      `json:"unavailable"`
+	Upgrade        []string                 `json:"upgrade"`
+	Reset          []string                 `json:"reset,omitempty"`
+	InFlight       []string                 `json:"inFlight"`
+	HeldBy         map[string][]string      `json:"heldBy"`
+	NotUpgradable  []notUpgradablePod       `json:"notUpgradable"`
+	Updated        []string                 `json:"updated"`
+	Rounds         [][]string               `json:"rounds"`
+	Warnings       []string                 `json:"warnings,omitempty"`
 }
 
 type notUpgradablePod struct {
@@ -126,7 +126,7 @@ type notUpgradablePod struct {
 // Keys of sidecarSetPlan.HeldBy, in the order text output lists them.
 var heldByOrder = []string{"maxUnavailable", "partition", "updateStrategy.selector"}
 
-func plan(ss *v1alpha1.SidecarSet, pods []*corev1.Pod, revs []*appsv1.ControllerRevision, rounds int) (sidecarSetPlan, error) {
+func plan(ss *v1beta1.SidecarSet, pods []*corev1.Pod, revs []*appsv1.ControllerRevision, rounds int) (sidecarSetPlan, error) {
 	r := rollout.NextRound(ss, pods)
 	p := r.Plan
 	out := sidecarSetPlan{
@@ -209,7 +209,7 @@ func filePlans(cmd *cobra.Command, src *sourceFlags, args []string, rounds int) 
 			labels := nsLabels[p.Namespace]
 			if labels == nil {
 				// A Namespace not given has at least the label the API server sets.
-				labels = map[string]string{v1alpha1.NamespaceNameLabel: p.Namespace}
+				labels = map[string]string{v1beta1.NamespaceNameLabel: p.Namespace}
 			}
 			if scope.Contains(p, labels) && rollout.IsManaged(p, ss) {
 				managed = append(managed, p)
@@ -239,14 +239,14 @@ func livePlan(ctx context.Context, kubeconfig, name string, rounds int) (sidecar
 		return sidecarSetPlan{}, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 	}
 	scheme := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme)); err != nil {
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1beta1.AddToScheme(scheme)); err != nil {
 		return sidecarSetPlan{}, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return sidecarSetPlan{}, err
 	}
-	ss := &v1alpha1.SidecarSet{}
+	ss := &v1beta1.SidecarSet{}
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, ss); err != nil {
 		return sidecarSetPlan{}, fmt.Errorf("SidecarSet %s: %w", name, err)
 	}
@@ -263,7 +263,7 @@ func livePlan(ctx context.Context, kubeconfig, name string, rounds int) (sidecar
 	// label. Without permission to list them, reasons name hashes instead of fields.
 	var crs appsv1.ControllerRevisionList
 	var revs []*appsv1.ControllerRevision
-	if err := c.List(ctx, &crs, client.MatchingLabels{v1alpha1.SidecarSetNameLabel: name}); err == nil {
+	if err := c.List(ctx, &crs, client.MatchingLabels{v1beta1.SidecarSetNameLabel: name}); err == nil {
 		for i := range crs.Items {
 			revs = append(revs, &crs.Items[i])
 		}

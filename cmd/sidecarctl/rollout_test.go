@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 const rolloutSidecarSet = `apiVersion: apps.kruise.io/v1alpha1
@@ -85,7 +85,7 @@ func TestRolloutPlanFromFiles(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "ss.yaml"), []byte(fmt.Sprintf(rolloutSidecarSet, "2.0")), 0o600))
 
 	// pod-0: not upgradable (its recorded without-image hash differs from the SidecarSet's).
-	pods[0].Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation] = `{"proxy":{"hash":"other","sidecarSetName":"proxy"}}`
+	pods[0].Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation] = `{"proxy":{"hash":"other","sidecarSetName":"proxy"}}`
 	// pod-1: upgraded to 2.0 by the controller; its status still reports 1.0.
 	withHash := upgradedTo(t, dir, pods[1])
 	pods[1] = withHash
@@ -141,8 +141,8 @@ func upgradedTo(t *testing.T, dir string, pod *corev1.Pod) *corev1.Pod {
 	require.NoError(t, yaml.Unmarshal([]byte(out), injected))
 	up := pod.DeepCopy()
 	up.Spec = injected.Spec
-	up.Annotations[v1alpha1.SidecarSetHashAnnotation] = injected.Annotations[v1alpha1.SidecarSetHashAnnotation]
-	up.Annotations[v1alpha1.SidecarSetInplaceUpdateStateAnnotation] = `{"proxy":{"revision":"x","updateTimestamp":null,"lastContainerStatuses":{"proxy":{"imageID":"example.com/proxy:1.0-id"}}}}`
+	up.Annotations[v1beta1.SidecarSetHashAnnotation] = injected.Annotations[v1beta1.SidecarSetHashAnnotation]
+	up.Annotations[v1beta1.SidecarSetInplaceUpdateStateAnnotation] = `{"proxy":{"revision":"x","updateTimestamp":null,"lastContainerStatuses":{"proxy":{"imageID":"example.com/proxy:1.0-id"}}}}`
 	return up
 }
 

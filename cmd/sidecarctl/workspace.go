@@ -15,11 +15,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/manifest"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/versions"
 )
 
 // sourceFlags are the inputs every subcommand that reads manifests shares.
@@ -49,13 +51,15 @@ type workspace struct {
 	objects []*manifest.Object
 	// sidecarSets are those a cluster would have admitted, in input order; the snapshot holds
 	// exactly these.
-	sidecarSets []*v1alpha1.SidecarSet
-	origin      map[*v1alpha1.SidecarSet]*manifest.Object
-	namespaces  []*corev1.Namespace
-	revisions   []*appsv1.ControllerRevision
-	workloads   []*manifest.Object
-	core        *bundle.Bundle
-	snapshot    *engine.Snapshot
+	sidecarSets []*v1beta1.SidecarSet
+	origin      map[*v1beta1.SidecarSet]*manifest.Object
+	// written is each SidecarSet as written (a v1alpha1 one names its errors by its own fields).
+	written    map[*v1beta1.SidecarSet]versions.Written
+	namespaces []*corev1.Namespace
+	revisions  []*appsv1.ControllerRevision
+	workloads  []*manifest.Object
+	core       *bundle.Bundle
+	snapshot   *engine.Snapshot
 	// problems are the documents that did not decode, the SidecarSets a cluster would have refused
 	// and what a command could not do for one object, one line each, in the unified format
 	// FILE: document N (Kind/Name): field: reason. Any of them makes the command exit 1.
@@ -80,7 +84,7 @@ func (f *sourceFlags) load(cmd *cobra.Command, others string) (*workspace, error
 		return nil, errors.New("no input: give at least one -f PATH")
 	}
 	in := manifest.ReadInput(cmd.InOrStdin(), f.files...)
-	w := &workspace{objects: in.Objects, origin: map[*v1alpha1.SidecarSet]*manifest.Object{}, refused: map[string]bool{},
+	w := &workspace{objects: in.Objects, origin: map[*v1beta1.SidecarSet]*manifest.Object{}, written: map[*v1beta1.SidecarSet]versions.Written{}, refused: map[string]bool{},
 		problems: in.Errors, stderr: cmd.ErrOrStderr()}
 	for _, e := range in.Warnings {
 		w.warn(e)
@@ -101,34 +105,40 @@ func (f *sourceFlags) load(cmd *cobra.Command, others string) (*workspace, error
 		}
 	}
 	w.sidecarSetsGiven = len(undecoded)
-	var candidates []*v1alpha1.SidecarSet
+	var candidates []*v1beta1.SidecarSet
 	var configMaps []*manifest.Object
 	seen := map[string]*manifest.Object{}
 	for _, o := range in.Objects {
 		switch obj := o.Obj.(type) {
-		case *v1alpha1.SidecarSet:
+		case *v1alpha1.SidecarSet, *v1beta1.SidecarSet:
 			w.sidecarSetsGiven++
-			if obj.Namespace != "" {
-				w.warn(o.Report("metadata.namespace", "ignored: a SidecarSet is cluster-scoped, and the API server clears the namespace before any webhook sees it"))
-				obj.Namespace = ""
-			}
-			if first, dup := seen[obj.Name]; dup {
-				w.refuse(o.Report("metadata.name", fmt.Sprintf("SidecarSet %q is also defined at %s", obj.Name, first)))
-				continue
-			}
-			seen[obj.Name] = o
-			if err := defaults.SidecarSetAndHash(obj); err != nil {
+			written, err := versions.Of(obj)
+			if err != nil {
 				w.refuse(o.Report("", err.Error()))
 				continue
 			}
-			candidates = append(candidates, obj)
-			w.origin[obj] = o
+			ss := written.Hub
+			if ss.Namespace != "" {
+				w.warn(o.Report("metadata.namespace", "ignored: a SidecarSet is cluster-scoped, and the API server clears the namespace before any webhook sees it"))
+				ss.Namespace = ""
+			}
+			if first, dup := seen[ss.Name]; dup {
+				w.refuse(o.Report("metadata.name", fmt.Sprintf("SidecarSet %q is also defined at %s", ss.Name, first)))
+				continue
+			}
+			seen[ss.Name] = o
+			if err := defaults.SidecarSetAndHash(ss); err != nil {
+				w.refuse(o.Report("", err.Error()))
+				continue
+			}
+			candidates = append(candidates, ss)
+			w.origin[ss], w.written[ss] = o, written
 		case *corev1.Namespace:
 			w.namespaces = append(w.namespaces, obj)
 		case *appsv1.ControllerRevision:
 			w.revisions = append(w.revisions, obj)
 		case *corev1.ConfigMap:
-			if obj.Name == v1alpha1.KruiseConfigurationName {
+			if obj.Name == v1beta1.KruiseConfigurationName {
 				configMaps = append(configMaps, o)
 			}
 		default:
@@ -142,7 +152,7 @@ func (f *sourceFlags) load(cmd *cobra.Command, others string) (*workspace, error
 		}
 	}
 	for _, extra := range configMaps[min(1, len(configMaps)):] {
-		w.problems = append(w.problems, extra.Report("", fmt.Sprintf("ConfigMap %s is given more than once: %s is used", v1alpha1.KruiseConfigurationName, configMaps[0])))
+		w.problems = append(w.problems, extra.Report("", fmt.Sprintf("ConfigMap %s is given more than once: %s is used", v1beta1.KruiseConfigurationName, configMaps[0])))
 	}
 	admin, err := f.adminBundleList()
 	if err != nil {
@@ -152,7 +162,7 @@ func (f *sourceFlags) load(cmd *cobra.Command, others string) (*workspace, error
 	if len(configMaps) > 0 {
 		configMap = configMaps[0]
 	}
-	build := func(sets []*v1alpha1.SidecarSet) (*engine.Snapshot, *bundle.Bundle, error) {
+	build := func(sets []*v1beta1.SidecarSet) (*engine.Snapshot, *bundle.Bundle, error) {
 		return injector.Snapshot(cmd.Context(), injector.Policies{
 			State:     bundles.State{SidecarSets: sets, Namespaces: w.namespaces, ControllerRevisions: w.revisions},
 			Admin:     admin,
@@ -172,13 +182,13 @@ func (f *sourceFlags) load(cmd *cobra.Command, others string) (*workspace, error
 // Each is first validated beside every other SidecarSet given, with one compile. Only one refused
 // there is validated again beside those admitted before it, which takes a compile of its own: of
 // two that collide, the first is then admitted and the second refused, naming the first.
-func (w *workspace) admit(ctx context.Context, candidates []*v1alpha1.SidecarSet, build func([]*v1alpha1.SidecarSet) (*engine.Snapshot, *bundle.Bundle, error)) error {
+func (w *workspace) admit(ctx context.Context, candidates []*v1beta1.SidecarSet, build func([]*v1beta1.SidecarSet) (*engine.Snapshot, *bundle.Bundle, error)) error {
 	all, allCore, err := build(candidates)
 	if err != nil {
 		return err
 	}
 	var (
-		admitted     []*v1alpha1.SidecarSet
+		admitted     []*v1beta1.SidecarSet
 		earlier      *engine.Snapshot
 		earlierCore  *bundle.Bundle
 		earlierHolds = -1 // how many of admitted earlier holds
@@ -203,7 +213,7 @@ func (w *workspace) admit(ctx context.Context, candidates []*v1alpha1.SidecarSet
 			admitted = append(admitted, ss)
 			continue
 		}
-		for _, e := range errs {
+		for _, e := range w.written[ss].Errors(errs) {
 			w.refuse(w.origin[ss].Report(e.Field, e.ErrorBody()))
 		}
 	}

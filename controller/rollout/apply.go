@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/mutation"
 )
 
@@ -29,7 +29,7 @@ import (
 // The hash is rewritten even when no image changed (C5: a pod whose sidecars already run ss's
 // images). OpenKruise also fills a missing injected-list here; managed pods always carry it
 // (IsManaged), so that branch cannot be reached from a plan and is not reproduced.
-func Upgrade(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) (*corev1.Pod, []string, error) {
+func Upgrade(pod *corev1.Pod, ss *v1beta1.SidecarSet, now time.Time) (*corev1.Pod, []string, error) {
 	out, err := copyToChange(pod, ss, "Upgrade")
 	if err != nil {
 		return nil, nil, err
@@ -62,10 +62,10 @@ func Upgrade(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) (*corev1.P
 		if other != "" {
 			working := WorkingHotUpgradeContainers(out)
 			working[sc.Name] = target
-			out.Annotations[v1alpha1.SidecarSetWorkingHotUpgradeContainer] = mustJSON(working)
-			out.Annotations[v1alpha1.SidecarSetVersionAnnotationPrefix+target] = ss.ResourceVersion
-			out.Annotations[v1alpha1.SidecarSetVersionAltAnnotationPrefix+target] = out.Annotations[v1alpha1.SidecarSetVersionAnnotationPrefix+other]
-			out.Annotations[v1alpha1.SidecarSetVersionAltAnnotationPrefix+other] = ss.ResourceVersion
+			out.Annotations[v1beta1.SidecarSetWorkingHotUpgradeContainer] = mustJSON(working)
+			out.Annotations[v1beta1.SidecarSetVersionAnnotationPrefix+target] = ss.ResourceVersion
+			out.Annotations[v1beta1.SidecarSetVersionAltAnnotationPrefix+target] = out.Annotations[v1beta1.SidecarSetVersionAnnotationPrefix+other]
+			out.Annotations[v1beta1.SidecarSetVersionAltAnnotationPrefix+other] = ss.ResourceVersion
 		}
 	}
 	for k, v := range HashAnnotationsAfterUpgrade(out, ss, now) {
@@ -83,7 +83,7 @@ func Upgrade(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) (*corev1.P
 // HotUpgradeTarget chooses which twin of HotUpgrade sidecar sc receives the new image, and the
 // other one (OpenKruise's findContainerToHotUpgrade): the twin on the empty image; else the one
 // that is not ready-and-consistent when its twin is; else the non-working (older) twin.
-func HotUpgradeTarget(pod *corev1.Pod, ss *v1alpha1.SidecarSet, sc *v1alpha1.SidecarContainer) (target, other string) {
+func HotUpgradeTarget(pod *corev1.Pod, ss *v1beta1.SidecarSet, sc *v1beta1.SidecarContainer) (target, other string) {
 	n1, n2 := HotUpgradeNames(sc.Name)
 	empty := sc.UpgradeStrategy.HotUpgradeEmptyImage
 	if c := podContainer(pod, n1); c != nil && c.Image == empty {
@@ -103,7 +103,7 @@ func HotUpgradeTarget(pod *corev1.Pod, ss *v1alpha1.SidecarSet, sc *v1alpha1.Sid
 	return idle, working
 }
 
-func containerReadyAndConsistent(pod *corev1.Pod, ss *v1alpha1.SidecarSet, name string) bool {
+func containerReadyAndConsistent(pod *corev1.Pod, ss *v1beta1.SidecarSet, name string) bool {
 	for i := range pod.Status.ContainerStatuses {
 		if cs := &pod.Status.ContainerStatuses[i]; cs.Name == name {
 			return cs.Ready && IsPodStateConsistent(pod, ss, []string{name})
@@ -116,7 +116,7 @@ func containerReadyAndConsistent(pod *corev1.Pod, ss *v1alpha1.SidecarSet, name 
 // its old twin can go back to the empty image (compat §3.9 step 3): some HotUpgrade sidecar's
 // non-working twin is not on the empty image, every other sidecar container of ss is consistent,
 // and the pod is running and ready, or at least every container but the idle twins is ready.
-func ReadyToReset(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
+func ReadyToReset(pod *corev1.Pod, ss *v1beta1.SidecarSet) bool {
 	if !IsHotUpgrading(pod, ss) {
 		return false
 	}
@@ -152,7 +152,7 @@ func ReadyToReset(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
 // versionalt.<working twin> = "0", and the change recorded in the in-place-update state so that
 // consistency waits for the kubelet. The hash annotation is not touched: the pod already records
 // ss's hash since step 1.
-func Reset(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) (*corev1.Pod, []string, error) {
+func Reset(pod *corev1.Pod, ss *v1beta1.SidecarSet, now time.Time) (*corev1.Pod, []string, error) {
 	out, err := copyToChange(pod, ss, "Reset")
 	if err != nil {
 		return nil, nil, err
@@ -173,8 +173,8 @@ func Reset(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) (*corev1.Pod
 		}
 		c.Image = sc.UpgradeStrategy.HotUpgradeEmptyImage
 		changed = append(changed, other)
-		out.Annotations[v1alpha1.SidecarSetVersionAnnotationPrefix+other] = "0"
-		out.Annotations[v1alpha1.SidecarSetVersionAltAnnotationPrefix+working] = "0"
+		out.Annotations[v1beta1.SidecarSetVersionAnnotationPrefix+other] = "0"
+		out.Annotations[v1beta1.SidecarSetVersionAltAnnotationPrefix+working] = "0"
 	}
 	if err := recordInPlaceUpdate(out, ss, changed, now); err != nil {
 		return nil, nil, err
@@ -183,7 +183,7 @@ func Reset(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) (*corev1.Pod
 }
 
 // copyToChange is the copy of pod that Upgrade and Reset change, with annotations to write into.
-func copyToChange(pod *corev1.Pod, ss *v1alpha1.SidecarSet, op string) (*corev1.Pod, error) {
+func copyToChange(pod *corev1.Pod, ss *v1beta1.SidecarSet, op string) (*corev1.Pod, error) {
 	if pod == nil || ss == nil {
 		return nil, fmt.Errorf("rollout: %s needs a pod and a SidecarSet", op)
 	}
@@ -198,15 +198,15 @@ func copyToChange(pod *corev1.Pod, ss *v1alpha1.SidecarSet, op string) (*corev1.
 // kruise.io/sidecarset-inplace-update-state. An existing entry keeps its revision and timestamp
 // (quirk Q18); container entries are overwritten. An unparsable annotation is an error rather than
 // being replaced: it holds other SidecarSets' records too.
-func recordInPlaceUpdate(pod *corev1.Pod, ss *v1alpha1.SidecarSet, changed []string, now time.Time) error {
+func recordInPlaceUpdate(pod *corev1.Pod, ss *v1beta1.SidecarSet, changed []string, now time.Time) error {
 	shared, _, ok := InPlaceUpdateStates(pod)
 	states := maps.Clone(shared)
 	if !ok {
-		return fmt.Errorf("rollout: pod %s/%s: annotation %s is not valid JSON; not overwriting it", pod.Namespace, pod.Name, v1alpha1.SidecarSetInplaceUpdateStateAnnotation)
+		return fmt.Errorf("rollout: pod %s/%s: annotation %s is not valid JSON; not overwriting it", pod.Namespace, pod.Name, v1beta1.SidecarSetInplaceUpdateStateAnnotation)
 	}
 	st, exists := states[ss.Name]
 	if !exists {
-		st = InPlaceUpdateState{Revision: ss.Annotations[v1alpha1.SidecarSetHashAnnotation], UpdateTimestamp: metav1.NewTime(now)}
+		st = InPlaceUpdateState{Revision: ss.Annotations[v1beta1.SidecarSetHashAnnotation], UpdateTimestamp: metav1.NewTime(now)}
 	}
 	// The parsed states are shared (memoized): copy what is written.
 	st.LastContainerStatuses = maps.Clone(st.LastContainerStatuses)
@@ -225,7 +225,7 @@ func recordInPlaceUpdate(pod *corev1.Pod, ss *v1alpha1.SidecarSet, changed []str
 	if err != nil {
 		return err
 	}
-	pod.Annotations[v1alpha1.SidecarSetInplaceUpdateStateAnnotation] = string(b)
+	pod.Annotations[v1beta1.SidecarSetInplaceUpdateStateAnnotation] = string(b)
 	return nil
 }
 
@@ -251,7 +251,7 @@ type Round struct {
 
 // NextRound decides one round: nothing when the strategy stops the rollout (NotUpdate, paused),
 // resets when a hot upgrade awaits one, otherwise the NextUpgrade plan.
-func NextRound(ss *v1alpha1.SidecarSet, pods []*corev1.Pod) Round {
+func NextRound(ss *v1beta1.SidecarSet, pods []*corev1.Pod) Round {
 	r := Round{Plan: NextUpgrade(ss, pods)}
 	if r.Plan.Stopped != "" {
 		return r

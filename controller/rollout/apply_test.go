@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // kubelet plays the kubelet after an in-place update: every container status reports its spec
@@ -26,14 +26,14 @@ func kubelet(p *corev1.Pod) {
 
 type counts struct{ matched, updated, ready, updatedReady int32 }
 
-func statusCounts(ss *v1alpha1.SidecarSet, pods []*corev1.Pod) counts {
+func statusCounts(ss *v1beta1.SidecarSet, pods []*corev1.Pod) counts {
 	st := Status(ss, pods, "", 0)
 	return counts{st.MatchedPods, st.UpdatedPods, st.ReadyPods, st.UpdatedReadyPods}
 }
 
 // round runs one reconcile of the pure core over pods the way the controller does: status is
 // computed before acting, then resets or upgrades replace the pods they change.
-func round(t *testing.T, ss *v1alpha1.SidecarSet, pods []*corev1.Pod) (counts, []string) {
+func round(t *testing.T, ss *v1beta1.SidecarSet, pods []*corev1.Pod) (counts, []string) {
 	t.Helper()
 	before := statusCounts(ss, pods)
 	r := NextRound(ss, pods)
@@ -66,14 +66,14 @@ func container(p *corev1.Pod, name string) corev1.Container {
 
 // C6: the cold upgrade sequence of OpenKruise's controller test, two pods, maxUnavailable 1.
 func TestColdUpgradeSequenceC6(t *testing.T) {
-	ss := &v1alpha1.SidecarSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "test-sidecarset", Annotations: map[string]string{v1alpha1.SidecarSetHashAnnotation: "bbb"}},
-		Spec:       v1alpha1.SidecarSetSpec{Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "test-sidecar", Image: "test-image:v2"}}}},
+	ss := &v1beta1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "test-sidecarset", Annotations: map[string]string{v1beta1.SidecarSetHashAnnotation: "bbb"}},
+		Spec:       v1beta1.SidecarSetSpec{Containers: []v1beta1.SidecarContainer{{Container: corev1.Container{Name: "test-sidecar", Image: "test-image:v2"}}}},
 	}
 	pd := func(name string) *corev1.Pod {
 		p := podC13(0)
 		p.Name = name
-		delete(p.Annotations, v1alpha1.SidecarSetHashWithoutImageAnnotation) // Pd has none, nor has SSd: equal
+		delete(p.Annotations, v1beta1.SidecarSetHashWithoutImageAnnotation) // Pd has none, nor has SSd: equal
 		p.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "nginx-env", Value: "value-1"}, {Name: "IS_INJECTED", Value: "true"}}
 		p.Spec.Containers[1].VolumeMounts = []corev1.VolumeMount{{Name: "nginx-volume", MountPath: "/data/nginx"}}
 		return p
@@ -87,7 +87,7 @@ func TestColdUpgradeSequenceC6(t *testing.T) {
 	assert.Equal(t, "test-image:v2", c.Image)
 	assert.Equal(t, pd("x").Spec.Containers[1].Env, c.Env, "only the image changes")
 	assert.Equal(t, pd("x").Spec.Containers[1].VolumeMounts, c.VolumeMounts, "only the image changes")
-	assert.Equal(t, "test-sidecarset", pods[0].Annotations[v1alpha1.SidecarSetListAnnotation])
+	assert.Equal(t, "test-sidecarset", pods[0].Annotations[v1beta1.SidecarSetListAnnotation])
 	assert.Equal(t, "test-image:v1", container(pods[1], "test-sidecar").Image)
 
 	// The kubelet has not restarted pod-1's sidecar: the in-flight pod uses the only slot.
@@ -114,7 +114,7 @@ func TestColdUpgradeSequenceC6(t *testing.T) {
 func TestUpgradeWithoutImageChangeC5(t *testing.T) {
 	ss := ssC13()
 	p := podC13(0)
-	p.Annotations[v1alpha1.SidecarSetHashAnnotation] = hashAnn("test-sidecarset", "bbb")
+	p.Annotations[v1beta1.SidecarSetHashAnnotation] = hashAnn("test-sidecarset", "bbb")
 	r := NextRound(ss, []*corev1.Pod{p})
 	assert.Empty(t, r.Plan.Upgrade)
 	assert.Equal(t, []*corev1.Pod{p}, r.Plan.Updated)
@@ -128,16 +128,16 @@ func TestUpgradeWithoutImageChangeC5(t *testing.T) {
 	assert.Equal(t, "aaa", PodHash(p, "test-sidecarset"), "the input pod is not modified")
 }
 
-func hotSidecarSet() *v1alpha1.SidecarSet {
-	return &v1alpha1.SidecarSet{
+func hotSidecarSet() *v1beta1.SidecarSet {
+	return &v1beta1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "test-sidecarset", ResourceVersion: "22", Annotations: map[string]string{
-			v1alpha1.SidecarSetHashAnnotation:             "bbb",
-			v1alpha1.SidecarSetHashWithoutImageAnnotation: "without-aaa",
+			v1beta1.SidecarSetHashAnnotation:             "bbb",
+			v1beta1.SidecarSetHashWithoutImageAnnotation: "without-aaa",
 		}},
-		Spec: v1alpha1.SidecarSetSpec{Containers: []v1alpha1.SidecarContainer{{
+		Spec: v1beta1.SidecarSetSpec{Containers: []v1beta1.SidecarContainer{{
 			Container: corev1.Container{Name: "test-sidecar", Image: "test-image:v2"},
-			UpgradeStrategy: v1alpha1.SidecarContainerUpgradeStrategy{
-				UpgradeType: v1alpha1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: "hotupgrade:empty",
+			UpgradeStrategy: v1beta1.SidecarContainerUpgradeStrategy{
+				UpgradeType: v1beta1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: "hotupgrade:empty",
 			},
 		}}},
 	}
@@ -146,11 +146,11 @@ func hotSidecarSet() *v1alpha1.SidecarSet {
 // hotPod is the C19 pod as the webhook injects it: -1 working on v1, -2 idle on the empty image.
 func hotPod() *corev1.Pod {
 	p := podC13(0)
-	p.Annotations[v1alpha1.SidecarSetWorkingHotUpgradeContainer] = `{"test-sidecar":"test-sidecar-1"}`
-	p.Annotations[v1alpha1.SidecarSetVersionAnnotationPrefix+"test-sidecar-1"] = "1"
-	p.Annotations[v1alpha1.SidecarSetVersionAltAnnotationPrefix+"test-sidecar-1"] = "0"
-	p.Annotations[v1alpha1.SidecarSetVersionAnnotationPrefix+"test-sidecar-2"] = "0"
-	p.Annotations[v1alpha1.SidecarSetVersionAltAnnotationPrefix+"test-sidecar-2"] = "1"
+	p.Annotations[v1beta1.SidecarSetWorkingHotUpgradeContainer] = `{"test-sidecar":"test-sidecar-1"}`
+	p.Annotations[v1beta1.SidecarSetVersionAnnotationPrefix+"test-sidecar-1"] = "1"
+	p.Annotations[v1beta1.SidecarSetVersionAltAnnotationPrefix+"test-sidecar-1"] = "0"
+	p.Annotations[v1beta1.SidecarSetVersionAnnotationPrefix+"test-sidecar-2"] = "0"
+	p.Annotations[v1beta1.SidecarSetVersionAltAnnotationPrefix+"test-sidecar-2"] = "1"
 	p.Spec.Containers = []corev1.Container{
 		{Name: "nginx", Image: "nginx:1"},
 		{Name: "test-sidecar-1", Image: "test-image:v1"},
@@ -168,8 +168,8 @@ func hotPod() *corev1.Pod {
 func versions(p *corev1.Pod) map[string]string {
 	out := map[string]string{}
 	for _, n := range []string{"test-sidecar-1", "test-sidecar-2"} {
-		out["version/"+n] = p.Annotations[v1alpha1.SidecarSetVersionAnnotationPrefix+n]
-		out["versionalt/"+n] = p.Annotations[v1alpha1.SidecarSetVersionAltAnnotationPrefix+n]
+		out["version/"+n] = p.Annotations[v1beta1.SidecarSetVersionAnnotationPrefix+n]
+		out["versionalt/"+n] = p.Annotations[v1beta1.SidecarSetVersionAltAnnotationPrefix+n]
 	}
 	return out
 }
@@ -185,7 +185,7 @@ func TestHotUpgradeSequenceC19(t *testing.T) {
 	p := pods[0]
 	assert.Equal(t, "test-image:v1", container(p, "test-sidecar-1").Image)
 	assert.Equal(t, "test-image:v2", container(p, "test-sidecar-2").Image)
-	assert.Equal(t, `{"test-sidecar":"test-sidecar-2"}`, p.Annotations[v1alpha1.SidecarSetWorkingHotUpgradeContainer])
+	assert.Equal(t, `{"test-sidecar":"test-sidecar-2"}`, p.Annotations[v1beta1.SidecarSetWorkingHotUpgradeContainer])
 	assert.Equal(t, map[string]string{
 		"version/test-sidecar-2": "22", "versionalt/test-sidecar-2": "1", // new twin: the SidecarSet's resourceVersion; alt: the old twin's
 		"version/test-sidecar-1": "1", "versionalt/test-sidecar-1": "22",
@@ -215,15 +215,15 @@ func TestHotUpgradeSequenceC19(t *testing.T) {
 
 	// A second upgrade goes back to -1, the idle twin now.
 	ss.Spec.Containers[0].Image = "test-image:v3"
-	ss.Annotations[v1alpha1.SidecarSetHashAnnotation] = "ccc"
+	ss.Annotations[v1beta1.SidecarSetHashAnnotation] = "ccc"
 	ss.ResourceVersion = "30"
 	_, touched = round(t, ss, pods)
 	assert.Equal(t, []string{"pod-0"}, touched)
 	p = pods[0]
 	assert.Equal(t, "test-image:v3", container(p, "test-sidecar-1").Image)
-	assert.Equal(t, `{"test-sidecar":"test-sidecar-1"}`, p.Annotations[v1alpha1.SidecarSetWorkingHotUpgradeContainer])
-	assert.Equal(t, "30", p.Annotations[v1alpha1.SidecarSetVersionAnnotationPrefix+"test-sidecar-1"])
-	assert.Equal(t, "22", p.Annotations[v1alpha1.SidecarSetVersionAltAnnotationPrefix+"test-sidecar-1"])
+	assert.Equal(t, `{"test-sidecar":"test-sidecar-1"}`, p.Annotations[v1beta1.SidecarSetWorkingHotUpgradeContainer])
+	assert.Equal(t, "30", p.Annotations[v1beta1.SidecarSetVersionAnnotationPrefix+"test-sidecar-1"])
+	assert.Equal(t, "22", p.Annotations[v1beta1.SidecarSetVersionAltAnnotationPrefix+"test-sidecar-1"])
 	kubelet(p)
 	_, touched = round(t, ss, pods)
 	assert.Equal(t, []string{"pod-0"}, touched)
@@ -244,7 +244,7 @@ func TestHotUpgradeTarget(t *testing.T) {
 		{"the twin on the empty image", func(*corev1.Pod) {}, "test-sidecar-2", "test-sidecar-1"},
 		{"empty -1 wins even when -2 works", func(p *corev1.Pod) {
 			p.Spec.Containers[1].Image, p.Spec.Containers[2].Image = "hotupgrade:empty", "test-image:v1"
-			p.Annotations[v1alpha1.SidecarSetWorkingHotUpgradeContainer] = `{"test-sidecar":"test-sidecar-2"}`
+			p.Annotations[v1beta1.SidecarSetWorkingHotUpgradeContainer] = `{"test-sidecar":"test-sidecar-2"}`
 		}, "test-sidecar-1", "test-sidecar-2"},
 		{"the not-ready twin when the other is ready", func(p *corev1.Pod) {
 			p.Spec.Containers[2].Image = "test-image:v0"
@@ -268,12 +268,12 @@ func TestHotUpgradeTarget(t *testing.T) {
 
 func TestUpgradeRecordsStateAndPatchesMetadata(t *testing.T) {
 	ss := ssC13()
-	ss.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{
-		Annotations: map[string]string{"example.com/sidecar": "v2"}, PatchPolicy: v1alpha1.SidecarSetOverwritePatchPolicy,
+	ss.Spec.PatchPodMetadata = []v1beta1.SidecarSetPatchPodMetadata{{
+		Annotations: map[string]string{"example.com/sidecar": "v2"}, PatchPolicy: v1beta1.SidecarSetOverwritePatchPolicy,
 	}}
 	p := podC13(0)
 	p.Annotations["example.com/sidecar"] = "v1"
-	p.Annotations[v1alpha1.SidecarSetInplaceUpdateStateAnnotation] =
+	p.Annotations[v1beta1.SidecarSetInplaceUpdateStateAnnotation] =
 		`{"other":{"revision":"x","updateTimestamp":null,"lastContainerStatuses":{"o":{"imageID":"o-id"}}}}`
 	out, changed, err := Upgrade(p, ss, t0)
 	require.NoError(t, err)
@@ -288,10 +288,10 @@ func TestUpgradeRecordsStateAndPatchesMetadata(t *testing.T) {
 	assert.Equal(t, map[string]InPlaceUpdateContainerStatus{"test-sidecar": {ImageID: "v1-id"}}, mine.LastContainerStatuses,
 		"the imageID before the update, which consistency compares against")
 	var hashes map[string]UpgradeSpec
-	require.NoError(t, json.Unmarshal([]byte(out.Annotations[v1alpha1.SidecarSetHashAnnotation]), &hashes))
+	require.NoError(t, json.Unmarshal([]byte(out.Annotations[v1beta1.SidecarSetHashAnnotation]), &hashes))
 	assert.Equal(t, "bbb", hashes["test-sidecarset"].Hash)
 
-	p.Annotations[v1alpha1.SidecarSetInplaceUpdateStateAnnotation] = "{not json"
+	p.Annotations[v1beta1.SidecarSetInplaceUpdateStateAnnotation] = "{not json"
 	_, _, err = Upgrade(p, ss, t0)
 	assert.ErrorContains(t, err, "not valid JSON")
 

@@ -11,7 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
 
@@ -20,7 +20,7 @@ import (
 // from, and comparing that revision's containers with ss's (images aside) gives the fields. Without
 // the revision (an old pod, or one truncated from history) it falls back to NotUpgradableReason.
 // It returns "" when the pod is upgradable.
-func ExplainNotUpgradable(pod *corev1.Pod, ss *v1alpha1.SidecarSet, revs []*appsv1.ControllerRevision) string {
+func ExplainNotUpgradable(pod *corev1.Pod, ss *v1beta1.SidecarSet, revs []*appsv1.ControllerRevision) string {
 	reason := NotUpgradableReason(pod, ss)
 	if reason == "" {
 		return ""
@@ -43,7 +43,7 @@ func ExplainNotUpgradable(pod *corev1.Pod, ss *v1alpha1.SidecarSet, revs []*apps
 
 // ChangedFields lists the paths of ss's spec.containers that differ from old's other than by
 // image: whole containers added or removed, or their top-level fields.
-func ChangedFields(old, ss *v1alpha1.SidecarSet) []string {
+func ChangedFields(old, ss *v1beta1.SidecarSet) []string {
 	var out []string
 	before := map[string]map[string]any{}
 	for _, c := range old.Spec.Containers {
@@ -73,7 +73,7 @@ func ChangedFields(old, ss *v1alpha1.SidecarSet) []string {
 }
 
 // withoutImage is a sidecar container as generic JSON with its image left out.
-func withoutImage(c v1alpha1.SidecarContainer) map[string]any {
+func withoutImage(c v1beta1.SidecarContainer) map[string]any {
 	c.Image = ""
 	b, err := json.Marshal(c)
 	if err != nil {

@@ -8,20 +8,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // ssC13 is the C13 factory: hash bbb, without-image without-aaa, one cold sidecar.
-func ssC13() *v1alpha1.SidecarSet {
-	return &v1alpha1.SidecarSet{
+func ssC13() *v1beta1.SidecarSet {
+	return &v1beta1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "test-sidecarset", Generation: 3, Annotations: map[string]string{
-			v1alpha1.SidecarSetHashAnnotation:             "bbb",
-			v1alpha1.SidecarSetHashWithoutImageAnnotation: "without-aaa",
+			v1beta1.SidecarSetHashAnnotation:             "bbb",
+			v1beta1.SidecarSetHashWithoutImageAnnotation: "without-aaa",
 		}},
-		Spec: v1alpha1.SidecarSetSpec{
-			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "test-sidecar", Image: "test-image:v2"}}},
+		Spec: v1beta1.SidecarSetSpec{
+			Containers: []v1beta1.SidecarContainer{{Container: corev1.Container{Name: "test-sidecar", Image: "test-image:v2"}}},
 		},
 	}
 }
@@ -39,9 +39,9 @@ func podC13(i int) *corev1.Pod {
 			CreationTimestamp: metav1.NewTime(t0.Add(time.Duration(i) * time.Second)),
 			Labels:            map[string]string{"app": "sidecar"},
 			Annotations: map[string]string{
-				v1alpha1.SidecarSetHashAnnotation:             hashAnn("test-sidecarset", "aaa"),
-				v1alpha1.SidecarSetHashWithoutImageAnnotation: hashAnn("test-sidecarset", "without-aaa"),
-				v1alpha1.SidecarSetListAnnotation:             "test-sidecarset",
+				v1beta1.SidecarSetHashAnnotation:             hashAnn("test-sidecarset", "aaa"),
+				v1beta1.SidecarSetHashWithoutImageAnnotation: hashAnn("test-sidecarset", "without-aaa"),
+				v1beta1.SidecarSetListAnnotation:             "test-sidecarset",
 			},
 		},
 		Spec: corev1.PodSpec{NodeName: "node", Containers: []corev1.Container{
@@ -62,9 +62,9 @@ func podC13(i int) *corev1.Pod {
 // upgraded puts the pod on bbb with spec v2 and the old imageID recorded, the kubelet not having
 // restarted the container yet (C13 "upgraded").
 func upgraded(p *corev1.Pod) *corev1.Pod {
-	p.Annotations[v1alpha1.SidecarSetHashAnnotation] = hashAnn("test-sidecarset", "bbb")
+	p.Annotations[v1beta1.SidecarSetHashAnnotation] = hashAnn("test-sidecarset", "bbb")
 	p.Spec.Containers[1].Image = "test-image:v2"
-	p.Annotations[v1alpha1.SidecarSetInplaceUpdateStateAnnotation] =
+	p.Annotations[v1beta1.SidecarSetInplaceUpdateStateAnnotation] =
 		`{"test-sidecarset":{"revision":"bbb","updateTimestamp":null,"lastContainerStatuses":{"test-sidecar":{"imageID":"v1-id"}}}}`
 	return p
 }

@@ -5,7 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // Step is one forecast round: the pods it upgrades, or the hot upgrades it resets.
@@ -20,7 +20,7 @@ type Step struct {
 // upgrades in flight leave it nothing to do, it is returned empty and the forecast goes on. Pods the strategy holds back (partition,
 // selector, not upgradable, paused) never appear. The input pods are not modified; the returned
 // pods are the forecast states, in round order.
-func Forecast(ss *v1alpha1.SidecarSet, pods []*corev1.Pod, now time.Time, maxRounds int) ([]Step, error) {
+func Forecast(ss *v1beta1.SidecarSet, pods []*corev1.Pod, now time.Time, maxRounds int) ([]Step, error) {
 	cur := make([]*corev1.Pod, len(pods))
 	for i, p := range pods {
 		cur[i] = p.DeepCopy()

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // Stopped says why no pod is upgraded at all this round.
@@ -74,7 +74,7 @@ type Plan struct {
 //     12); a ready one only while the unavailable count (updated pods not consistent or not
 //     ready, plus ready candidates taken) stays below maxUnavailable; the walk stops at the first
 //     ready candidate that does not fit.
-func NextUpgrade(ss *v1alpha1.SidecarSet, pods []*corev1.Pod) Plan {
+func NextUpgrade(ss *v1beta1.SidecarSet, pods []*corev1.Pod) Plan {
 	var p Plan
 	if ss == nil {
 		p.Warnings = append(p.Warnings, "no SidecarSet")
@@ -82,7 +82,7 @@ func NextUpgrade(ss *v1alpha1.SidecarSet, pods []*corev1.Pod) Plan {
 	}
 	strategy := ss.Spec.UpdateStrategy
 	switch {
-	case strategy.Type == v1alpha1.NotUpdateSidecarSetStrategyType:
+	case strategy.Type == v1beta1.NotUpdateSidecarSetStrategyType:
 		p.Stopped = StoppedNotUpdate
 	case strategy.Paused:
 		p.Stopped = StoppedPaused
@@ -194,7 +194,7 @@ func PartitionReplicas(partition *intstr.IntOrString, total int) (int, error) {
 // Order sorts candidates for upgrade (compat §3.7 steps 2–4): Kubernetes' active-pods order, then
 // priorityStrategy, then scatterStrategy, whose `*` values are expanded from all (the managed
 // pods). The result is a new slice; ties keep the input order.
-func Order(strategy v1alpha1.SidecarSetUpdateStrategy, all, candidates []*corev1.Pod) []*corev1.Pod {
+func Order(strategy v1beta1.SidecarSetUpdateStrategy, all, candidates []*corev1.Pod) []*corev1.Pod {
 	out := append([]*corev1.Pod(nil), candidates...)
 	sort.SliceStable(out, func(i, j int) bool { return activePodsLess(out[i], out[j]) })
 	if ps := strategy.PriorityStrategy; ps != nil && (len(ps.WeightPriority) > 0 || len(ps.OrderPriority) > 0) {
@@ -256,7 +256,7 @@ func maxRestarts(pod *corev1.Pod) int32 {
 // selector matches (unparsable selectors are skipped), higher total first; order terms group pods
 // by the first orderedKey they carry (term order) and then by the integer suffix of its value,
 // higher first. Pods carrying none of the keys get level −1 and go first (quirk Q13).
-func sortByPriority(ps *v1alpha1.UpdatePriorityStrategy, pods []*corev1.Pod) {
+func sortByPriority(ps *v1beta1.UpdatePriorityStrategy, pods []*corev1.Pod) {
 	if len(ps.WeightPriority) > 0 {
 		sels := make([]labels.Selector, len(ps.WeightPriority))
 		for i := range ps.WeightPriority {
@@ -310,9 +310,9 @@ func intSuffix(v string) int64 {
 
 // ExpandScatter replaces each `key=*` term by one term per value of that label among pods, in
 // first-seen order, and drops duplicate terms (C14).
-func ExpandScatter(terms v1alpha1.UpdateScatterStrategy, pods []*corev1.Pod) v1alpha1.UpdateScatterStrategy {
-	out := v1alpha1.UpdateScatterStrategy{}
-	add := func(t v1alpha1.UpdateScatterTerm) {
+func ExpandScatter(terms v1beta1.UpdateScatterStrategy, pods []*corev1.Pod) v1beta1.UpdateScatterStrategy {
+	out := v1beta1.UpdateScatterStrategy{}
+	add := func(t v1beta1.UpdateScatterTerm) {
 		for _, o := range out {
 			if o == t {
 				return
@@ -330,7 +330,7 @@ func ExpandScatter(terms v1alpha1.UpdateScatterStrategy, pods []*corev1.Pod) v1a
 				continue
 			}
 			if v, ok := pod.Labels[t.Key]; ok {
-				add(v1alpha1.UpdateScatterTerm{Key: t.Key, Value: v})
+				add(v1beta1.UpdateScatterTerm{Key: t.Key, Value: v})
 			}
 		}
 	}
@@ -340,7 +340,7 @@ func ExpandScatter(terms v1alpha1.UpdateScatterStrategy, pods []*corev1.Pod) v1a
 // scatter is OpenKruise's scatter sorter: for each term (most matching candidates first) it
 // interleaves candidates carrying key=value with the others, with group sizes taken from the
 // density of matching pods among all pods, so that one label value is not upgraded all at once.
-func scatter(terms v1alpha1.UpdateScatterStrategy, all, idx []*corev1.Pod) []*corev1.Pod {
+func scatter(terms v1beta1.UpdateScatterStrategy, all, idx []*corev1.Pod) []*corev1.Pod {
 	if len(terms) == 0 || len(idx) <= 1 {
 		return idx
 	}
@@ -350,12 +350,12 @@ func scatter(terms v1alpha1.UpdateScatterStrategy, all, idx []*corev1.Pod) []*co
 	return idx
 }
 
-func scatterTerms(terms v1alpha1.UpdateScatterStrategy, idx []*corev1.Pod) []v1alpha1.UpdateScatterTerm {
+func scatterTerms(terms v1beta1.UpdateScatterStrategy, idx []*corev1.Pod) []v1beta1.UpdateScatterTerm {
 	if len(terms) == 1 {
 		return terms
 	}
-	var out []v1alpha1.UpdateScatterTerm
-	count := map[v1alpha1.UpdateScatterTerm]int{}
+	var out []v1beta1.UpdateScatterTerm
+	count := map[v1beta1.UpdateScatterTerm]int{}
 	for _, t := range terms {
 		for _, pod := range idx {
 			if v, ok := pod.Labels[t.Key]; ok && v == t.Value {
@@ -370,7 +370,7 @@ func scatterTerms(terms v1alpha1.UpdateScatterStrategy, idx []*corev1.Pod) []v1a
 	return out
 }
 
-func scatterByTerm(t v1alpha1.UpdateScatterTerm, all, idx []*corev1.Pod) []*corev1.Pod {
+func scatterByTerm(t v1beta1.UpdateScatterTerm, all, idx []*corev1.Pod) []*corev1.Pod {
 	var matched, unmatched []*corev1.Pod
 	for _, pod := range idx {
 		if pod.Labels[t.Key] == t.Value {

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 func ip(v intstr.IntOrString) *intstr.IntOrString { return &v }
@@ -60,7 +60,7 @@ func TestSelectorAndNotUpgradableC13(t *testing.T) {
 	assert.Len(t, p.HeldBySelector, 970)
 
 	ss = ssC13()
-	ss.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation] = "without-bbb"
+	ss.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation] = "without-bbb"
 	p = NextUpgrade(ss, c13Pods(100, 0, 0))
 	assert.Empty(t, p.Upgrade)
 	assert.Len(t, p.NotUpgradable, 100)
@@ -68,7 +68,7 @@ func TestSelectorAndNotUpgradableC13(t *testing.T) {
 }
 
 func TestOrderC15toC18(t *testing.T) {
-	base := func() ([]*corev1.Pod, *v1alpha1.SidecarSet) {
+	base := func() ([]*corev1.Pod, *v1beta1.SidecarSet) {
 		ss := ssC13()
 		ss.Spec.UpdateStrategy.MaxUnavailable = ip(intstr.FromInt32(10))
 		return c13Pods(20, 10, 5), ss
@@ -87,7 +87,7 @@ func TestOrderC15toC18(t *testing.T) {
 	pods = c13Pods(20, 10, 2)
 	ss = ssC13()
 	ss.Spec.UpdateStrategy.MaxUnavailable = ip(intstr.FromInt32(10))
-	ss.Spec.UpdateStrategy.PriorityStrategy = &v1alpha1.UpdatePriorityStrategy{WeightPriority: []v1alpha1.UpdatePriorityWeightTerm{
+	ss.Spec.UpdateStrategy.PriorityStrategy = &v1beta1.UpdatePriorityStrategy{WeightPriority: []v1beta1.UpdatePriorityWeightTerm{
 		{Weight: 50, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"test-key": "foo"}}},
 		{Weight: 30, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"test-key": "bar"}}},
 	}}
@@ -97,7 +97,7 @@ func TestOrderC15toC18(t *testing.T) {
 
 	// C18: order priority.
 	pods = c13Pods(20, 10, 2)
-	ss.Spec.UpdateStrategy.PriorityStrategy = &v1alpha1.UpdatePriorityStrategy{OrderPriority: []v1alpha1.UpdatePriorityOrderTerm{{OrderedKey: "key1"}}}
+	ss.Spec.UpdateStrategy.PriorityStrategy = &v1beta1.UpdatePriorityStrategy{OrderPriority: []v1beta1.UpdatePriorityOrderTerm{{OrderedKey: "key1"}}}
 	for _, p := range pods {
 		p.Labels["key1"] = "5"
 	}
@@ -113,22 +113,22 @@ func TestOrderPriorityQuirk13(t *testing.T) {
 	}
 	pods := []*corev1.Pod{mk("k1-5", map[string]string{"key1": "5"}), mk("none", nil), mk("k2-7", map[string]string{"key2": "7"}),
 		mk("k1-9", map[string]string{"key1": "9"}), mk("sts-10", map[string]string{"key1": "sts-10"}), mk("sts-5", map[string]string{"key1": "sts-5"})}
-	sortByPriority(&v1alpha1.UpdatePriorityStrategy{OrderPriority: []v1alpha1.UpdatePriorityOrderTerm{{OrderedKey: "key1"}, {OrderedKey: "key2"}}}, pods)
+	sortByPriority(&v1beta1.UpdatePriorityStrategy{OrderPriority: []v1beta1.UpdatePriorityOrderTerm{{OrderedKey: "key1"}, {OrderedKey: "key2"}}}, pods)
 	assert.Equal(t, []string{"none", "sts-10", "k1-9", "k1-5", "sts-5", "k2-7"}, names(pods))
 }
 
 func TestExpandScatterC14(t *testing.T) {
-	terms := v1alpha1.UpdateScatterStrategy{{Key: "key-1", Value: "value-1"}, {Key: "key-2", Value: "value-2"}, {Key: "key-3", Value: "value-3"}}
+	terms := v1beta1.UpdateScatterStrategy{{Key: "key-1", Value: "value-1"}, {Key: "key-2", Value: "value-2"}, {Key: "key-3", Value: "value-3"}}
 	assert.Equal(t, terms, ExpandScatter(terms, nil))
 	var pods []*corev1.Pod
 	for _, v := range []string{"value-4-0", "value-4-1", "value-4-2", "value-4", "value-4", "value-4"} {
 		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"key-4": v}}})
 	}
 	pods = append(pods, nil, &corev1.Pod{})
-	got := ExpandScatter(append(terms, v1alpha1.UpdateScatterTerm{Key: "key-4", Value: "*"}), pods)
-	want := append(append(v1alpha1.UpdateScatterStrategy{}, terms...),
-		v1alpha1.UpdateScatterTerm{Key: "key-4", Value: "value-4-0"}, v1alpha1.UpdateScatterTerm{Key: "key-4", Value: "value-4-1"},
-		v1alpha1.UpdateScatterTerm{Key: "key-4", Value: "value-4-2"}, v1alpha1.UpdateScatterTerm{Key: "key-4", Value: "value-4"})
+	got := ExpandScatter(append(terms, v1beta1.UpdateScatterTerm{Key: "key-4", Value: "*"}), pods)
+	want := append(append(v1beta1.UpdateScatterStrategy{}, terms...),
+		v1beta1.UpdateScatterTerm{Key: "key-4", Value: "value-4-0"}, v1beta1.UpdateScatterTerm{Key: "key-4", Value: "value-4-1"},
+		v1beta1.UpdateScatterTerm{Key: "key-4", Value: "value-4-2"}, v1beta1.UpdateScatterTerm{Key: "key-4", Value: "value-4"})
 	assert.Equal(t, want, got)
 }
 
@@ -139,7 +139,7 @@ func TestScatterSpreads(t *testing.T) {
 		pods[i].Labels["zone"] = "a"
 	}
 	ss := ssC13()
-	ss.Spec.UpdateStrategy.ScatterStrategy = v1alpha1.UpdateScatterStrategy{{Key: "zone", Value: "a"}}
+	ss.Spec.UpdateStrategy.ScatterStrategy = v1beta1.UpdateScatterStrategy{{Key: "zone", Value: "a"}}
 	order := Order(ss.Spec.UpdateStrategy, pods, pods)
 	assert.Len(t, order, 6)
 	first3 := 0
@@ -156,7 +156,7 @@ func TestStrategySwitchesC1toC5C9(t *testing.T) {
 	pd := func() *corev1.Pod { return c13Pods(1, 0, 0)[0] }
 
 	ss := ssC13()
-	ss.Spec.UpdateStrategy.Type = v1alpha1.NotUpdateSidecarSetStrategyType
+	ss.Spec.UpdateStrategy.Type = v1beta1.NotUpdateSidecarSetStrategyType
 	p := NextUpgrade(ss, []*corev1.Pod{pd()})
 	assert.Empty(t, p.Upgrade, "C1")
 	assert.Equal(t, StoppedNotUpdate, p.Stopped)
@@ -187,11 +187,11 @@ func TestStrategySwitchesC1toC5C9(t *testing.T) {
 
 	// C9
 	ss = ssC13()
-	ss.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation] = "without-bbb"
+	ss.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation] = "without-bbb"
 	ss.Spec.UpdateStrategy.MaxUnavailable = ip(intstr.FromString("50%"))
 	pods := c13Pods(100, 0, 0)
 	for _, pod := range pods[50:] {
-		pod.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation] = hashAnn("test-sidecarset", "without-bbb")
+		pod.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation] = hashAnn("test-sidecarset", "without-bbb")
 	}
 	p = NextUpgrade(ss, pods)
 	assert.ElementsMatch(t, names(pods[50:]), names(p.Upgrade))
@@ -252,7 +252,7 @@ func TestPlanProperties(t *testing.T) {
 			case 1:
 				upgradedAndReady(p)
 			case 2:
-				p.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation] = hashAnn("test-sidecarset", "other")
+				p.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation] = hashAnn("test-sidecarset", "other")
 			}
 			if r.IntN(4) == 0 {
 				notReady(p)
@@ -272,10 +272,10 @@ func TestPlanProperties(t *testing.T) {
 			us.Partition = ip(intstr.FromString(fmt.Sprintf("%d%%", r.IntN(101))))
 		}
 		if r.IntN(2) == 0 {
-			us.ScatterStrategy = v1alpha1.UpdateScatterStrategy{{Key: "zone", Value: "*"}}
+			us.ScatterStrategy = v1beta1.UpdateScatterStrategy{{Key: "zone", Value: "*"}}
 		}
 		if r.IntN(3) == 0 {
-			us.PriorityStrategy = &v1alpha1.UpdatePriorityStrategy{OrderPriority: []v1alpha1.UpdatePriorityOrderTerm{{OrderedKey: "zone"}}}
+			us.PriorityStrategy = &v1beta1.UpdatePriorityStrategy{OrderPriority: []v1beta1.UpdatePriorityOrderTerm{{OrderedKey: "zone"}}}
 		}
 		p := NextUpgrade(ss, pods)
 

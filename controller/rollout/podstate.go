@@ -8,14 +8,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/mutation"
 )
 
-// UpgradeSpec is one entry of a pod's hash annotations (v1alpha1.SidecarSetUpgradeSpec).
-type UpgradeSpec = v1alpha1.SidecarSetUpgradeSpec
+// UpgradeSpec is one entry of a pod's hash annotations (v1beta1.SidecarSetUpgradeSpec).
+type UpgradeSpec = v1beta1.SidecarSetUpgradeSpec
 
-// UpgradeSpecs reads the hash annotation key (v1alpha1.SidecarSetHashAnnotation or
+// UpgradeSpecs reads the hash annotation key (v1beta1.SidecarSetHashAnnotation or
 // SidecarSetHashWithoutImageAnnotation) of annotations. A value that is neither form yields an
 // empty map, as OpenKruise's reader does (S9): the pod then counts as "not updated" and, when it
 // is the without-image annotation, as not upgradable, which is the safe reading of garbage.
@@ -31,7 +31,7 @@ func UpgradeSpecs(annotations map[string]string, key string) map[string]UpgradeS
 }
 
 var upgradeSpecs = newMemo(func(raw string) map[string]UpgradeSpec {
-	specs, _ := v1alpha1.ParseUpgradeSpecs(raw)
+	specs, _ := v1beta1.ParseUpgradeSpecs(raw)
 	return specs
 })
 
@@ -72,14 +72,14 @@ func podAnnotations(pod *corev1.Pod) map[string]string {
 	return pod.Annotations
 }
 
-func ssName(ss *v1alpha1.SidecarSet) string {
+func ssName(ss *v1beta1.SidecarSet) string {
 	if ss == nil {
 		return ""
 	}
 	return ss.Name
 }
 
-func ssAnnotation(ss *v1alpha1.SidecarSet, key string) string {
+func ssAnnotation(ss *v1beta1.SidecarSet, key string) string {
 	if ss == nil {
 		return ""
 	}
@@ -88,43 +88,43 @@ func ssAnnotation(ss *v1alpha1.SidecarSet, key string) string {
 
 // PodHash is the kruise.io/sidecarset-hash the pod records for SidecarSet name ("" if none).
 func PodHash(pod *corev1.Pod, name string) string {
-	return UpgradeSpecs(podAnnotations(pod), v1alpha1.SidecarSetHashAnnotation)[name].Hash
+	return UpgradeSpecs(podAnnotations(pod), v1beta1.SidecarSetHashAnnotation)[name].Hash
 }
 
 // PodHashWithoutImage is the kruise.io/sidecarset-hash-without-image the pod records for
 // SidecarSet name ("" if none).
 func PodHashWithoutImage(pod *corev1.Pod, name string) string {
-	return UpgradeSpecs(podAnnotations(pod), v1alpha1.SidecarSetHashWithoutImageAnnotation)[name].Hash
+	return UpgradeSpecs(podAnnotations(pod), v1beta1.SidecarSetHashWithoutImageAnnotation)[name].Hash
 }
 
 // PodControllerRevision is the ControllerRevision the pod's sidecars of SidecarSet name came
 // from ("" if not recorded); such revisions are "active" and survive history truncation.
 func PodControllerRevision(pod *corev1.Pod, name string) string {
-	return UpgradeSpecs(podAnnotations(pod), v1alpha1.SidecarSetHashAnnotation)[name].ControllerRevision
+	return UpgradeSpecs(podAnnotations(pod), v1beta1.SidecarSetHashAnnotation)[name].ControllerRevision
 }
 
 // IsUpdated reports whether the pod runs ss's current sidecars: its hash entry equals ss's
 // kruise.io/sidecarset-hash annotation. As in OpenKruise, two missing values compare equal.
-func IsUpdated(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
-	return PodHash(pod, ssName(ss)) == ssAnnotation(ss, v1alpha1.SidecarSetHashAnnotation)
+func IsUpdated(pod *corev1.Pod, ss *v1beta1.SidecarSet) bool {
+	return PodHash(pod, ssName(ss)) == ssAnnotation(ss, v1beta1.SidecarSetHashAnnotation)
 }
 
 // OnlyImageChanged reports whether the pod's hash-without-image equals ss's: the only difference
 // between the pod's sidecars and ss's is then images, which is all Kubernetes lets an in-place
 // update change. Two missing values compare equal (C3).
-func OnlyImageChanged(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
-	return PodHashWithoutImage(pod, ssName(ss)) == ssAnnotation(ss, v1alpha1.SidecarSetHashWithoutImageAnnotation)
+func OnlyImageChanged(pod *corev1.Pod, ss *v1beta1.SidecarSet) bool {
+	return PodHashWithoutImage(pod, ssName(ss)) == ssAnnotation(ss, v1beta1.SidecarSetHashWithoutImageAnnotation)
 }
 
 // NotUpgradableReason explains why the pod cannot be upgraded in place by ss, or returns "" when
 // it can (only images differ). The hashes are opaque, so the reason names them rather than the
 // field that differs.
-func NotUpgradableReason(pod *corev1.Pod, ss *v1alpha1.SidecarSet) string {
+func NotUpgradableReason(pod *corev1.Pod, ss *v1beta1.SidecarSet) string {
 	if OnlyImageChanged(pod, ss) {
 		return ""
 	}
 	podHash := PodHashWithoutImage(pod, ssName(ss))
-	ssHash := ssAnnotation(ss, v1alpha1.SidecarSetHashWithoutImageAnnotation)
+	ssHash := ssAnnotation(ss, v1beta1.SidecarSetHashWithoutImageAnnotation)
 	if podHash == "" {
 		return "hash-without-image differs: the pod records none for this SidecarSet (SidecarSet's is " + ssHash + ")"
 	}
@@ -136,15 +136,15 @@ func HotUpgradeNames(sidecar string) (string, string) {
 	return sidecar + "-1", sidecar + "-2"
 }
 
-func isHot(c *v1alpha1.SidecarContainer) bool {
-	return c.UpgradeStrategy.UpgradeType == v1alpha1.SidecarContainerHotUpgrade
+func isHot(c *v1beta1.SidecarContainer) bool {
+	return c.UpgradeStrategy.UpgradeType == v1beta1.SidecarContainerHotUpgrade
 }
 
 // WorkingHotUpgradeContainers reads kruise.io/sidecarset-working-hotupgrade-container
 // (sidecar name → working pod container); a missing or unparsable value reads as empty.
 func WorkingHotUpgradeContainers(pod *corev1.Pod) map[string]string {
 	m := map[string]string{}
-	raw, ok := podAnnotations(pod)[v1alpha1.SidecarSetWorkingHotUpgradeContainer]
+	raw, ok := podAnnotations(pod)[v1beta1.SidecarSetWorkingHotUpgradeContainer]
 	if !ok {
 		return m
 	}
@@ -167,7 +167,7 @@ func HotUpgradeContainers(sidecar string, pod *corev1.Pod) (working, other strin
 
 // SidecarContainerNames are the pod container names ss's spec.containers become (both twins of
 // a HotUpgrade sidecar), in spec order.
-func SidecarContainerNames(ss *v1alpha1.SidecarSet) []string {
+func SidecarContainerNames(ss *v1beta1.SidecarSet) []string {
 	if ss == nil {
 		return nil
 	}
@@ -187,7 +187,7 @@ func SidecarContainerNames(ss *v1alpha1.SidecarSet) []string {
 // HasSidecarContainers reports whether the pod has every container of ss (compat §3.3
 // IsPodConsistentWithSidecarSet): each ColdUpgrade name, and for each HotUpgrade sidecar a
 // working-container record and both twins. Pods without them are not managed by ss.
-func HasSidecarContainers(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
+func HasSidecarContainers(pod *corev1.Pod, ss *v1beta1.SidecarSet) bool {
 	if pod == nil || ss == nil {
 		return false
 	}
@@ -213,8 +213,8 @@ func HasSidecarContainers(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
 }
 
 // IsInjected reports whether the pod's kruise.io/sidecarset-injected-list names ss.
-func IsInjected(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
-	list := podAnnotations(pod)[v1alpha1.SidecarSetListAnnotation]
+func IsInjected(pod *corev1.Pod, ss *v1beta1.SidecarSet) bool {
+	list := podAnnotations(pod)[v1beta1.SidecarSetListAnnotation]
 	if list == "" || ss == nil {
 		return false
 	}
@@ -229,7 +229,7 @@ func IsInjected(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
 // IsManaged is the filter compat §3.3 applies to pods already selected by ss's selector and
 // namespace scope: active, injected by ss, and carrying all of ss's containers. Status and Plan
 // expect pods that passed it.
-func IsManaged(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
+func IsManaged(pod *corev1.Pod, ss *v1beta1.SidecarSet) bool {
 	return mutation.IsActive(pod) && IsInjected(pod, ss) && HasSidecarContainers(pod, ss)
 }
 
@@ -250,7 +250,7 @@ type InPlaceUpdateState struct {
 // InPlaceUpdateStates reads kruise.io/sidecarset-inplace-update-state. ok is false when the
 // annotation is present but unparsable. The map is shared and must not be modified.
 func InPlaceUpdateStates(pod *corev1.Pod) (states map[string]InPlaceUpdateState, present, ok bool) {
-	raw, present := podAnnotations(pod)[v1alpha1.SidecarSetInplaceUpdateStateAnnotation]
+	raw, present := podAnnotations(pod)[v1beta1.SidecarSetInplaceUpdateStateAnnotation]
 	if !present {
 		return map[string]InPlaceUpdateState{}, false, true
 	}
@@ -327,7 +327,7 @@ func toSet(names []string) map[string]bool {
 // containers (compat §3.5): names restricts the check (nil or empty = all of SidecarContainerNames).
 // When every checked image is a digest reference the status imageIDs decide; otherwise the
 // in-place-update state does.
-func IsPodStateConsistent(pod *corev1.Pod, ss *v1alpha1.SidecarSet, names []string) bool {
+func IsPodStateConsistent(pod *corev1.Pod, ss *v1beta1.SidecarSet, names []string) bool {
 	if pod == nil || ss == nil {
 		return false
 	}
@@ -428,7 +428,7 @@ func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
 // IsPodReady is OpenKruise's SidecarSet IsPodReady (compat §3.4): running, PodReady, not being
 // deleted, and every HotUpgrade sidecar's idle twin back on the empty image (a hot upgrade still
 // in progress makes the pod count as unavailable).
-func IsPodReady(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
+func IsPodReady(pod *corev1.Pod, ss *v1beta1.SidecarSet) bool {
 	if pod == nil {
 		return false
 	}
@@ -455,7 +455,7 @@ func IsPodReady(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
 // than images changed (OnlyImageChanged is false); consistent is false while a sidecar container
 // reports Ready but the kubelet has not yet applied the last upgrade to it (an upgrade in flight,
 // skipped this round).
-func Upgradability(pod *corev1.Pod, ss *v1alpha1.SidecarSet) (canUpgrade, consistent bool) {
+func Upgradability(pod *corev1.Pod, ss *v1beta1.SidecarSet) (canUpgrade, consistent bool) {
 	if !OnlyImageChanged(pod, ss) {
 		return false, false
 	}
@@ -476,6 +476,6 @@ func Upgradability(pod *corev1.Pod, ss *v1alpha1.SidecarSet) (canUpgrade, consis
 
 // IsUnavailableUpdated reports whether an updated pod takes a maxUnavailable slot: it is on ss's
 // hash but not yet consistent or not ready.
-func IsUnavailableUpdated(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
+func IsUnavailableUpdated(pod *corev1.Pod, ss *v1beta1.SidecarSet) bool {
 	return IsUpdated(pod, ss) && (!IsPodStateConsistent(pod, ss, nil) || !IsPodReady(pod, ss))
 }

@@ -9,20 +9,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // The compat §4.5 fixture: main, cold-sidecar, hot-sidecar-1 (working), hot-sidecar-2 (empty).
-func ssS() *v1alpha1.SidecarSet {
-	return &v1alpha1.SidecarSet{
+func ssS() *v1beta1.SidecarSet {
+	return &v1beta1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "test-sidecarset", Annotations: map[string]string{
-			v1alpha1.SidecarSetHashAnnotation:             "bbb",
-			v1alpha1.SidecarSetHashWithoutImageAnnotation: "without-image-aaa",
+			v1beta1.SidecarSetHashAnnotation:             "bbb",
+			v1beta1.SidecarSetHashWithoutImageAnnotation: "without-image-aaa",
 		}},
-		Spec: v1alpha1.SidecarSetSpec{Containers: []v1alpha1.SidecarContainer{
+		Spec: v1beta1.SidecarSetSpec{Containers: []v1beta1.SidecarContainer{
 			{Container: corev1.Container{Name: "cold-sidecar", Image: "cold-sidecar:v1"}},
 			{Container: corev1.Container{Name: "hot-sidecar", Image: "hot-sidecar:v1"},
-				UpgradeStrategy: v1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: v1alpha1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: "hotupgrade:empty"}},
+				UpgradeStrategy: v1beta1.SidecarContainerUpgradeStrategy{UpgradeType: v1beta1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: "hotupgrade:empty"}},
 		}},
 	}
 }
@@ -34,7 +34,7 @@ func podS() *corev1.Pod {
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{
-			v1alpha1.SidecarSetWorkingHotUpgradeContainer: `{"hot-sidecar":"hot-sidecar-1"}`,
+			v1beta1.SidecarSetWorkingHotUpgradeContainer: `{"hot-sidecar":"hot-sidecar-1"}`,
 		}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{
 			c("main", "main:v1"), c("cold-sidecar", "cold-sidecar:v1"), c("hot-sidecar-1", "hot-sidecar:v1"), c("hot-sidecar-2", "hotupgrade:empty"),
@@ -53,7 +53,7 @@ func record(t *testing.T, p *corev1.Pod, ids map[string]string) {
 	}
 	b, err := json.Marshal(map[string]InPlaceUpdateState{"test-sidecarset": st})
 	require.NoError(t, err)
-	p.Annotations[v1alpha1.SidecarSetInplaceUpdateStateAnnotation] = string(b)
+	p.Annotations[v1beta1.SidecarSetInplaceUpdateStateAnnotation] = string(b)
 }
 
 func setStatus(p *corev1.Pod, name, image, id string) {
@@ -102,7 +102,7 @@ func TestUpdateCompletedS1toS6(t *testing.T) {
 	setStatus(p, "hot-sidecar-1", "hotupgrade:empty", "empty-id")
 	assert.True(t, done(p), "S6")
 
-	p.Annotations[v1alpha1.SidecarSetInplaceUpdateStateAnnotation] = "{garbage"
+	p.Annotations[v1beta1.SidecarSetInplaceUpdateStateAnnotation] = "{garbage"
 	assert.False(t, done(p), "unparsable state is not completed")
 }
 
@@ -116,12 +116,12 @@ func TestHashReadersS7toS9(t *testing.T) {
 		{"S9", `failed`, `failed`, "", ""},
 	} {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
-			v1alpha1.SidecarSetHashAnnotation: tc.hash, v1alpha1.SidecarSetHashWithoutImageAnnotation: tc.withoutImage}}}
+			v1beta1.SidecarSetHashAnnotation: tc.hash, v1beta1.SidecarSetHashWithoutImageAnnotation: tc.withoutImage}}}
 		assert.Equal(t, tc.wantHash, PodHash(p, "test-sidecarset"), tc.id)
 		assert.Equal(t, tc.wantWI, PodHashWithoutImage(p, "test-sidecarset"), tc.id)
 	}
 	assert.Equal(t, "", PodHash(nil, "x"))
-	assert.Equal(t, "", PodHash(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.SidecarSetHashAnnotation: "null"}}}, "x"))
+	assert.Equal(t, "", PodHash(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1beta1.SidecarSetHashAnnotation: "null"}}}, "x"))
 }
 
 func TestHashAnnotationsAfterUpgradeS10(t *testing.T) {
@@ -136,24 +136,24 @@ func TestHashAnnotationsAfterUpgradeS10(t *testing.T) {
 		{"garbage", `failed`, `failed`, false},
 	} {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
-			v1alpha1.SidecarSetHashAnnotation: tc.hash, v1alpha1.SidecarSetHashWithoutImageAnnotation: tc.withoutImage}}}
+			v1beta1.SidecarSetHashAnnotation: tc.hash, v1beta1.SidecarSetHashWithoutImageAnnotation: tc.withoutImage}}}
 		out := HashAnnotationsAfterUpgrade(p, ss, t0)
-		assert.Equal(t, tc.hash, p.Annotations[v1alpha1.SidecarSetHashAnnotation], "%s: input untouched", tc.id)
+		assert.Equal(t, tc.hash, p.Annotations[v1beta1.SidecarSetHashAnnotation], "%s: input untouched", tc.id)
 		after := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
-			v1alpha1.SidecarSetHashAnnotation: tc.hash, v1alpha1.SidecarSetHashWithoutImageAnnotation: tc.withoutImage}}}
+			v1beta1.SidecarSetHashAnnotation: tc.hash, v1beta1.SidecarSetHashWithoutImageAnnotation: tc.withoutImage}}}
 		for k, v := range out {
 			after.Annotations[k] = v
 		}
 		assert.Equal(t, "bbb", PodHash(after, "test-sidecarset"), tc.id)
 		assert.Equal(t, "test-sidecarset-rev", PodControllerRevision(after, "test-sidecarset"), tc.id)
-		_, converted := out[v1alpha1.SidecarSetHashWithoutImageAnnotation]
+		_, converted := out[v1beta1.SidecarSetHashWithoutImageAnnotation]
 		assert.Equal(t, tc.wiConverted, converted, tc.id)
 		if tc.id != "garbage" {
 			assert.Equal(t, "without-image-aaa", PodHashWithoutImage(after, "test-sidecarset"), tc.id)
 		} else {
-			assert.Equal(t, "failed", after.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation], "garbage left as is")
+			assert.Equal(t, "failed", after.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation], "garbage left as is")
 		}
-		specs := UpgradeSpecs(after.Annotations, v1alpha1.SidecarSetHashAnnotation)
+		specs := UpgradeSpecs(after.Annotations, v1beta1.SidecarSetHashAnnotation)
 		assert.Equal(t, []string{"cold-sidecar", "hot-sidecar"}, specs["test-sidecarset"].SidecarList)
 	}
 }
@@ -170,11 +170,11 @@ func TestHotUpgradeAndReadiness(t *testing.T) {
 
 	// Upgrade step: -2 gets v2 and becomes the working twin; -1 is no longer idle → not ready.
 	setSpec(p, "hot-sidecar-2", "hot-sidecar:v2")
-	p.Annotations[v1alpha1.SidecarSetWorkingHotUpgradeContainer] = `{"hot-sidecar":"hot-sidecar-2"}`
+	p.Annotations[v1beta1.SidecarSetWorkingHotUpgradeContainer] = `{"hot-sidecar":"hot-sidecar-2"}`
 	assert.True(t, IsHotUpgrading(p, ss))
 	assert.False(t, IsPodReady(p, ss), "idle twin not on the empty image")
 
-	delete(p.Annotations, v1alpha1.SidecarSetWorkingHotUpgradeContainer)
+	delete(p.Annotations, v1beta1.SidecarSetWorkingHotUpgradeContainer)
 	assert.False(t, HasSidecarContainers(p, ss), "no working record → not managed")
 	p.Spec.Containers = p.Spec.Containers[:2]
 	assert.False(t, HasSidecarContainers(p, ss))
@@ -192,16 +192,16 @@ func TestUpgradability(t *testing.T) {
 	assert.False(t, cons)
 
 	p = podC13(1)
-	p.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation] = hashAnn("test-sidecarset", "without-bbb")
+	p.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation] = hashAnn("test-sidecarset", "without-bbb")
 	can, _ = Upgradability(p, ss)
 	assert.False(t, can)
 	assert.Contains(t, NotUpgradableReason(p, ss), "hash-without-image differs")
 
 	// C3 note: neither side carrying a without-image hash counts as equal.
 	p = podC13(2)
-	delete(p.Annotations, v1alpha1.SidecarSetHashWithoutImageAnnotation)
+	delete(p.Annotations, v1beta1.SidecarSetHashWithoutImageAnnotation)
 	ss2 := ssC13()
-	delete(ss2.Annotations, v1alpha1.SidecarSetHashWithoutImageAnnotation)
+	delete(ss2.Annotations, v1beta1.SidecarSetHashWithoutImageAnnotation)
 	assert.True(t, OnlyImageChanged(p, ss2))
 	assert.False(t, OnlyImageChanged(p, ss))
 	assert.Contains(t, NotUpgradableReason(p, ss), "records none")
@@ -223,7 +223,7 @@ func TestIsManaged(t *testing.T) {
 	ss := ssC13()
 	p := podC13(0)
 	assert.True(t, IsManaged(p, ss))
-	p.Annotations[v1alpha1.SidecarSetListAnnotation] = "other,test-sidecarset-2"
+	p.Annotations[v1beta1.SidecarSetListAnnotation] = "other,test-sidecarset-2"
 	assert.False(t, IsManaged(p, ss))
 	p = podC13(0)
 	p.Status.Phase = corev1.PodSucceeded
@@ -235,15 +235,15 @@ func TestIsManaged(t *testing.T) {
 // still gives the pod's own values, and a full cache starts over without changing answers.
 func TestUpgradeSpecsMemoIsNotWrittenThrough(t *testing.T) {
 	pod := podC13(0)
-	before := UpgradeSpecs(pod.Annotations, v1alpha1.SidecarSetHashAnnotation)
+	before := UpgradeSpecs(pod.Annotations, v1beta1.SidecarSetHashAnnotation)
 	require.Equal(t, "aaa", before["test-sidecarset"].Hash)
 	out := HashAnnotationsAfterUpgrade(pod, ssC13(), t0)
-	assert.Contains(t, out[v1alpha1.SidecarSetHashAnnotation], `"hash":"bbb"`)
-	assert.Equal(t, "aaa", UpgradeSpecs(pod.Annotations, v1alpha1.SidecarSetHashAnnotation)["test-sidecarset"].Hash)
+	assert.Contains(t, out[v1beta1.SidecarSetHashAnnotation], `"hash":"bbb"`)
+	assert.Equal(t, "aaa", UpgradeSpecs(pod.Annotations, v1beta1.SidecarSetHashAnnotation)["test-sidecarset"].Hash)
 	assert.Equal(t, "aaa", PodHash(pod, "test-sidecarset"))
 
 	// A pod upgraded before (state recorded) whose sidecar is to change again.
-	pod.Annotations[v1alpha1.SidecarSetInplaceUpdateStateAnnotation] =
+	pod.Annotations[v1beta1.SidecarSetInplaceUpdateStateAnnotation] =
 		`{"test-sidecarset":{"revision":"zzz","updateTimestamp":null,"lastContainerStatuses":{"test-sidecar":{"imageID":"v0-id"}}}}`
 	next, changed, err := Upgrade(pod, ssC13(), t0)
 	require.NoError(t, err)
@@ -254,12 +254,12 @@ func TestUpgradeSpecsMemoIsNotWrittenThrough(t *testing.T) {
 	assert.Equal(t, "v0-id", theirs["test-sidecarset"].LastContainerStatuses["test-sidecar"].ImageID, "the pod's own record, untouched")
 
 	c := newMemo(func(raw string) map[string]UpgradeSpec {
-		specs, _ := v1alpha1.ParseUpgradeSpecs(raw)
+		specs, _ := v1beta1.ParseUpgradeSpecs(raw)
 		return specs
 	})
 	c.max = 2
 	for _, raw := range []string{`{"a":"1"}`, `{"b":"2"}`, `{"c":"3"}`, `{"a":"1"}`, "not json"} {
-		want, _ := v1alpha1.ParseUpgradeSpecs(raw)
+		want, _ := v1beta1.ParseUpgradeSpecs(raw)
 		assert.Equal(t, want, c.get(raw), raw)
 		assert.LessOrEqual(t, len(c.m), 2)
 	}

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
 
@@ -47,7 +47,7 @@ type RevisionPlan struct {
 // listed for ss (label kruise.io/sidecarset-name, controlled by ss or orphaned), pods its managed
 // pods (their recorded controllerRevision keeps a revision alive), namespace the kruise namespace
 // and collisionCount status.collisionCount. Nothing is modified; the caller applies the plan.
-func PlanRevisions(ss *v1alpha1.SidecarSet, existing []*appsv1.ControllerRevision, pods []*corev1.Pod, namespace string, collisionCount int32) (RevisionPlan, error) {
+func PlanRevisions(ss *v1beta1.SidecarSet, existing []*appsv1.ControllerRevision, pods []*corev1.Pod, namespace string, collisionCount int32) (RevisionPlan, error) {
 	if ss == nil {
 		return RevisionPlan{}, fmt.Errorf("rollout: nil SidecarSet")
 	}
@@ -85,7 +85,7 @@ func PlanRevisions(ss *v1alpha1.SidecarSet, existing []*appsv1.ControllerRevisio
 		plan.Action, plan.Latest = RevisionCreate, next
 		revs = append(revs, next)
 	}
-	if cv := ss.Labels[v1alpha1.SidecarSetCustomVersionLabel]; cv != "" && plan.Latest.Labels[v1alpha1.SidecarSetCustomVersionLabel] != cv {
+	if cv := ss.Spec.CustomVersion; cv != "" && plan.Latest.Labels[v1beta1.SidecarSetCustomVersionLabel] != cv {
 		plan.SetCustomVersion = cv
 	}
 	plan.Delete, plan.TruncateErr = truncate(ss, revs, pods)
@@ -94,9 +94,9 @@ func PlanRevisions(ss *v1alpha1.SidecarSet, existing []*appsv1.ControllerRevisio
 
 // NewRevision builds the ControllerRevision recording ss's current spec (compat §1.10): data.raw
 // from history.Raw, name from history.Name, labels = ss's labels + kruise.io/sidecarset-name +
-// controller.kubernetes.io/hash (the custom-version label comes with ss's labels), annotations =
-// all of ss's, and a controller owner reference to ss.
-func NewRevision(ss *v1alpha1.SidecarSet, namespace string, revision int64, collisionCount int32) (*appsv1.ControllerRevision, error) {
+// controller.kubernetes.io/hash + apps.kruise.io/sidecarset-custom-version from spec.customVersion,
+// annotations = all of ss's, and a controller owner reference to ss.
+func NewRevision(ss *v1beta1.SidecarSet, namespace string, revision int64, collisionCount int32) (*appsv1.ControllerRevision, error) {
 	raw, err := history.Raw(ss)
 	if err != nil {
 		return nil, err
@@ -105,8 +105,11 @@ func NewRevision(ss *v1alpha1.SidecarSet, namespace string, revision int64, coll
 	for k, v := range ss.Labels {
 		lbls[k] = v
 	}
-	lbls[v1alpha1.SidecarSetNameLabel] = ss.Name
-	lbls[v1alpha1.ControllerRevisionHashLabel] = history.Hash(raw, collisionCount)
+	lbls[v1beta1.SidecarSetNameLabel] = ss.Name
+	lbls[v1beta1.ControllerRevisionHashLabel] = history.Hash(raw, collisionCount)
+	if ss.Spec.CustomVersion != "" {
+		lbls[v1beta1.SidecarSetCustomVersionLabel] = ss.Spec.CustomVersion
+	}
 	ann := map[string]string{}
 	for k, v := range ss.Annotations {
 		ann[k] = v
@@ -119,7 +122,7 @@ func NewRevision(ss *v1alpha1.SidecarSet, namespace string, revision int64, coll
 			Labels:      lbls,
 			Annotations: ann,
 			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: v1alpha1.GroupVersion.String(), Kind: "SidecarSet", Name: ss.Name, UID: ss.UID,
+				APIVersion: v1beta1.GroupVersion.String(), Kind: "SidecarSet", Name: ss.Name, UID: ss.UID,
 				Controller: &isController, BlockOwnerDeletion: &block,
 			}},
 		},
@@ -148,7 +151,7 @@ func removeRevision(revs []*appsv1.ControllerRevision, old *appsv1.ControllerRev
 // ActiveRevisions are the revision names truncation must keep (compat §3.10): those recorded by a
 // pod's hash entry, injectionStrategy.revision.revisionName, and the newest revision labelled with
 // injectionStrategy.revision.customVersion.
-func ActiveRevisions(ss *v1alpha1.SidecarSet, revs []*appsv1.ControllerRevision, pods []*corev1.Pod) map[string]bool {
+func ActiveRevisions(ss *v1beta1.SidecarSet, revs []*appsv1.ControllerRevision, pods []*corev1.Pod) map[string]bool {
 	active := map[string]bool{}
 	if ss == nil {
 		return active
@@ -165,7 +168,7 @@ func ActiveRevisions(ss *v1alpha1.SidecarSet, revs []*appsv1.ControllerRevision,
 		if ref.CustomVersion != nil {
 			var match []*appsv1.ControllerRevision
 			for _, cr := range revs {
-				if cr != nil && cr.Labels[v1alpha1.SidecarSetCustomVersionLabel] == *ref.CustomVersion {
+				if cr != nil && cr.Labels[v1beta1.SidecarSetCustomVersionLabel] == *ref.CustomVersion {
 					match = append(match, cr)
 				}
 			}
@@ -181,7 +184,7 @@ func ActiveRevisions(ss *v1alpha1.SidecarSet, revs []*appsv1.ControllerRevision,
 // truncate is OpenKruise's truncateHistory over revs ordered oldest → latest: with more than
 // limit = max(1, revisionHistoryLimit or 10) revisions, delete the oldest inactive ones, never the
 // last; if active ones keep the count above the limit, report it.
-func truncate(ss *v1alpha1.SidecarSet, revs []*appsv1.ControllerRevision, pods []*corev1.Pod) ([]string, error) {
+func truncate(ss *v1beta1.SidecarSet, revs []*appsv1.ControllerRevision, pods []*corev1.Pod) ([]string, error) {
 	limit := 10
 	if l := ss.Spec.RevisionHistoryLimit; l != nil {
 		limit = max(1, int(*l))

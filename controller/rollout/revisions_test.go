@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 )
 
@@ -18,7 +18,7 @@ import (
 func apply(store map[string]*appsv1.ControllerRevision, p RevisionPlan) {
 	store[p.Latest.Name] = p.Latest
 	if p.SetCustomVersion != "" {
-		p.Latest.Labels[v1alpha1.SidecarSetCustomVersionLabel] = p.SetCustomVersion
+		p.Latest.Labels[v1beta1.SidecarSetCustomVersionLabel] = p.SetCustomVersion
 	}
 	for _, n := range p.Delete {
 		delete(store, n)
@@ -34,17 +34,17 @@ func list(store map[string]*appsv1.ControllerRevision) []*appsv1.ControllerRevis
 }
 
 func TestRevisionVector(t *testing.T) {
-	ss := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "sidecarset-test", Labels: map[string]string{"team": "a"}},
-		Spec: v1alpha1.SidecarSetSpec{Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "dns-f", Image: "dns:1.0"}}}}}
+	ss := &v1beta1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "sidecarset-test", Labels: map[string]string{"team": "a"}},
+		Spec: v1beta1.SidecarSetSpec{Containers: []v1beta1.SidecarContainer{{Container: corev1.Container{Name: "dns-f", Image: "dns:1.0"}}}}}
 	require.NoError(t, defaults.SidecarSetAndHash(ss))
 	p, err := PlanRevisions(ss, nil, nil, "kruise-system", 0)
 	require.NoError(t, err)
 	assert.Equal(t, RevisionCreate, p.Action)
 	assert.Equal(t, "sidecarset-test-788d67c95d", p.Latest.Name)
-	assert.Equal(t, "788d67c95d", p.Latest.Labels[v1alpha1.ControllerRevisionHashLabel])
-	assert.Equal(t, "sidecarset-test", p.Latest.Labels[v1alpha1.SidecarSetNameLabel])
+	assert.Equal(t, "788d67c95d", p.Latest.Labels[v1beta1.ControllerRevisionHashLabel])
+	assert.Equal(t, "sidecarset-test", p.Latest.Labels[v1beta1.SidecarSetNameLabel])
 	assert.Equal(t, "a", p.Latest.Labels["team"])
-	assert.Equal(t, ss.Annotations[v1alpha1.SidecarSetHashAnnotation], p.Latest.Annotations[v1alpha1.SidecarSetHashAnnotation])
+	assert.Equal(t, ss.Annotations[v1beta1.SidecarSetHashAnnotation], p.Latest.Annotations[v1beta1.SidecarSetHashAnnotation])
 	assert.Equal(t, "kruise-system", p.Latest.Namespace)
 	assert.Equal(t, int64(1), p.Latest.Revision)
 	require.Len(t, p.Latest.OwnerReferences, 1)
@@ -73,7 +73,7 @@ func TestRevisionsC10(t *testing.T) {
 	first := p.Latest.Name
 
 	orig := ss.DeepCopy()
-	ss.Spec.InitContainers = []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: "init", Image: "busybox"}}}
+	ss.Spec.InitContainers = []v1beta1.SidecarContainer{{Container: corev1.Container{Name: "init", Image: "busybox"}}}
 	ss.Spec.Volumes = []corev1.Volume{{Name: "v"}}
 	ss.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "s"}}
 	for i := 0; i < 5; i++ {
@@ -120,7 +120,7 @@ func TestTruncationC12(t *testing.T) {
 		var pods []*corev1.Pod
 		for i := 0; i < 100; i++ {
 			pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
-				v1alpha1.SidecarSetHashAnnotation: fmt.Sprintf(`{"sidecar":{"hash":"h","controllerRevision":"sidecar-%d"}}`, i%k+1)}}})
+				v1beta1.SidecarSetHashAnnotation: fmt.Sprintf(`{"sidecar":{"hash":"h","controllerRevision":"sidecar-%d"}}`, i%k+1)}}})
 		}
 		return pods
 	}
@@ -145,10 +145,10 @@ func TestTruncationC12(t *testing.T) {
 func TestActiveRevisionsFromInjectionStrategy(t *testing.T) {
 	ss := ssC13()
 	name, cv := "r-2", "v1"
-	ss.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{RevisionName: &name, CustomVersion: &cv}
+	ss.Spec.InjectionStrategy.Revision = &v1beta1.SidecarSetInjectRevision{RevisionName: &name, CustomVersion: &cv}
 	revs := []*appsv1.ControllerRevision{
-		{ObjectMeta: metav1.ObjectMeta{Name: "r-3", Labels: map[string]string{v1alpha1.SidecarSetCustomVersionLabel: "v1"}}, Revision: 3},
-		{ObjectMeta: metav1.ObjectMeta{Name: "r-1", Labels: map[string]string{v1alpha1.SidecarSetCustomVersionLabel: "v1"}}, Revision: 1},
+		{ObjectMeta: metav1.ObjectMeta{Name: "r-3", Labels: map[string]string{v1beta1.SidecarSetCustomVersionLabel: "v1"}}, Revision: 3},
+		{ObjectMeta: metav1.ObjectMeta{Name: "r-1", Labels: map[string]string{v1beta1.SidecarSetCustomVersionLabel: "v1"}}, Revision: 1},
 	}
 	assert.Equal(t, map[string]bool{"r-2": true, "r-3": true}, ActiveRevisions(ss, revs, nil))
 
@@ -163,7 +163,7 @@ func TestCustomVersionLabel(t *testing.T) {
 	ss := ssC13()
 	p, err := PlanRevisions(ss, nil, nil, "ns", 0)
 	require.NoError(t, err)
-	ss.Labels = map[string]string{v1alpha1.SidecarSetCustomVersionLabel: "v7"}
+	ss.Spec.CustomVersion = "v7"
 	p2, err := PlanRevisions(ss, []*appsv1.ControllerRevision{p.Latest}, nil, "ns", 0)
 	require.NoError(t, err)
 	assert.Equal(t, RevisionReuse, p2.Action, "labels are not part of data.raw")

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // Scope is where a SidecarSet's controller looks for its pods (compat §3.3): pods matching Pods in
@@ -15,21 +15,23 @@ import (
 // manages are those in scope that also pass IsManaged.
 type Scope struct {
 	Pods labels.Selector
-	// Namespace, when not empty, is the only namespace (spec.namespace).
+	// Namespace, when not empty, is the only namespace: the namespaceSelector is one on the
+	// namespace's name label alone (what a v1alpha1 spec.namespace converts into), so pods are
+	// listed in that namespace only.
 	Namespace string
 	// Namespaces selects namespaces by their labels (spec.namespaceSelector); nil means all.
 	Namespaces labels.Selector
 }
 
 // ScopeOf reads ss's selectors. An unparsable selector is an error: OpenKruise lists no pods then.
-func ScopeOf(ss *v1alpha1.SidecarSet) (Scope, error) {
+func ScopeOf(ss *v1beta1.SidecarSet) (Scope, error) {
 	var s Scope
 	var err error
 	if s.Pods, err = metav1.LabelSelectorAsSelector(ss.Spec.Selector); err != nil {
 		return Scope{}, fmt.Errorf("spec.selector: %w", err)
 	}
-	if ss.Spec.Namespace != "" {
-		s.Namespace = ss.Spec.Namespace
+	if ns := ss.Spec.NamespaceSelector; ns != nil && len(ns.MatchLabels) == 1 && len(ns.MatchExpressions) == 0 && ns.MatchLabels[v1beta1.NamespaceNameLabel] != "" {
+		s.Namespace = ns.MatchLabels[v1beta1.NamespaceNameLabel]
 		return s, nil
 	}
 	if ss.Spec.NamespaceSelector != nil {

@@ -8,15 +8,15 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // Status computes ss's status over its managed pods (those passing IsManaged) as OpenKruise's
 // calculateStatus does (compat §3.4). latestRevision and collisionCount come from the revision
 // decision (Revisions). It depends on nothing but its arguments, so the controller can recompute
 // it on any pod event, deletions included (unlike OpenKruise, quirk Q16).
-func Status(ss *v1alpha1.SidecarSet, pods []*corev1.Pod, latestRevision string, collisionCount int32) v1alpha1.SidecarSetStatus {
-	st := v1alpha1.SidecarSetStatus{LatestRevision: latestRevision, CollisionCount: &collisionCount}
+func Status(ss *v1beta1.SidecarSet, pods []*corev1.Pod, latestRevision string, collisionCount int32) v1beta1.SidecarSetStatus {
+	st := v1beta1.SidecarSetStatus{LatestRevision: latestRevision, CollisionCount: &collisionCount}
 	if ss != nil {
 		st.ObservedGeneration = ss.Generation
 		// Conditions are not counted from pods: the controller sets them apart.
@@ -44,7 +44,7 @@ func Status(ss *v1alpha1.SidecarSet, pods []*corev1.Pod, latestRevision string, 
 // StatusEqual reports whether two statuses are the same, so that the controller writes the
 // status subresource only when something changed (collisionCount compared by value, nil and empty
 // conditions alike).
-func StatusEqual(a, b v1alpha1.SidecarSetStatus) bool {
+func StatusEqual(a, b v1beta1.SidecarSetStatus) bool {
 	return apiequality.Semantic.DeepEqual(a, b)
 }
 

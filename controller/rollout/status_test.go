@@ -7,12 +7,12 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 func TestStatusEqual(t *testing.T) {
 	one, one2, two := int32(1), int32(1), int32(2)
-	a := v1alpha1.SidecarSetStatus{MatchedPods: 1, CollisionCount: &one}
+	a := v1beta1.SidecarSetStatus{MatchedPods: 1, CollisionCount: &one}
 	b := a
 	b.CollisionCount = &one2
 	assert.True(t, StatusEqual(a, b))

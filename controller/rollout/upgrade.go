@@ -9,12 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // SidecarList is the sidecarList an upgrade records for ss (compat §1.11): sorted names of its
 // containers and native init sidecars, a HotUpgrade sidecar under its SidecarSet name.
-func SidecarList(ss *v1alpha1.SidecarSet) []string {
+func SidecarList(ss *v1beta1.SidecarSet) []string {
 	if ss == nil {
 		return []string{}
 	}
@@ -38,28 +38,28 @@ func SidecarList(ss *v1alpha1.SidecarSet) []string {
 // structured form (its values unchanged). The pod is not modified; the caller patches the
 // returned keys. Converted legacy entries get their own SidecarSet name (OpenKruise writes the
 // upgrading SidecarSet's name into every converted entry, which is a bug).
-func HashAnnotationsAfterUpgrade(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now time.Time) map[string]string {
+func HashAnnotationsAfterUpgrade(pod *corev1.Pod, ss *v1beta1.SidecarSet, now time.Time) map[string]string {
 	out := map[string]string{}
 	ann := podAnnotations(pod)
-	specs := maps.Clone(UpgradeSpecs(ann, v1alpha1.SidecarSetHashAnnotation))
-	if isLegacy(ann[v1alpha1.SidecarSetHashAnnotation]) {
+	specs := maps.Clone(UpgradeSpecs(ann, v1beta1.SidecarSetHashAnnotation))
+	if isLegacy(ann[v1beta1.SidecarSetHashAnnotation]) {
 		for k, v := range specs {
 			v.UpdateTimestamp = metav1.NewTime(now)
 			specs[k] = v
 		}
-		if raw := ann[v1alpha1.SidecarSetHashWithoutImageAnnotation]; isLegacy(raw) {
-			wi := maps.Clone(UpgradeSpecs(ann, v1alpha1.SidecarSetHashWithoutImageAnnotation))
+		if raw := ann[v1beta1.SidecarSetHashWithoutImageAnnotation]; isLegacy(raw) {
+			wi := maps.Clone(UpgradeSpecs(ann, v1beta1.SidecarSetHashWithoutImageAnnotation))
 			for k, v := range wi {
 				v.UpdateTimestamp = metav1.NewTime(now)
 				wi[k] = v
 			}
-			out[v1alpha1.SidecarSetHashWithoutImageAnnotation] = mustJSON(wi)
+			out[v1beta1.SidecarSetHashWithoutImageAnnotation] = mustJSON(wi)
 		}
 	}
 	name := ssName(ss)
 	entry := UpgradeSpec{
 		UpdateTimestamp: metav1.NewTime(now),
-		Hash:            ssAnnotation(ss, v1alpha1.SidecarSetHashAnnotation),
+		Hash:            ssAnnotation(ss, v1beta1.SidecarSetHashAnnotation),
 		SidecarSetName:  name,
 		SidecarList:     SidecarList(ss),
 	}
@@ -67,7 +67,7 @@ func HashAnnotationsAfterUpgrade(pod *corev1.Pod, ss *v1alpha1.SidecarSet, now t
 		entry.ControllerRevision = ss.Status.LatestRevision
 	}
 	specs[name] = entry
-	out[v1alpha1.SidecarSetHashAnnotation] = mustJSON(specs)
+	out[v1beta1.SidecarSetHashAnnotation] = mustJSON(specs)
 	return out
 }
 
@@ -92,7 +92,7 @@ func mustJSON(v any) string {
 
 // IsHotUpgrading reports whether a HotUpgrade sidecar of ss in pod is between its upgrade and its
 // reset (compat §3.9): the non-working twin does not run the empty image.
-func IsHotUpgrading(pod *corev1.Pod, ss *v1alpha1.SidecarSet) bool {
+func IsHotUpgrading(pod *corev1.Pod, ss *v1beta1.SidecarSet) bool {
 	if pod == nil || ss == nil {
 		return false
 	}

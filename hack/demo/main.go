@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/manifest"
 	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
 	"github.com/sidecarops/sidecarops/internal/testing/kwok"
@@ -90,7 +91,7 @@ func run(root string, once bool, out io.Writer) error {
 		return err
 	}
 	step(out, "applying %s", strings.Join(exampleDirs, ", "))
-	pods, err := apply(ctx, c.Client, objs)
+	pods, err := apply(ctx, out, c.Client, objs)
 	if err != nil {
 		return err
 	}
@@ -142,9 +143,10 @@ func step(out io.Writer, format string, args ...any) {
 	fmt.Fprintf(out, "\n==> "+format+"\n", args...)
 }
 
-// apply creates Namespaces, then SidecarSets, and returns the pods the workloads would create:
-// the demo's API server runs no controllers, so nothing turns a Deployment into pods by itself.
-func apply(ctx context.Context, cl client.Client, objs []*manifest.Object) ([]*corev1.Pod, error) {
+// apply creates Namespaces, then SidecarSets in the version each example is written in, and returns
+// the pods the workloads would create: the demo's API server runs no controllers, so nothing turns
+// a Deployment into pods by itself.
+func apply(ctx context.Context, out io.Writer, cl client.Client, objs []*manifest.Object) ([]*corev1.Pod, error) {
 	var pods []*corev1.Pod
 	namespaces := map[string]bool{}
 	for _, o := range objs {
@@ -156,10 +158,14 @@ func apply(ctx context.Context, cl client.Client, objs []*manifest.Object) ([]*c
 		}
 	}
 	for _, o := range objs {
-		if ss, ok := o.Obj.(*v1alpha1.SidecarSet); ok {
-			if err := create(ctx, cl, ss); err != nil {
+		switch ss := o.Obj.(type) {
+		case *v1alpha1.SidecarSet, *v1beta1.SidecarSet:
+			obj := ss.(client.Object)
+			gvk := obj.GetObjectKind().GroupVersionKind()
+			if err := create(ctx, cl, obj); err != nil {
 				return nil, fmt.Errorf("%s: %w", o, err)
 			}
+			fmt.Fprintf(out, "SidecarSet %s created as %s\n", obj.GetName(), gvk.GroupVersion())
 		}
 	}
 	for _, o := range objs {
@@ -202,7 +208,7 @@ func createPods(ctx context.Context, cl client.Client, pods []*corev1.Pod) ([]*c
 			if err := cl.Create(ctx, probe, client.DryRunAll); err != nil {
 				return nil, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
 			}
-			if probe.Annotations[v1alpha1.SidecarSetListAnnotation] != "" {
+			if probe.Annotations[v1beta1.SidecarSetListAnnotation] != "" {
 				if !settled {
 					settled, deadline = true, time.Now().Add(3*time.Second)
 				}
@@ -244,7 +250,7 @@ func waitRunning(ctx context.Context, cl client.Client, p *corev1.Pod) (*corev1.
 }
 
 func printPod(out io.Writer, p *corev1.Pod) error {
-	fmt.Fprintf(out, "\npod %s/%s — %s, injected: %q\n", p.Namespace, p.Name, p.Status.Phase, p.Annotations[v1alpha1.SidecarSetListAnnotation])
+	fmt.Fprintf(out, "\npod %s/%s — %s, injected: %q\n", p.Namespace, p.Name, p.Status.Phase, p.Annotations[v1beta1.SidecarSetListAnnotation])
 	show := func(kind string, cs []corev1.Container) {
 		for _, c := range cs {
 			fmt.Fprintf(out, "  %-15s %-28s %s\n", kind, c.Name, c.Image)
@@ -282,7 +288,7 @@ func printPrefilter(ctx context.Context, out io.Writer, cl client.Client) error 
 }
 
 func printSidecarSets(ctx context.Context, out io.Writer, cl client.Client) error {
-	var list v1alpha1.SidecarSetList
+	var list v1beta1.SidecarSetList
 	if err := cl.List(ctx, &list); err != nil {
 		return err
 	}
@@ -302,7 +308,7 @@ const rolloutImage = "fluent/fluent-bit:3.3"
 // upgraded every pod it manages and kwok reports them running it, and prints each pod's sidecar
 // before and after: same pod (UID), new image, one in-place restart.
 func rollout(ctx context.Context, out io.Writer, cl client.Client, name, image string) error {
-	ss := &v1alpha1.SidecarSet{}
+	ss := &v1beta1.SidecarSet{}
 	if err := cl.Get(ctx, client.ObjectKey{Name: name}, ss); err != nil {
 		return err
 	}
@@ -335,7 +341,7 @@ func rollout(ctx context.Context, out io.Writer, cl client.Client, name, image s
 			return err
 		}
 		for _, cs := range p.Status.ContainerStatuses {
-			if cs.Name != sidecar || !strings.Contains(p.Annotations[v1alpha1.SidecarSetListAnnotation], name) {
+			if cs.Name != sidecar || !strings.Contains(p.Annotations[v1beta1.SidecarSetListAnnotation], name) {
 				continue
 			}
 			same := "same pod"

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
@@ -28,13 +28,13 @@ import (
 var fixedInjector = &mutation.Injector{Now: func() time.Time { return time.Unix(1700000000, 0) }, Rand: func() float64 { return 0 }}
 
 // sidecarSet is a defaulted, hashed SidecarSet selecting app=<app> with one container <name>-c.
-func sidecarSet(t *testing.T, name, app string, mutate ...func(*v1alpha1.SidecarSet)) *v1alpha1.SidecarSet {
+func sidecarSet(t *testing.T, name, app string, mutate ...func(*v1beta1.SidecarSet)) *v1beta1.SidecarSet {
 	t.Helper()
-	ss := &v1alpha1.SidecarSet{
+	ss := &v1beta1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.SidecarSetSpec{
+		Spec: v1beta1.SidecarSetSpec{
 			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
-			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: name + "-c", Image: "busybox"}}},
+			Containers: []v1beta1.SidecarContainer{{Container: corev1.Container{Name: name + "-c", Image: "busybox"}}},
 		},
 	}
 	for _, m := range mutate {
@@ -57,7 +57,7 @@ func gates(t *testing.T) *bundle.Bundle {
 	return b
 }
 
-func snapshotOf(t *testing.T, admin []*bundle.Bundle, sets ...*v1alpha1.SidecarSet) *engine.Snapshot {
+func snapshotOf(t *testing.T, admin []*bundle.Bundle, sets ...*v1beta1.SidecarSet) *engine.Snapshot {
 	t.Helper()
 	snap, core, err := Snapshot(context.Background(), Policies{State: bundles.State{SidecarSets: sets}, Admin: admin})
 	require.NoError(t, err)
@@ -79,8 +79,8 @@ func pod(ns string, labels map[string]string, mutate ...func(*corev1.Pod)) *core
 func TestPod(t *testing.T) {
 	// missing points injectionStrategy.revision at a ControllerRevision nobody has: such a pod
 	// cannot be injected (compat §1.5, quirk Q6).
-	missing := func(ss *v1alpha1.SidecarSet) {
-		ss.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{RevisionName: ptr.To("gone-123")}
+	missing := func(ss *v1beta1.SidecarSet) {
+		ss.Spec.InjectionStrategy.Revision = &v1beta1.SidecarSetInjectRevision{RevisionName: ptr.To("gone-123")}
 	}
 	snap := snapshotOf(t, []*bundle.Bundle{gates(t)},
 		sidecarSet(t, "log", "web"), sidecarSet(t, "mesh", "web"), sidecarSet(t, "broken", "pinned", missing))
@@ -170,28 +170,28 @@ func TestValidateSidecarSet(t *testing.T) {
 	snap := snapshotOf(t, nil, existing)
 	for _, tc := range []struct {
 		name   string
-		ss     *v1alpha1.SidecarSet
-		old    *v1alpha1.SidecarSet
+		ss     *v1beta1.SidecarSet
+		old    *v1beta1.SidecarSet
 		fields []string
 	}{
 		{name: "valid", ss: sidecarSet(t, "mesh", "web")},
-		{name: "defaulted first (decision D5): a volume without a source becomes an emptyDir", ss: func() *v1alpha1.SidecarSet {
+		{name: "defaulted first (decision D5): a volume without a source becomes an emptyDir", ss: func() *v1beta1.SidecarSet {
 			ss := sidecarSet(t, "mesh", "web")
 			ss.Spec.Volumes = []corev1.Volume{{Name: "v"}}
 			return ss
 		}()},
-		{name: "single-object rules first: no selector", ss: func() *v1alpha1.SidecarSet {
+		{name: "single-object rules first: no selector", ss: func() *v1beta1.SidecarSet {
 			ss := sidecarSet(t, "mesh", "web")
 			ss.Spec.Selector = nil
 			return ss
 		}(), fields: []string{"spec.selector"}},
-		{name: "then the policies: a container name another SidecarSet owns", ss: sidecarSet(t, "mesh", "web", func(ss *v1alpha1.SidecarSet) {
+		{name: "then the policies: a container name another SidecarSet owns", ss: sidecarSet(t, "mesh", "web", func(ss *v1beta1.SidecarSet) {
 			ss.Spec.Containers[0].Name = "log-c"
 		}), fields: []string{"spec.containers[0].name"}},
 		{name: "UPDATE: a collision the old version already had is not refused (decision D7)", ss: collidingMesh(t, "web", "mesh:2"), old: collidingMesh(t, "web", "mesh:1")},
 		{name: "UPDATE: a new collision is", ss: collidingMesh(t, "web", "mesh:2"), old: collidingMesh(t, "db", "mesh:1"), fields: []string{"spec.containers[0].name"}},
-		{name: "UPDATE: containers cannot be added (quirk Q2)", old: sidecarSet(t, "log", "web"), ss: sidecarSet(t, "log", "web", func(ss *v1alpha1.SidecarSet) {
-			ss.Spec.Containers = append(ss.Spec.Containers, v1alpha1.SidecarContainer{Container: corev1.Container{Name: "extra", Image: "busybox"}})
+		{name: "UPDATE: containers cannot be added (quirk Q2)", old: sidecarSet(t, "log", "web"), ss: sidecarSet(t, "log", "web", func(ss *v1beta1.SidecarSet) {
+			ss.Spec.Containers = append(ss.Spec.Containers, v1beta1.SidecarContainer{Container: corev1.Container{Name: "extra", Image: "busybox"}})
 		}), fields: []string{"spec.containers[1].name"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -203,8 +203,8 @@ func TestValidateSidecarSet(t *testing.T) {
 }
 
 // collidingMesh is SidecarSet mesh selecting app=<app> with a container named as log's.
-func collidingMesh(t *testing.T, app, image string) *v1alpha1.SidecarSet {
-	return sidecarSet(t, "mesh", app, func(ss *v1alpha1.SidecarSet) {
+func collidingMesh(t *testing.T, app, image string) *v1beta1.SidecarSet {
+	return sidecarSet(t, "mesh", app, func(ss *v1beta1.SidecarSet) {
 		ss.Spec.Containers[0].Name, ss.Spec.Containers[0].Image = "log-c", image
 	})
 }
@@ -212,8 +212,8 @@ func collidingMesh(t *testing.T, app, image string) *v1alpha1.SidecarSet {
 // Two SidecarSets that collide on a pod (admitted at the same moment): the older injects, the newer
 // is withheld, and the pod stays one the API server accepts.
 func TestPodWithholdsTheNewerOfTwoColliding(t *testing.T) {
-	at := func(sec int64) func(*v1alpha1.SidecarSet) {
-		return func(ss *v1alpha1.SidecarSet) {
+	at := func(sec int64) func(*v1beta1.SidecarSet) {
+		return func(ss *v1beta1.SidecarSet) {
 			ss.CreationTimestamp = metav1.Unix(sec, 0)
 			ss.Spec.Containers[0].Name = "proxy"
 		}
@@ -240,13 +240,13 @@ func TestConflictFinder(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string
-		ss      *v1alpha1.SidecarSet
+		ss      *v1beta1.SidecarSet
 		others  []string
 		current bool
 	}{
 		{name: "held as it is", ss: log, others: []string{"mesh"}, current: true},
-		{name: "a newer generation than held", ss: func() *v1alpha1.SidecarSet { ss := log.DeepCopy(); ss.Generation = 3; return ss }()},
-		{name: "another object of the same name", ss: func() *v1alpha1.SidecarSet { ss := log.DeepCopy(); ss.UID = "uid-2"; return ss }()},
+		{name: "a newer generation than held", ss: func() *v1beta1.SidecarSet { ss := log.DeepCopy(); ss.Generation = 3; return ss }()},
+		{name: "another object of the same name", ss: func() *v1beta1.SidecarSet { ss := log.DeepCopy(); ss.UID = "uid-2"; return ss }()},
 		{name: "not held yet", ss: sidecarSet(t, "new", "web")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -296,7 +296,7 @@ func TestSnapshotWhitelistFallback(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			called := false
 			snap, _, err := Snapshot(context.Background(), Policies{
-				State: bundles.State{SidecarSets: []*v1alpha1.SidecarSet{sidecarSet(t, "log", "web")}},
+				State: bundles.State{SidecarSets: []*v1beta1.SidecarSet{sidecarSet(t, "log", "web")}},
 				Admin: tc.admin,
 				Whitelist: func() (*bundle.Bundle, error) {
 					called = true
@@ -323,7 +323,7 @@ func TestSnapshotWhitelistFallback(t *testing.T) {
 }
 
 func TestSnapshotReuse(t *testing.T) {
-	sets := []*v1alpha1.SidecarSet{sidecarSet(t, "log", "web")}
+	sets := []*v1beta1.SidecarSet{sidecarSet(t, "log", "web")}
 	prev := snapshotOf(t, nil, sets...)
 	var seen string
 	snap, core, err := Snapshot(context.Background(), Policies{
@@ -344,7 +344,7 @@ func TestSnapshotReuse(t *testing.T) {
 // without /spec). The API server always sends both; the webhook must not answer a patch that does
 // not apply to what anyone else sends.
 func TestPodPatchAppliesToWhatArrived(t *testing.T) {
-	snap := snapshotOf(t, nil, sidecarSet(t, "log", "web"), sidecarSet(t, "anything", "", func(ss *v1alpha1.SidecarSet) {
+	snap := snapshotOf(t, nil, sidecarSet(t, "log", "web"), sidecarSet(t, "anything", "", func(ss *v1beta1.SidecarSet) {
 		ss.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpDoesNotExist}}}
 	}))
 	for name, raw := range map[string]string{

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/validation"
@@ -18,12 +18,12 @@ import (
 // checks against snap's other SidecarSets and the whitelist, as OpenKruise does. old is validated
 // as stored: defaulting it could make an upgradeType that was never set look immutable. The error
 // is a failure to evaluate the policies; a refusal is the ErrorList.
-func ValidateSidecarSet(ctx context.Context, snap *engine.Snapshot, ss, old *v1alpha1.SidecarSet) (field.ErrorList, error) {
+func ValidateSidecarSet(ctx context.Context, snap *engine.Snapshot, ss, old *v1beta1.SidecarSet) (field.ErrorList, error) {
 	defaults.SidecarSet(ss)
 	if errs := validation.SidecarSet(ss, old, snap.History(), snap); len(errs) > 0 {
 		return errs, nil
 	}
-	var before *v1alpha1.SidecarSet
+	var before *v1beta1.SidecarSet
 	if old != nil {
 		before = old.DeepCopy()
 		defaults.SidecarSet(before)
@@ -40,7 +40,7 @@ type ConflictFinder struct {
 // Conflicts names the other SidecarSets that ss collides with (decision D7), sorted. current is
 // false, and nothing is evaluated, while the snapshot does not hold ss at its generation: the
 // answer would be about another version. The snapshot's own (defaulted) copy is evaluated.
-func (f ConflictFinder) Conflicts(ctx context.Context, ss *v1alpha1.SidecarSet) (others []string, current bool, err error) {
+func (f ConflictFinder) Conflicts(ctx context.Context, ss *v1beta1.SidecarSet) (others []string, current bool, err error) {
 	snap := f.Snapshots.Current()
 	if snap == nil {
 		return nil, false, nil

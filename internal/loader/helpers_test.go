@@ -30,7 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
 )
@@ -125,12 +125,12 @@ func eventually(t *testing.T, cond func() bool, msg string, args ...any) {
 	}
 }
 
-func sidecarSet(name string, matchLabels map[string]string, mutate ...func(*v1alpha1.SidecarSet)) *v1alpha1.SidecarSet {
-	ss := &v1alpha1.SidecarSet{
+func sidecarSet(name string, matchLabels map[string]string, mutate ...func(*v1beta1.SidecarSet)) *v1beta1.SidecarSet {
+	ss := &v1beta1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.SidecarSetSpec{
+		Spec: v1beta1.SidecarSetSpec{
 			Selector:   &metav1.LabelSelector{MatchLabels: matchLabels},
-			Containers: []v1alpha1.SidecarContainer{{}},
+			Containers: []v1beta1.SidecarContainer{{}},
 		},
 	}
 	ss.Spec.Containers[0].Name = name + "-c"

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // EventSource is the reporting controller of the loader's Events.
@@ -60,8 +60,8 @@ func SetupWithManager(mgr manager.Manager, st *Loader, opts ManagerOptions) erro
 	if opts.Namespace == "" {
 		return errors.New("loader: ManagerOptions.Namespace is required")
 	}
-	if _, _, err := mgr.GetScheme().ObjectKinds(&v1alpha1.SidecarSet{}); err != nil {
-		return fmt.Errorf("loader: the manager's scheme lacks SidecarSet (add api/v1alpha1.AddToScheme): %w", err)
+	if _, _, err := mgr.GetScheme().ObjectKinds(&v1beta1.SidecarSet{}); err != nil {
+		return fmt.Errorf("loader: the manager's scheme lacks SidecarSet (add api/v1beta1.AddToScheme): %w", err)
 	}
 	var obj client.Object
 	switch {
@@ -88,7 +88,7 @@ func SetupWithManager(mgr manager.Manager, st *Loader, opts ManagerOptions) erro
 // every one in the cluster (DaemonSet and StatefulSet revisions, every ConfigMap) and need
 // cluster-wide RBAC for them.
 func CacheByObject(namespace, revisionNamespace string) map[client.Object]cache.ByObject {
-	hasOwner, _ := labels.NewRequirement(v1alpha1.SidecarSetNameLabel, selection.Exists, nil)
+	hasOwner, _ := labels.NewRequirement(v1beta1.SidecarSetNameLabel, selection.Exists, nil)
 	return map[client.Object]cache.ByObject{
 		&appsv1.ControllerRevision{}: {
 			Namespaces: map[string]cache.Config{revisionNamespace: {}},
@@ -96,7 +96,7 @@ func CacheByObject(namespace, revisionNamespace string) map[client.Object]cache.
 		},
 		&corev1.ConfigMap{}: {
 			Namespaces: map[string]cache.Config{namespace: {}},
-			Field:      fields.OneTermEqualSelector("metadata.name", v1alpha1.KruiseConfigurationName),
+			Field:      fields.OneTermEqualSelector("metadata.name", v1beta1.KruiseConfigurationName),
 		},
 	}
 }
@@ -143,20 +143,20 @@ func (f *feed) Start(ctx context.Context) error {
 // restrictions still feeds only the right objects.
 func newHandlers(st *Loader, namespace, revisionNamespace string) []kindHandler {
 	isRevision := func(cr *appsv1.ControllerRevision) bool {
-		_, ok := cr.Labels[v1alpha1.SidecarSetNameLabel]
+		_, ok := cr.Labels[v1beta1.SidecarSetNameLabel]
 		return cr.Namespace == revisionNamespace && ok
 	}
 	isConfig := func(cm *corev1.ConfigMap) bool {
-		return cm.Namespace == namespace && cm.Name == v1alpha1.KruiseConfigurationName
+		return cm.Namespace == namespace && cm.Name == v1beta1.KruiseConfigurationName
 	}
 	return []kindHandler{
-		{&v1alpha1.SidecarSet{}, handlerFor(
-			func(ss *v1alpha1.SidecarSet) {
+		{&v1beta1.SidecarSet{}, handlerFor(
+			func(ss *v1beta1.SidecarSet) {
 				if err := st.SetSidecarSet(ss); err != nil {
 					st.log.Error(err, "SidecarSet ignored")
 				}
 			},
-			func(ss *v1alpha1.SidecarSet) { st.DeleteSidecarSet(ss.Name) })},
+			func(ss *v1beta1.SidecarSet) { st.DeleteSidecarSet(ss.Name) })},
 		{&corev1.Namespace{}, handlerFor(st.SetNamespace,
 			func(ns *corev1.Namespace) { st.DeleteNamespace(ns.Name) })},
 		{&appsv1.ControllerRevision{}, handlerFor(

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 const managerNS = "sidecarops-system"
@@ -41,7 +41,7 @@ func newFakeInformers(t *testing.T, objs ...client.Object) *fakeInformers {
 	f := &fakeInformers{informers: map[reflect.Type]toolscache.SharedIndexInformer{}, sources: map[reflect.Type]*fcache.FakeControllerSource{}}
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
-	for _, kind := range []client.Object{&v1alpha1.SidecarSet{}, &corev1.Namespace{}, &appsv1.ControllerRevision{}, &corev1.ConfigMap{}} {
+	for _, kind := range []client.Object{&v1beta1.SidecarSet{}, &corev1.Namespace{}, &appsv1.ControllerRevision{}, &corev1.ConfigMap{}} {
 		src := fcache.NewFakeControllerSource()
 		t.Cleanup(src.Shutdown)
 		typ := reflect.TypeOf(kind)
@@ -69,7 +69,7 @@ func revision(name, ns string, owner string) *appsv1.ControllerRevision {
 	cr := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Revision: 1,
 		Data: runtime.RawExtension{Raw: []byte(`{"spec":{}}`)}}
 	if owner != "" {
-		cr.Labels = map[string]string{v1alpha1.SidecarSetNameLabel: owner}
+		cr.Labels = map[string]string{v1beta1.SidecarSetNameLabel: owner}
 	}
 	return cr
 }
@@ -79,7 +79,7 @@ func TestFeedFromInformers(t *testing.T) {
 	wl.Namespace = managerNS
 	otherCM := wl.DeepCopy()
 	otherCM.Name = "something-else"
-	otherCM.Data[v1alpha1.PatchPodMetadataWhiteListKey] = `{"rules": 5}` // would be refused if read
+	otherCM.Data[v1beta1.PatchPodMetadataWhiteListKey] = `{"rules": 5}` // would be refused if read
 	ss := sidecarSet("log", map[string]string{"app": "web"})
 	infs := newFakeInformers(t,
 		ss,
@@ -136,7 +136,7 @@ func TestHandlersTombstones(t *testing.T) {
 	for _, k := range hs {
 		byType[reflect.TypeOf(k.obj)] = k.handler
 	}
-	ssH := byType[reflect.TypeOf(&v1alpha1.SidecarSet{})]
+	ssH := byType[reflect.TypeOf(&v1beta1.SidecarSet{})]
 	ss := sidecarSet("a", map[string]string{"app": "web"})
 	ssH.OnAdd(ss, true)
 	require.Contains(t, h.st.sidecarSets, "a")
@@ -147,7 +147,7 @@ func TestHandlersTombstones(t *testing.T) {
 	// The cache's objects are shared: the Loader stores a defaulted copy and leaves them alone.
 	ssH.OnUpdate(nil, ss)
 	assert.Empty(t, ss.Annotations, "the informer's object is not modified")
-	assert.NotEmpty(t, h.st.sidecarSets["a"].Annotations[v1alpha1.SidecarSetHashAnnotation])
+	assert.NotEmpty(t, h.st.sidecarSets["a"].Annotations[v1beta1.SidecarSetHashAnnotation])
 
 	nsH := byType[reflect.TypeOf(&corev1.Namespace{})]
 	nsH.OnAdd(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "n"}}, false)
@@ -188,11 +188,11 @@ func TestCacheByObject(t *testing.T) {
 		switch obj.(type) {
 		case *appsv1.ControllerRevision:
 			assert.Equal(t, map[string]cache.Config{"kruise-system": {}}, o.Namespaces, "revisions where --revision-namespace says")
-			assert.True(t, o.Label.Matches(labels.Set{v1alpha1.SidecarSetNameLabel: "x"}))
+			assert.True(t, o.Label.Matches(labels.Set{v1beta1.SidecarSetNameLabel: "x"}))
 			assert.False(t, o.Label.Matches(labels.Set{"controller.kubernetes.io/hash": "x"}))
 		case *corev1.ConfigMap:
 			assert.Equal(t, map[string]cache.Config{managerNS: {}}, o.Namespaces, "the whitelist in the manager's namespace")
-			assert.True(t, o.Field.Matches(fields.Set{"metadata.name": v1alpha1.KruiseConfigurationName}))
+			assert.True(t, o.Field.Matches(fields.Set{"metadata.name": v1beta1.KruiseConfigurationName}))
 			assert.False(t, o.Field.Matches(fields.Set{"metadata.name": "other"}))
 		default:
 			t.Errorf("unexpected %T", obj)
@@ -219,7 +219,7 @@ func TestSetupWithManager(t *testing.T) {
 
 	full := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(full))
-	require.NoError(t, v1alpha1.AddToScheme(full))
+	require.NoError(t, v1beta1.AddToScheme(full))
 	h = newHarness(t, Options{})
 	h.st.events, h.st.eventObject = nil, nil // let SetupWithManager choose
 	require.NoError(t, SetupWithManager(newManager(full), h.st, ManagerOptions{Namespace: managerNS, PodName: "mgr-0", PodUID: "u-1"}))

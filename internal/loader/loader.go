@@ -25,7 +25,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/injector"
@@ -35,7 +35,7 @@ import (
 
 // ConfigMapSource is the source name of the whitelist converted from OpenKruise's kruise-configuration
 // ConfigMap, in metrics, logs and Events.
-const ConfigMapSource = v1alpha1.KruiseConfigurationName
+const ConfigMapSource = v1beta1.KruiseConfigurationName
 
 const (
 	defaultDebounce        = 200 * time.Millisecond
@@ -86,7 +86,7 @@ type Loader struct {
 	attemptedGen  uint64
 	attempted     bool
 	clusterSynced bool
-	sidecarSets   map[string]*v1alpha1.SidecarSet
+	sidecarSets   map[string]*v1beta1.SidecarSet
 	namespaces    map[string]*corev1.Namespace
 	revisions     map[string]*appsv1.ControllerRevision
 	whitelistCM   *string // the ConfigMap's whitelist value last converted; nil: key or ConfigMap absent
@@ -148,7 +148,7 @@ func New(eng *engine.Engine, opts Options) (*Loader, error) {
 		clock:       opts.Clock,
 		metrics:     m,
 		wake:        make(chan struct{}, 1),
-		sidecarSets: map[string]*v1alpha1.SidecarSet{},
+		sidecarSets: map[string]*v1beta1.SidecarSet{},
 		namespaces:  map[string]*corev1.Namespace{},
 		revisions:   map[string]*appsv1.ControllerRevision{},
 		sources:     map[string]*source{},
@@ -184,7 +184,7 @@ func (s *Loader) changedLocked() {
 // defaulted by the defaulting webhook, but not those created before it existed; defaulting a copy
 // keeps the hashes right either way. An update that changes nothing the policies or the injection
 // read (status counters, resourceVersion, managed fields) does not recompile.
-func (s *Loader) SetSidecarSet(ss *v1alpha1.SidecarSet) error {
+func (s *Loader) SetSidecarSet(ss *v1beta1.SidecarSet) error {
 	if ss == nil {
 		return errors.New("loader: nil SidecarSet")
 	}
@@ -199,7 +199,7 @@ func (s *Loader) SetSidecarSet(ss *v1alpha1.SidecarSet) error {
 
 // sameSidecarSet compares what bundles.Compile and the mutation read: labels, annotations (canary,
 // base, hashes), the spec, and status.latestRevision (written into injected pods).
-func sameSidecarSet(a, b *v1alpha1.SidecarSet) bool {
+func sameSidecarSet(a, b *v1beta1.SidecarSet) bool {
 	return apiequality.Semantic.DeepEqual(a.Labels, b.Labels) &&
 		apiequality.Semantic.DeepEqual(a.Annotations, b.Annotations) &&
 		apiequality.Semantic.DeepEqual(a.Spec, b.Spec) &&
@@ -265,7 +265,7 @@ func remove[T any](s *Loader, m map[string]T, name string) {
 func (s *Loader) SetConfigMap(cm *corev1.ConfigMap) {
 	var value *string
 	if cm != nil {
-		if v, ok := cm.Data[v1alpha1.PatchPodMetadataWhiteListKey]; ok {
+		if v, ok := cm.Data[v1beta1.PatchPodMetadataWhiteListKey]; ok {
 			value = &v
 		}
 	}

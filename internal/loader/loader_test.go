@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 func TestReadyOnlyAfterFirstCompile(t *testing.T) {
@@ -46,7 +46,7 @@ func TestReadyOnlyAfterFirstCompile(t *testing.T) {
 	assert.Equal(t, []string{"no hostNetwork"}, d.Denied)
 	ss, ok := h.eng.Current().SidecarSet("log")
 	require.True(t, ok)
-	assert.NotEmpty(t, ss.Annotations[v1alpha1.SidecarSetHashAnnotation], "stored SidecarSets are defaulted and hashed")
+	assert.NotEmpty(t, ss.Annotations[v1beta1.SidecarSetHashAnnotation], "stored SidecarSets are defaulted and hashed")
 	assert.Equal(t, 1.0, h.compiles(resultSuccess))
 }
 
@@ -175,7 +175,7 @@ func TestIrrelevantUpdatesDoNotRecompile(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"x": "1"}}}
 	h.st.SetNamespace(ns)
 	cr := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "a-1", Namespace: "sys",
-		Labels: map[string]string{v1alpha1.SidecarSetNameLabel: "a"}}, Revision: 1, Data: runtime.RawExtension{Raw: []byte(`{"spec":{}}`)}}
+		Labels: map[string]string{v1beta1.SidecarSetNameLabel: "a"}}, Revision: 1, Data: runtime.RawExtension{Raw: []byte(`{"spec":{}}`)}}
 	h.st.SetRevision(cr)
 	gen := h.st.gen
 
@@ -291,10 +291,10 @@ func TestOverlappingRootsRefused(t *testing.T) {
 	assert.Zero(t, h.compiles(resultFailure))
 }
 
-func whitelistedSidecarSet() *v1alpha1.SidecarSet {
-	return sidecarSet("patch", map[string]string{"app": "web"}, func(ss *v1alpha1.SidecarSet) {
-		ss.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{
-			Annotations: map[string]string{"logging.example.com/level": "debug"}, PatchPolicy: v1alpha1.SidecarSetOverwritePatchPolicy,
+func whitelistedSidecarSet() *v1beta1.SidecarSet {
+	return sidecarSet("patch", map[string]string{"app": "web"}, func(ss *v1beta1.SidecarSet) {
+		ss.Spec.PatchPodMetadata = []v1beta1.SidecarSetPatchPodMetadata{{
+			Annotations: map[string]string{"logging.example.com/level": "debug"}, PatchPolicy: v1beta1.SidecarSetOverwritePatchPolicy,
 		}}
 	})
 }
@@ -312,8 +312,8 @@ func whitelistViolations(t *testing.T, h *harness) []string {
 
 func kruiseConfig(rv, value string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.KruiseConfigurationName, Namespace: "kruise-system", ResourceVersion: rv},
-		Data:       map[string]string{v1alpha1.PatchPodMetadataWhiteListKey: value},
+		ObjectMeta: metav1.ObjectMeta{Name: v1beta1.KruiseConfigurationName, Namespace: "kruise-system", ResourceVersion: rv},
+		Data:       map[string]string{v1beta1.PatchPodMetadataWhiteListKey: value},
 	}
 }
 
@@ -403,7 +403,7 @@ func TestChangesOutsideTheBundleReachInjection(t *testing.T) {
 	ss := sidecarSet("a", map[string]string{"app": "web"})
 	require.NoError(t, h.st.SetSidecarSet(ss))
 	cr := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "a-1", Namespace: "sys",
-		Labels: map[string]string{v1alpha1.SidecarSetNameLabel: "a"}}, Revision: 1, Data: runtime.RawExtension{Raw: []byte(`{"spec":{}}`)}}
+		Labels: map[string]string{v1beta1.SidecarSetNameLabel: "a"}}, Revision: 1, Data: runtime.RawExtension{Raw: []byte(`{"spec":{}}`)}}
 	h.st.SetRevision(cr)
 	h.st.SetClusterSynced()
 	eventually(t, func() bool { return h.st.Ready() == nil }, "ready")
@@ -411,7 +411,7 @@ func TestChangesOutsideTheBundleReachInjection(t *testing.T) {
 
 	v := "1"
 	changed := ss.DeepCopy()
-	changed.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{CustomVersion: &v}
+	changed.Spec.InjectionStrategy.Revision = &v1beta1.SidecarSetInjectRevision{CustomVersion: &v}
 	changed.Status.LatestRevision = "a-1"
 	require.NoError(t, h.st.SetSidecarSet(changed))
 	eventually(t, func() bool {

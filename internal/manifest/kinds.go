@@ -17,6 +17,7 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // kind is one object kind the package reads.
@@ -34,14 +35,16 @@ type kind struct {
 
 var (
 	specTemplate    = []string{"spec", "template"}
-	kruiseV1beta1   = schema.GroupVersion{Group: v1alpha1.GroupVersion.Group, Version: "v1beta1"}
 	cronJobTemplate = []string{"spec", "jobTemplate", "spec", "template"}
 )
 
 // kinds is the only place that knows which kinds exist and where their pod templates live:
 // decoding, template views, write-back and patch paths are all derived from it.
 var kinds = []kind{
+	// SidecarSets in both versions: the caller turns a v1alpha1 one into the hub (package
+	// internal/sidecarset/versions), keeping it to name errors by the fields written.
 	{gvk: v1alpha1.GroupVersion.WithKind("SidecarSet"), proto: &v1alpha1.SidecarSet{}},
+	{gvk: v1beta1.GroupVersion.WithKind("SidecarSet"), proto: &v1beta1.SidecarSet{}},
 	{gvk: corev1.SchemeGroupVersion.WithKind("Namespace"), proto: &corev1.Namespace{}},
 	{gvk: appsv1.SchemeGroupVersion.WithKind("ControllerRevision"), proto: &appsv1.ControllerRevision{}},
 	{gvk: corev1.SchemeGroupVersion.WithKind("ConfigMap"), proto: &corev1.ConfigMap{}},
@@ -55,7 +58,7 @@ var kinds = []kind{
 	// OpenKruise's workloads: CloneSet, Advanced StatefulSet (served as v1beta1 and v1alpha1),
 	// Advanced DaemonSet and BroadcastJob.
 	{gvk: v1alpha1.GroupVersion.WithKind("CloneSet"), workload: true, template: specTemplate},
-	{gvk: kruiseV1beta1.WithKind("StatefulSet"), workload: true, template: specTemplate},
+	{gvk: v1beta1.GroupVersion.WithKind("StatefulSet"), workload: true, template: specTemplate},
 	{gvk: v1alpha1.GroupVersion.WithKind("StatefulSet"), workload: true, template: specTemplate},
 	{gvk: v1alpha1.GroupVersion.WithKind("DaemonSet"), workload: true, template: specTemplate},
 	{gvk: v1alpha1.GroupVersion.WithKind("BroadcastJob"), workload: true, template: specTemplate},

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // workload decodes one YAML document that must hold exactly one object.
@@ -150,7 +150,7 @@ func TestSetPodTemplate(t *testing.T) {
 			pod, ok := PodTemplate(obj, "default-ns")
 			require.True(t, ok)
 			pod.Labels["injected"] = "yes"
-			pod.Annotations[v1alpha1.SidecarSetListAnnotation] = "logging"
+			pod.Annotations[v1beta1.SidecarSetListAnnotation] = "logging"
 			pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "log-agent", Image: "fluent-bit"})
 			pod.Namespace = "not-written-back"
 			require.NoError(t, SetPodTemplate(obj, pod))
@@ -162,7 +162,7 @@ func TestSetPodTemplate(t *testing.T) {
 			back, ok := PodTemplate(obj, "default-ns")
 			require.True(t, ok)
 			assert.Equal(t, map[string]string{"app": "web", "injected": "yes"}, back.Labels)
-			assert.Equal(t, map[string]string{"a": "1", v1alpha1.SidecarSetListAnnotation: "logging"}, back.Annotations)
+			assert.Equal(t, map[string]string{"a": "1", v1beta1.SidecarSetListAnnotation: "logging"}, back.Annotations)
 			require.Len(t, back.Spec.Containers, 2)
 			assert.Equal(t, "fluent-bit", back.Spec.Containers[1].Image)
 			assert.NotEqual(t, "not-written-back", back.Namespace, "namespace is not written back")
@@ -248,12 +248,12 @@ spec:
 	pod, ok := PodTemplate(obj, "default")
 	require.True(t, ok)
 	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "agent", Image: "agent:1"})
-	pod.Annotations = map[string]string{v1alpha1.SidecarSetListAnnotation: "agent"}
+	pod.Annotations = map[string]string{v1beta1.SidecarSetListAnnotation: "agent"}
 	require.NoError(t, SetPodTemplate(obj, pod))
 	got := asJSON(t, obj)
 	gotSpec, wantSpec := got["spec"].(map[string]any), want["spec"].(map[string]any)
 	assert.Equal(t, map[string]any{
-		"metadata": map[string]any{"labels": map[string]any{"app": "web"}, "annotations": map[string]any{v1alpha1.SidecarSetListAnnotation: "agent"}},
+		"metadata": map[string]any{"labels": map[string]any{"app": "web"}, "annotations": map[string]any{v1beta1.SidecarSetListAnnotation: "agent"}},
 		"spec":     map[string]any{"containers": []any{map[string]any{"name": "web", "image": "nginx"}, map[string]any{"name": "agent", "image": "agent:1"}}},
 	}, gotSpec["template"], "the template is written as Encode writes typed objects: no resources: {}")
 	delete(gotSpec, "template")
@@ -306,7 +306,7 @@ func TestPodTemplatePointer(t *testing.T) {
 			pod, _ := PodTemplate(obj, "")
 			injected := pod.DeepCopy()
 			injected.Spec.Containers = append([]corev1.Container{{Name: "agent", Image: "agent:1"}}, injected.Spec.Containers...)
-			injected.Annotations[v1alpha1.SidecarSetListAnnotation] = "agent"
+			injected.Annotations[v1beta1.SidecarSetListAnnotation] = "agent"
 			injected.Labels = nil
 			before, err := json.Marshal(pod)
 			require.NoError(t, err)

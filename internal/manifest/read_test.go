@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // names renders objects as their String(), which carries source, document, item, kind and name.
@@ -214,13 +215,13 @@ func TestDecode(t *testing.T) {
 		},
 		{
 			name: "kinds of other groups pass through; a kind of a group read here in another version is refused",
-			in: "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n---\napiVersion: apps.kruise.io/v1beta1\nkind: SidecarSet\nmetadata: {name: t}\n" +
+			in: "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n---\napiVersion: apps.kruise.io/v2\nkind: SidecarSet\nmetadata: {name: t}\n" +
 				"---\napiVersion: apps/v1beta1\nkind: Deployment\n---\napiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: List}]\n" +
 				"---\napiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: vj}\n---\napiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: old}\n" +
 				"---\napiVersion: apps.kruise.io/v1alpha1\nkind: UnitedDeployment\nmetadata: {name: ud}\n",
 			want: []string{"f.yaml: document 1 (Service/s)", "f.yaml: document 5 (Job/vj)", "f.yaml: document 6 (Deployment/old)", "f.yaml: document 7 (UnitedDeployment/ud)"},
 			errs: []string{
-				`f.yaml: document 2 (SidecarSet/t): apiVersion: unsupported apiVersion "apps.kruise.io/v1beta1" for kind SidecarSet (supported: apps.kruise.io/v1alpha1)`,
+				`f.yaml: document 2 (SidecarSet/t): apiVersion: unsupported apiVersion "apps.kruise.io/v2" for kind SidecarSet (supported: apps.kruise.io/v1alpha1, apps.kruise.io/v1beta1)`,
 				`f.yaml: document 3 (Deployment): apiVersion: unsupported apiVersion "apps/v1beta1" for kind Deployment (supported: apps/v1)`,
 				"f.yaml: document 4 items[0] (List): kind: a List inside a List is not supported",
 			},
@@ -345,13 +346,13 @@ func TestDecodeEveryKind(t *testing.T) {
 	for i, o := range objs {
 		assert.IsType(t, want[i], o.Obj)
 		gvk := o.Obj.GetObjectKind().GroupVersionKind()
-		assert.Equal(t, kinds[i].gvk, gvk, "TypeMeta is kept")
+		assert.Equal(t, kindsByT[reflect.TypeOf(o.Obj)].gvk, gvk, "TypeMeta is kept")
 		assert.Equal(t, Position{Source: "kinds.yaml", Doc: i + 1, Item: -1}, o.Position)
 	}
 	// Spot checks that values land in the typed fields.
 	ss := objs[0].Obj.(*v1alpha1.SidecarSet)
 	assert.Equal(t, "fluent-bit:2.2", ss.Spec.Containers[0].Image)
-	assert.Equal(t, v1alpha1.AfterAppContainerType, ss.Spec.Containers[0].PodInjectPolicy)
+	assert.Equal(t, v1beta1.AfterAppContainerType, ss.Spec.Containers[0].PodInjectPolicy)
 	assert.Equal(t, "10%", ss.Spec.UpdateStrategy.MaxUnavailable.String())
 	assert.Equal(t, "100m", ss.Spec.Containers[0].Resources.Limits.Cpu().String())
 	cr := objs[2].Obj.(*appsv1.ControllerRevision)

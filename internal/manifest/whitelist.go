@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kjson "sigs.k8s.io/json"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // whitelistDoc is OpenKruise's SidecarSetPatchMetadataWhiteList (pkg/util/configuration), the
@@ -43,13 +43,13 @@ func Whitelist(cm *corev1.ConfigMap, defaultsAllowed bool) (map[string]any, erro
 	if cm == nil {
 		return out, nil
 	}
-	value, ok := cm.Data[v1alpha1.PatchPodMetadataWhiteListKey]
+	value, ok := cm.Data[v1beta1.PatchPodMetadataWhiteListKey]
 	if !ok {
 		return out, nil
 	}
 	var errs Errors
 	fail := func(field, reason string) {
-		path := "data[" + v1alpha1.PatchPodMetadataWhiteListKey + "]"
+		path := "data[" + v1beta1.PatchPodMetadataWhiteListKey + "]"
 		if field != "" {
 			path = joinPath(path, field)
 		}

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // FuzzWhitelist feeds arbitrary values of OpenKruise's whitelist key to the conversion the loader
@@ -20,8 +20,8 @@ func FuzzWhitelist(f *testing.F) {
 	f.Add(`[]`)
 	f.Add(``)
 	f.Fuzz(func(t *testing.T, value string) {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.KruiseConfigurationName},
-			Data: map[string]string{v1alpha1.PatchPodMetadataWhiteListKey: value}}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1beta1.KruiseConfigurationName},
+			Data: map[string]string{v1beta1.PatchPodMetadataWhiteListKey: value}}
 		doc, err := Whitelist(cm, false)
 		if err != nil {
 			var es Errors
@@ -29,7 +29,7 @@ func FuzzWhitelist(f *testing.F) {
 				t.Fatalf("error of type %T: %v", err, err)
 			}
 			for _, e := range es {
-				if e.Name != v1alpha1.KruiseConfigurationName || e.Kind != "ConfigMap" {
+				if e.Name != v1beta1.KruiseConfigurationName || e.Kind != "ConfigMap" {
 					t.Fatalf("error does not name the ConfigMap: %v", e)
 				}
 			}

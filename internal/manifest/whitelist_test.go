@@ -9,15 +9,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 func TestWhitelist(t *testing.T) {
 	cm := func(data map[string]string) *corev1.ConfigMap {
-		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.KruiseConfigurationName, Namespace: "kruise-system"}, Data: data}
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v1beta1.KruiseConfigurationName, Namespace: "kruise-system"}, Data: data}
 	}
 	value := func(v string) *corev1.ConfigMap {
-		return cm(map[string]string{v1alpha1.PatchPodMetadataWhiteListKey: v})
+		return cm(map[string]string{v1beta1.PatchPodMetadataWhiteListKey: v})
 	}
 	tests := []struct {
 		name            string

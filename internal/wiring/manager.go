@@ -28,8 +28,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	crconversion "sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/controller"
 	"github.com/sidecarops/sidecarops/engine"
@@ -56,6 +58,8 @@ const (
 	CertSecretName   = "sidecarops-webhook-cert" //nolint:gosec // G101: the name of the Secret holding the webhook certificate, not a credential
 	ServiceName      = "sidecarops-webhook"
 	LeaderElectionID = "sidecarops-manager.sidecarops.io"
+	// CRDName is the SidecarSet CRD, whose conversion webhook the manager serves.
+	CRDName = "sidecarsets.apps.kruise.io"
 )
 
 // Options configure the manager; cmd/sidecarops-manager fills them from flags.
@@ -150,6 +154,11 @@ func Scheme() (*runtime.Scheme, error) {
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, err
 	}
+	// Both versions, for the conversion webhook; everything else reads and writes v1beta1, the
+	// storage version, so the manager never needs its own conversion webhook to start.
+	if err := v1beta1.AddToScheme(s); err != nil {
+		return nil, err
+	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
 		return nil, err
 	}
@@ -223,6 +232,7 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	handlers := webhook.NewHandlers(&eng, m, decisionLog)
 	handlers.Limits = o.WebhookLimits
 	handlers.PodInjector.FailOpen = o.FailOpen
+	handlers.Converter = crconversion.NewWebhookHandler(mgr.GetScheme(), mgr.GetConverterRegistry())
 	if !o.NoPodWebhookPrefilter {
 		handlers.Validator.Prefilter = &prefilter.Widener{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Configuration: WebhookConfigurationName, Webhook: PodWebhookName}
 	}
@@ -278,6 +288,7 @@ func addWebhookServer(mgr ctrlmanager.Manager, server crwebhook.Server, o Option
 		Webhooks: []rotator.WebhookInfo{
 			{Name: WebhookConfigurationName, Type: rotator.Mutating},
 			{Name: WebhookConfigurationName, Type: rotator.Validating},
+			{Name: CRDName, Type: rotator.CRDConversion},
 		},
 		// Every replica serves the webhooks, so every replica needs the certificate on disk.
 		RequireLeaderElection: false,

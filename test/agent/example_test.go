@@ -17,7 +17,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/agent"
 	"github.com/sidecarops/sidecarops/agent/plugins"
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 const example = "../../examples/sidecar-agent/"
@@ -39,10 +39,11 @@ func TestExampleConfig(t *testing.T) {
 	require.Len(t, cfg.Plugins, 2)
 	assert.Equal(t, "hot_update", cfg.Plugins[0].Name, "bootOrder 0 first")
 
-	var ss v1alpha1.SidecarSet
+	var ss v1beta1.SidecarSet
 	readYAML(t, "sidecarset.yaml", &ss)
+	assert.Equal(t, v1beta1.NamespaceNamed("games"), ss.Spec.NamespaceSelector)
 	c := ss.Spec.Containers[0]
-	assert.Equal(t, v1alpha1.BeforeAppContainerType, c.PodInjectPolicy)
+	assert.Equal(t, v1beta1.BeforeAppContainerType, c.PodInjectPolicy)
 	assert.Equal(t, "Before", cfg.SidecarStartOrder)
 	assert.True(t, resource.MustParse(cfg.Resources.CPU).Equal(c.Resources.Limits[corev1.ResourceCPU]))
 	assert.True(t, resource.MustParse(cfg.Resources.Memory).Equal(c.Resources.Limits[corev1.ResourceMemory]))

@@ -9,7 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/injector"
@@ -18,7 +18,7 @@ import (
 )
 
 // fleet is internal/testing/fleet's, failing the benchmark on error.
-func fleet(tb testing.TB, n, matching int) []*v1alpha1.SidecarSet {
+func fleet(tb testing.TB, n, matching int) []*v1beta1.SidecarSet {
 	tb.Helper()
 	sets, err := fleetpkg.SidecarSets(n, matching)
 	if err != nil {
@@ -37,7 +37,7 @@ func pod(tb testing.TB) []byte {
 	return raw
 }
 
-func snapshot(tb testing.TB, sets []*v1alpha1.SidecarSet) *engine.Snapshot {
+func snapshot(tb testing.TB, sets []*v1beta1.SidecarSet) *engine.Snapshot {
 	tb.Helper()
 	s, _, err := injector.Snapshot(context.Background(), injector.Policies{State: bundles.State{SidecarSets: sets}})
 	if err != nil {

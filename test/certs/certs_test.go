@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,7 +53,8 @@ func TestSelfManagedCertificates(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, secret.Data["tls.crt"], onDisk)
 
-	// The CA is injected into every webhook of both configurations.
+	// The CA is injected into every webhook of both configurations, and into the CRD's conversion
+	// webhook.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var m admissionregv1.MutatingWebhookConfiguration
@@ -65,14 +68,23 @@ func TestSelfManagedCertificates(t *testing.T) {
 		for _, w := range v.Webhooks {
 			bundles = append(bundles, w.ClientConfig.CABundle)
 		}
-		injected := len(bundles) == 3
+		crd := &unstructured.Unstructured{}
+		crd.SetAPIVersion("apiextensions.k8s.io/v1")
+		crd.SetKind("CustomResourceDefinition")
+		require.NoError(t, c.Client.Get(ctx, client.ObjectKey{Name: wiring.CRDName}, crd))
+		if b64, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle"); b64 != "" {
+			b, err := base64.StdEncoding.DecodeString(b64)
+			require.NoError(t, err)
+			bundles = append(bundles, b)
+		}
+		injected := len(bundles) == 4
 		for _, b := range bundles {
 			injected = injected && string(b) == string(ca)
 		}
 		if injected {
 			break
 		}
-		require.True(t, time.Now().Before(deadline), "caBundle not injected into all 3 webhooks")
+		require.True(t, time.Now().Before(deadline), "caBundle not injected into all 3 webhooks and the CRD's conversion")
 		time.Sleep(200 * time.Millisecond)
 	}
 

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/controller"
 )
 
@@ -27,7 +27,7 @@ import (
 // refused by the API server; and updates, including one that resolves the collision, are admitted.
 func TestConflictAdmittedConcurrentlyIsReportedAndInjectionStaysValid(t *testing.T) {
 	namespace(t, "e2e-race", nil)
-	var created []*v1alpha1.SidecarSet
+	var created []*v1beta1.SidecarSet
 	t.Cleanup(func() {
 		for _, ss := range created {
 			_ = cluster.Client.Delete(ctx(t), ss)
@@ -35,13 +35,13 @@ func TestConflictAdmittedConcurrentlyIsReportedAndInjectionStaysValid(t *testing
 	})
 	selector := map[string]string{"race": "on"}
 	// Different images tell whose container a pod got.
-	colliding := func(name string) *v1alpha1.SidecarSet {
-		return sidecarSet(name, selector, "race-proxy", func(ss *v1alpha1.SidecarSet) {
+	colliding := func(name string) *v1beta1.SidecarSet {
+		return sidecarSet(name, selector, "race-proxy", func(ss *v1beta1.SidecarSet) {
 			ss.Spec.Containers[0].Image = "example.com/" + name + ":1"
 		})
 	}
 	detectedBefore := metricValue(t, "sidecarops_controller_conflicts_detected_total")
-	var older, newer *v1alpha1.SidecarSet
+	var older, newer *v1beta1.SidecarSet
 	for try := 0; older == nil; try++ {
 		require.Less(t, try, 20, "two colliding SidecarSets were never admitted together")
 		a, b := colliding(fmt.Sprintf("e2e-race-a%d", try)), colliding(fmt.Sprintf("e2e-race-b%d", try))
@@ -63,11 +63,11 @@ func TestConflictAdmittedConcurrentlyIsReportedAndInjectionStaysValid(t *testing
 	}
 
 	conflict := func(name string) *metav1.Condition {
-		var ss v1alpha1.SidecarSet
+		var ss v1beta1.SidecarSet
 		require.NoError(t, cluster.Client.Get(ctx(t), client.ObjectKey{Name: name}, &ss))
-		return meta.FindStatusCondition(ss.Status.Conditions, v1alpha1.ConditionConflict)
+		return meta.FindStatusCondition(ss.Status.Conditions, v1beta1.ConditionConflict)
 	}
-	for _, pair := range [][2]*v1alpha1.SidecarSet{{older, newer}, {newer, older}} {
+	for _, pair := range [][2]*v1beta1.SidecarSet{{older, newer}, {newer, older}} {
 		eventually(t, pair[0].Name+" reports the collision", func() error {
 			c := conflict(pair[0].Name)
 			if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, pair[1].Name) {
@@ -93,10 +93,10 @@ func TestConflictAdmittedConcurrentlyIsReportedAndInjectionStaysValid(t *testing
 
 	// Both stay updatable: an unrelated change to the older one, then the newer one moving to other
 	// pods, which resolves the collision.
-	update := func(name string, change func(*v1alpha1.SidecarSet)) {
+	update := func(name string, change func(*v1beta1.SidecarSet)) {
 		t.Helper()
 		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var ss v1alpha1.SidecarSet
+			var ss v1beta1.SidecarSet
 			if err := cluster.Client.Get(ctx(t), client.ObjectKey{Name: name}, &ss); err != nil {
 				return err
 			}
@@ -104,12 +104,12 @@ func TestConflictAdmittedConcurrentlyIsReportedAndInjectionStaysValid(t *testing
 			return cluster.Client.Update(ctx(t), &ss)
 		}), "updating %s", name)
 	}
-	update(older.Name, func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = "example.com/older:2" })
+	update(older.Name, func(ss *v1beta1.SidecarSet) { ss.Spec.Containers[0].Image = "example.com/older:2" })
 	// A new collision is still refused.
 	err := cluster.Client.Create(ctx(t), colliding("e2e-race-third"))
 	require.Error(t, err)
 	assert.True(t, apierrors.IsInvalid(err), "%v", err)
-	update(newer.Name, func(ss *v1alpha1.SidecarSet) { ss.Spec.Selector.MatchLabels = map[string]string{"race": "off"} })
+	update(newer.Name, func(ss *v1beta1.SidecarSet) { ss.Spec.Selector.MatchLabels = map[string]string{"race": "off"} })
 	for _, name := range []string{older.Name, newer.Name} {
 		eventually(t, name+" no longer reports a collision", func() error {
 			if c := conflict(name); c == nil || c.Status != metav1.ConditionFalse {

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/hashes"
 )
 
@@ -34,12 +34,12 @@ func namespace(t *testing.T, name string, labels map[string]string) {
 	require.NoError(t, cluster.Client.Create(ctx(t), ns))
 }
 
-func sidecarSet(name string, selector map[string]string, container string, mutate ...func(*v1alpha1.SidecarSet)) *v1alpha1.SidecarSet {
-	ss := &v1alpha1.SidecarSet{
+func sidecarSet(name string, selector map[string]string, container string, mutate ...func(*v1beta1.SidecarSet)) *v1beta1.SidecarSet {
+	ss := &v1beta1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.SidecarSetSpec{
+		Spec: v1beta1.SidecarSetSpec{
 			Selector:   &metav1.LabelSelector{MatchLabels: selector},
-			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: container, Image: "example.com/" + container + ":1.0"}}},
+			Containers: []v1beta1.SidecarContainer{{Container: corev1.Container{Name: container, Image: "example.com/" + container + ":1.0"}}},
 		},
 	}
 	for _, m := range mutate {
@@ -105,15 +105,15 @@ func contains(xs []string, x string) bool {
 func TestSidecarSetStoredDefaultedWithHashes(t *testing.T) {
 	ss := sidecarSet("e2e-defaulted", map[string]string{"app": "defaulted"}, "agent")
 	require.NoError(t, cluster.Client.Create(ctx(t), ss))
-	var stored v1alpha1.SidecarSet
+	var stored v1beta1.SidecarSet
 	require.NoError(t, cluster.Client.Get(ctx(t), client.ObjectKey{Name: ss.Name}, &stored))
 
 	c := stored.Spec.Containers[0]
-	assert.Equal(t, v1alpha1.BeforeAppContainerType, c.PodInjectPolicy)
-	assert.Equal(t, v1alpha1.SidecarContainerColdUpgrade, c.UpgradeStrategy.UpgradeType)
-	assert.Equal(t, v1alpha1.ShareVolumePolicyDisabled, c.ShareVolumePolicy.Type)
+	assert.Equal(t, v1beta1.BeforeAppContainerType, c.PodInjectPolicy)
+	assert.Equal(t, v1beta1.SidecarContainerColdUpgrade, c.UpgradeStrategy.UpgradeType)
+	assert.Equal(t, v1beta1.ShareVolumePolicyDisabled, c.ShareVolumePolicy.Type)
 	assert.Equal(t, corev1.PullIfNotPresent, c.ImagePullPolicy)
-	assert.Equal(t, v1alpha1.RollingUpdateSidecarSetStrategyType, stored.Spec.UpdateStrategy.Type)
+	assert.Equal(t, v1beta1.RollingUpdateSidecarSetStrategyType, stored.Spec.UpdateStrategy.Type)
 	require.NotNil(t, stored.Spec.RevisionHistoryLimit)
 	assert.Equal(t, int32(10), *stored.Spec.RevisionHistoryLimit)
 	// The stored annotations are the hashes of the stored (defaulted) spec.
@@ -121,14 +121,14 @@ func TestSidecarSetStoredDefaultedWithHashes(t *testing.T) {
 	require.NoError(t, err)
 	wantNoImage, err := hashes.SidecarSetHashWithoutImage(&stored)
 	require.NoError(t, err)
-	assert.Equal(t, want, stored.Annotations[v1alpha1.SidecarSetHashAnnotation])
-	assert.Equal(t, wantNoImage, stored.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation])
+	assert.Equal(t, want, stored.Annotations[v1beta1.SidecarSetHashAnnotation])
+	assert.Equal(t, wantNoImage, stored.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation])
 }
 
 func TestPodStoredInjected(t *testing.T) {
 	namespace(t, "e2e-inject", nil)
-	ss := sidecarSet("e2e-logging", map[string]string{"app": "web"}, "log-agent", func(ss *v1alpha1.SidecarSet) {
-		ss.Spec.Containers[0].PodInjectPolicy = v1alpha1.AfterAppContainerType
+	ss := sidecarSet("e2e-logging", map[string]string{"app": "web"}, "log-agent", func(ss *v1beta1.SidecarSet) {
+		ss.Spec.Containers[0].PodInjectPolicy = v1beta1.AfterAppContainerType
 	})
 	require.NoError(t, cluster.Client.Create(ctx(t), ss))
 	p := pod("e2e-inject", "web-1", map[string]string{"app": "web"})
@@ -139,12 +139,12 @@ func TestPodStoredInjected(t *testing.T) {
 	require.NoError(t, cluster.Client.Get(ctx(t), client.ObjectKeyFromObject(p), &stored))
 	assert.Equal(t, []string{"app", "log-agent"}, containerNames(&stored), "AfterAppContainer appends (compat §1.13)")
 	assert.Contains(t, stored.Spec.Containers[1].Env, corev1.EnvVar{Name: "IS_INJECTED", Value: "true"})
-	assert.Equal(t, "e2e-logging", stored.Annotations[v1alpha1.SidecarSetListAnnotation])
+	assert.Equal(t, "e2e-logging", stored.Annotations[v1beta1.SidecarSetListAnnotation])
 	var hashes map[string]map[string]any
-	require.NoError(t, json.Unmarshal([]byte(stored.Annotations[v1alpha1.SidecarSetHashAnnotation]), &hashes))
-	var storedSS v1alpha1.SidecarSet
+	require.NoError(t, json.Unmarshal([]byte(stored.Annotations[v1beta1.SidecarSetHashAnnotation]), &hashes))
+	var storedSS v1beta1.SidecarSet
 	require.NoError(t, cluster.Client.Get(ctx(t), client.ObjectKey{Name: ss.Name}, &storedSS))
-	assert.Equal(t, storedSS.Annotations[v1alpha1.SidecarSetHashAnnotation], hashes["e2e-logging"]["hash"])
+	assert.Equal(t, storedSS.Annotations[v1beta1.SidecarSetHashAnnotation], hashes["e2e-logging"]["hash"])
 
 	other := pod("e2e-inject", "db-1", map[string]string{"app": "db"})
 	require.NoError(t, cluster.Client.Create(ctx(t), other))
@@ -153,7 +153,7 @@ func TestPodStoredInjected(t *testing.T) {
 }
 
 func TestInvalidSidecarSetDenied(t *testing.T) {
-	ss := sidecarSet("e2e-invalid", map[string]string{"app": "x"}, "agent", func(ss *v1alpha1.SidecarSet) {
+	ss := sidecarSet("e2e-invalid", map[string]string{"app": "x"}, "agent", func(ss *v1beta1.SidecarSet) {
 		ss.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "missing", MountPath: "/m"}}
 	})
 	err := cluster.Client.Create(ctx(t), ss)
@@ -177,9 +177,9 @@ func TestConflictingSidecarSetDenied(t *testing.T) {
 }
 
 func TestWhitelistBundleFromDisk(t *testing.T) {
-	patching := func(name, key string) *v1alpha1.SidecarSet {
-		return sidecarSet(name, map[string]string{"app": name}, "c", func(ss *v1alpha1.SidecarSet) {
-			ss.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{key: "v"}}}
+	patching := func(name, key string) *v1beta1.SidecarSet {
+		return sidecarSet(name, map[string]string{"app": name}, "c", func(ss *v1beta1.SidecarSet) {
+			ss.Spec.PatchPodMetadata = []v1beta1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{key: "v"}}}
 		})
 	}
 	err := cluster.Client.Create(ctx(t), patching("e2e-patch-b", "e2e.example.com/other"), client.DryRunAll)
@@ -209,7 +209,7 @@ func TestWhitelistBundleFromDisk(t *testing.T) {
 
 func TestNamespaceSelectorFollowsNamespaceLabels(t *testing.T) {
 	namespace(t, "e2e-tracing", nil)
-	require.NoError(t, cluster.Client.Create(ctx(t), sidecarSet("e2e-tracing", map[string]string{"app": "traced"}, "tracer", func(ss *v1alpha1.SidecarSet) {
+	require.NoError(t, cluster.Client.Create(ctx(t), sidecarSet("e2e-tracing", map[string]string{"app": "traced"}, "tracer", func(ss *v1beta1.SidecarSet) {
 		ss.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tracing": "on"}}
 	})))
 	p := pod("e2e-tracing", "t-1", map[string]string{"app": "traced"})
@@ -265,7 +265,7 @@ func TestTwinRegistrationsNeverDoubleInject(t *testing.T) {
 	var stored corev1.Pod
 	require.NoError(t, cluster.Client.Get(ctx(t), client.ObjectKeyFromObject(p), &stored))
 	assert.Equal(t, []string{"twin-agent", "app"}, containerNames(&stored))
-	assert.Equal(t, "e2e-twin", stored.Annotations[v1alpha1.SidecarSetListAnnotation])
+	assert.Equal(t, "e2e-twin", stored.Annotations[v1beta1.SidecarSetListAnnotation])
 }
 
 // With the webhook unreachable, the API server applies the configured failurePolicy: Fail refuses

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/webhook"
 )
 
@@ -138,7 +138,7 @@ func benchSetup(b *testing.B) string {
 		if err := cluster.Client.Create(ctx, c, client.DryRunAll); err != nil {
 			b.Fatal(err)
 		}
-		if c.Annotations[v1alpha1.SidecarSetListAnnotation] != "" {
+		if c.Annotations[v1beta1.SidecarSetListAnnotation] != "" {
 			return ns
 		}
 		if time.Now().After(deadline) {

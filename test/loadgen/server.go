@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/injector"
@@ -48,7 +48,7 @@ type server struct {
 // startServer compiles a snapshot of sets and serves it over HTTPS on a free loopback port.
 // decisionLog encodes one JSON line per pod decision as the manager's default does, into
 // io.Discard: the encoding is the webhook's cost, writing the line to a terminal is not.
-func startServer(ctx context.Context, sets []*v1alpha1.SidecarSet, decisionLog bool) (*server, error) {
+func startServer(ctx context.Context, sets []*v1beta1.SidecarSet, decisionLog bool) (*server, error) {
 	began := time.Now()
 	snap, _, err := injector.Snapshot(ctx, injector.Policies{State: bundles.State{SidecarSets: sets}})
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 var benchRuns int
@@ -127,8 +127,8 @@ func BenchmarkRollout1000(b *testing.B) {
 	}
 }
 
-func getSS(b *testing.B, name string) *v1alpha1.SidecarSet {
-	ss := &v1alpha1.SidecarSet{}
+func getSS(b *testing.B, name string) *v1beta1.SidecarSet {
+	ss := &v1beta1.SidecarSet{}
 	require.NoError(b, cluster.Client.Get(context.Background(), client.ObjectKey{Name: name}, ss))
 	return ss
 }

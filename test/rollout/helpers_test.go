@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // timeout bounds every wait: rollouts here take a few kwok delays.
@@ -47,7 +47,7 @@ type fleet struct {
 // namespace, selecting app=name), waits until the webhook injects it, and creates n pods on kwok's
 // node, labelled by podLabels(i) in addition, and waits until they all run and the SidecarSet
 // counts them ready.
-func newFleet(t *testing.T, name string, n int, mutate func(*v1alpha1.SidecarSet), podLabels func(i int) map[string]string) *fleet {
+func newFleet(t *testing.T, name string, n int, mutate func(*v1beta1.SidecarSet), podLabels func(i int) map[string]string) *fleet {
 	t.Helper()
 	ctx := testCtx(t)
 	c := cluster.Client
@@ -68,7 +68,7 @@ func newFleet(t *testing.T, name string, n int, mutate func(*v1alpha1.SidecarSet
 			return fmt.Errorf("not injected yet: %d containers", len(p.Spec.Containers))
 		}
 		// Pods record the revision they were injected from once the controller has registered it.
-		if latest := f.sidecarSet().Status.LatestRevision; latest == "" || !strings.Contains(p.Annotations[v1alpha1.SidecarSetHashAnnotation], `"controllerRevision":"`+latest+`"`) {
+		if latest := f.sidecarSet().Status.LatestRevision; latest == "" || !strings.Contains(p.Annotations[v1beta1.SidecarSetHashAnnotation], `"controllerRevision":"`+latest+`"`) {
 			return fmt.Errorf("injection does not record the latest revision %q yet", latest)
 		}
 		return nil
@@ -99,13 +99,13 @@ func newFleet(t *testing.T, name string, n int, mutate func(*v1alpha1.SidecarSet
 
 // scopedSidecarSet is SidecarSet name with one cold sidecar on image "1", for the pods labelled
 // app=name in namespace name.
-func scopedSidecarSet(name string) *v1alpha1.SidecarSet {
-	return &v1alpha1.SidecarSet{
+func scopedSidecarSet(name string) *v1beta1.SidecarSet {
+	return &v1beta1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.SidecarSetSpec{
-			Namespace:  name,
-			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: sidecar, Image: image("1")}}},
+		Spec: v1beta1.SidecarSetSpec{
+			NamespaceSelector: v1beta1.NamespaceNamed(name),
+			Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Containers:        []v1beta1.SidecarContainer{{Container: corev1.Container{Name: sidecar, Image: image("1")}}},
 		},
 	}
 }
@@ -140,15 +140,15 @@ func (f *fleet) list() []*corev1.Pod {
 	return out
 }
 
-func (f *fleet) sidecarSet() *v1alpha1.SidecarSet {
+func (f *fleet) sidecarSet() *v1beta1.SidecarSet {
 	f.t.Helper()
-	ss := &v1alpha1.SidecarSet{}
+	ss := &v1beta1.SidecarSet{}
 	require.NoError(f.t, cluster.Client.Get(testCtx(f.t), client.ObjectKey{Name: f.name}, ss))
 	return ss
 }
 
 // update changes the SidecarSet's spec, retrying on conflicts with the controller's status writes.
-func (f *fleet) update(change func(*v1alpha1.SidecarSet)) {
+func (f *fleet) update(change func(*v1beta1.SidecarSet)) {
 	f.t.Helper()
 	require.NoError(f.t, retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		ss := f.sidecarSet()
@@ -159,14 +159,14 @@ func (f *fleet) update(change func(*v1alpha1.SidecarSet)) {
 
 type counts struct{ matched, updated, ready, updatedReady int32 }
 
-func statusCounts(st v1alpha1.SidecarSetStatus) counts {
+func statusCounts(st v1beta1.SidecarSetStatus) counts {
 	return counts{st.MatchedPods, st.UpdatedPods, st.ReadyPods, st.UpdatedReadyPods}
 }
 
 // waitStatus waits until the controller has observed the current generation and reports want.
-func (f *fleet) waitStatus(want counts) v1alpha1.SidecarSetStatus {
+func (f *fleet) waitStatus(want counts) v1beta1.SidecarSetStatus {
 	f.t.Helper()
-	var st v1alpha1.SidecarSetStatus
+	var st v1beta1.SidecarSetStatus
 	eventually(f.t, fmt.Sprintf("SidecarSet %s status %+v", f.name, want), func() error {
 		ss := f.sidecarSet()
 		st = ss.Status
@@ -186,12 +186,12 @@ func (f *fleet) waitStatus(want counts) v1alpha1.SidecarSetStatus {
 func (f *fleet) waitInjectsCurrentSpec() {
 	f.t.Helper()
 	eventually(f.t, "the webhook injects the current spec of "+f.name, func() error {
-		want := f.sidecarSet().Annotations[v1alpha1.SidecarSetHashAnnotation]
+		want := f.sidecarSet().Annotations[v1beta1.SidecarSetHashAnnotation]
 		p := f.pod(-1, nil)
 		if err := cluster.Client.Create(testCtx(f.t), p, client.DryRunAll); err != nil {
 			return err
 		}
-		if got := p.Annotations[v1alpha1.SidecarSetHashAnnotation]; !strings.Contains(got, `"hash":"`+want+`"`) {
+		if got := p.Annotations[v1beta1.SidecarSetHashAnnotation]; !strings.Contains(got, `"hash":"`+want+`"`) {
 			return fmt.Errorf("injected %s, the SidecarSet's hash is %s", got, want)
 		}
 		return nil

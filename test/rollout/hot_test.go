@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/testing/kwok"
 )
 
@@ -28,13 +28,13 @@ type hotState struct {
 func readHot(p *corev1.Pod) hotState {
 	a := p.Annotations
 	return hotState{
-		working:     a[v1alpha1.SidecarSetWorkingHotUpgradeContainer],
+		working:     a[v1beta1.SidecarSetWorkingHotUpgradeContainer],
 		image1:      specImage(p, sidecar+"-1"),
 		image2:      specImage(p, sidecar+"-2"),
-		version1:    a[v1alpha1.SidecarSetVersionAnnotationPrefix+sidecar+"-1"],
-		version2:    a[v1alpha1.SidecarSetVersionAnnotationPrefix+sidecar+"-2"],
-		versionAlt1: a[v1alpha1.SidecarSetVersionAltAnnotationPrefix+sidecar+"-1"],
-		altVer2:     a[v1alpha1.SidecarSetVersionAltAnnotationPrefix+sidecar+"-2"],
+		version1:    a[v1beta1.SidecarSetVersionAnnotationPrefix+sidecar+"-1"],
+		version2:    a[v1beta1.SidecarSetVersionAnnotationPrefix+sidecar+"-2"],
+		versionAlt1: a[v1beta1.SidecarSetVersionAltAnnotationPrefix+sidecar+"-1"],
+		altVer2:     a[v1beta1.SidecarSetVersionAltAnnotationPrefix+sidecar+"-2"],
 	}
 }
 
@@ -51,9 +51,9 @@ func atLeast(t *testing.T, version string, floor string, what string) {
 // migration window the watch must see), then the old twin is reset to the empty image.
 func TestHotUpgradeRoundTrip(t *testing.T) {
 	const n = 2
-	f := newFleet(t, "hot", n, func(ss *v1alpha1.SidecarSet) {
-		ss.Spec.Containers[0].UpgradeStrategy = v1alpha1.SidecarContainerUpgradeStrategy{
-			UpgradeType: v1alpha1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: emptyImage,
+	f := newFleet(t, "hot", n, func(ss *v1beta1.SidecarSet) {
+		ss.Spec.Containers[0].UpgradeStrategy = v1beta1.SidecarContainerUpgradeStrategy{
+			UpgradeType: v1beta1.SidecarContainerHotUpgrade, HotUpgradeEmptyImage: emptyImage,
 		}
 		ss.Spec.UpdateStrategy.MaxUnavailable = ptrIntStr(intstr.FromString("100%"))
 	}, nil)
@@ -79,7 +79,7 @@ func TestHotUpgradeRoundTrip(t *testing.T) {
 		return nil
 	})
 
-	f.update(func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
+	f.update(func(ss *v1beta1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
 	rv2 := f.sidecarSet().ResourceVersion
 	f.waitStatus(counts{n, n, n, n})
 	eventually(t, "old twins reset and running the empty image", func() error {
@@ -116,7 +116,7 @@ func TestHotUpgradeRoundTrip(t *testing.T) {
 	}
 
 	// And back to -1.
-	f.update(func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = image("3") })
+	f.update(func(ss *v1beta1.SidecarSet) { ss.Spec.Containers[0].Image = image("3") })
 	rv3 := f.sidecarSet().ResourceVersion
 	f.waitStatus(counts{n, n, n, n})
 	eventually(t, "second round trip done", func() error {

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // TestRolloutPlanLive: `sidecarctl rollout plan --kubeconfig` reads a rollout held by partition
@@ -19,22 +19,22 @@ func TestRolloutPlanLive(t *testing.T) {
 	bin := buildCommand(t, "sidecarctl")
 
 	const n = 3
-	f := newFleet(t, "plan", n, func(ss *v1alpha1.SidecarSet) {
+	f := newFleet(t, "plan", n, func(ss *v1beta1.SidecarSet) {
 		ss.Spec.UpdateStrategy.MaxUnavailable = ptrIntStr(intstr.FromString("100%"))
 		ss.Spec.UpdateStrategy.Partition = ptrIntStr(intstr.FromInt32(n - 1))
 	}, nil)
-	f.update(func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
+	f.update(func(ss *v1beta1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
 	st := f.waitStatus(counts{n, 1, n, 1})
 
 	out, err := exec.Command(bin, "rollout", "plan", "--kubeconfig", cluster.Kubeconfig, "plan", "-o", "json").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	var plans []struct {
-		LatestRevision string                    `json:"latestRevision"`
-		Status         v1alpha1.SidecarSetStatus `json:"status"`
-		Upgrade        []string                  `json:"upgrade"`
-		HeldBy         map[string][]string       `json:"heldBy"`
-		Updated        []string                  `json:"updated"`
-		Rounds         [][]string                `json:"rounds"`
+		LatestRevision string                   `json:"latestRevision"`
+		Status         v1beta1.SidecarSetStatus `json:"status"`
+		Upgrade        []string                 `json:"upgrade"`
+		HeldBy         map[string][]string      `json:"heldBy"`
+		Updated        []string                 `json:"updated"`
+		Rounds         [][]string               `json:"rounds"`
 	}
 	require.NoError(t, json.Unmarshal(out, &plans), "%s", out)
 	require.Len(t, plans, 1)

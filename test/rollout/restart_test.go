@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // TestManagerKilledMidRollout: the manager runs as its own process (cmd/sidecarops-manager) and is
@@ -20,7 +20,7 @@ func TestManagerKilledMidRollout(t *testing.T) {
 	bin := buildCommand(t, "sidecarops-manager")
 
 	const n, budget = 8, 2
-	f := newFleet(t, "restart", n, func(ss *v1alpha1.SidecarSet) {
+	f := newFleet(t, "restart", n, func(ss *v1beta1.SidecarSet) {
 		ss.Spec.UpdateStrategy.MaxUnavailable = ptrIntStr(intstr.FromInt32(budget))
 	}, nil)
 	uids := map[string]types.UID{}
@@ -42,7 +42,7 @@ func TestManagerKilledMidRollout(t *testing.T) {
 	})
 
 	pw, _ := budgetWatch(f, image("2"), budget)
-	f.update(func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
+	f.update(func(ss *v1beta1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
 	eventually(t, "first batch upgraded", func() error {
 		moved := 0
 		for _, img := range f.images(sidecar) {

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
 )
 
@@ -30,7 +30,7 @@ func (f *fleet) revisions() []revision {
 	f.t.Helper()
 	var l appsv1.ControllerRevisionList
 	require.NoError(f.t, cluster.Client.List(testCtx(f.t), &l, client.InNamespace(cmp.Or(cluster.Manager.RevisionNamespace, devcluster.Namespace)),
-		client.MatchingLabels{v1alpha1.SidecarSetNameLabel: f.name}))
+		client.MatchingLabels{v1beta1.SidecarSetNameLabel: f.name}))
 	var out []revision
 	for _, cr := range l.Items {
 		var data struct {
@@ -41,23 +41,20 @@ func (f *fleet) revisions() []revision {
 			} `json:"spec"`
 		}
 		require.NoError(f.t, json.Unmarshal(cr.Data.Raw, &data))
-		out = append(out, revision{cr.Name, cr.Revision, data.Spec.Containers[0].Image, cr.Labels[v1alpha1.SidecarSetCustomVersionLabel]})
+		out = append(out, revision{cr.Name, cr.Revision, data.Spec.Containers[0].Image, cr.Labels[v1beta1.SidecarSetCustomVersionLabel]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].number < out[j].number })
 	return out
 }
 
-// setImage changes the image (and the custom-version label with it, when given) and waits until
+// setImage changes the image (and spec.customVersion with it, when given) and waits until
 // the controller has registered the revision.
 func (f *fleet) setImage(tag, customVersion string) string {
 	f.t.Helper()
-	f.update(func(ss *v1alpha1.SidecarSet) {
+	f.update(func(ss *v1beta1.SidecarSet) {
 		ss.Spec.Containers[0].Image = image(tag)
 		if customVersion != "" {
-			if ss.Labels == nil {
-				ss.Labels = map[string]string{}
-			}
-			ss.Labels[v1alpha1.SidecarSetCustomVersionLabel] = customVersion
+			ss.Spec.CustomVersion = customVersion
 		}
 	})
 	var latest string
@@ -89,7 +86,7 @@ func numbersAndImages(revs []revision) []string {
 // names (compat §1.10, compat §3.10, compat §4.6 C10, compat §4.8 E4).
 func TestRevisionHistory(t *testing.T) {
 	limit := int32(3)
-	f := newFleet(t, "history", 0, func(ss *v1alpha1.SidecarSet) { ss.Spec.RevisionHistoryLimit = &limit }, nil)
+	f := newFleet(t, "history", 0, func(ss *v1beta1.SidecarSet) { ss.Spec.RevisionHistoryLimit = &limit }, nil)
 	first := f.setImage("1", "")
 	assert.Regexp(t, `^history-[0-9a-z]+$`, first)
 	names := map[string]string{}
@@ -113,7 +110,7 @@ func TestRevisionHistory(t *testing.T) {
 // revisionName picks the stored revision for new pods; unpausing then upgrades them in place to
 // the latest (compat §4.8 E6).
 func TestInjectionFromHistoricalRevisions(t *testing.T) {
-	f := newFleet(t, "versions", 0, func(ss *v1alpha1.SidecarSet) { ss.Spec.UpdateStrategy.Paused = true }, nil)
+	f := newFleet(t, "versions", 0, func(ss *v1beta1.SidecarSet) { ss.Spec.UpdateStrategy.Paused = true }, nil)
 	rev := map[string]string{}
 	for _, v := range []string{"0", "1", "2"} {
 		rev[v] = f.setImage("v"+v, v)
@@ -125,8 +122,8 @@ func TestInjectionFromHistoricalRevisions(t *testing.T) {
 	}
 
 	custom := "1"
-	f.update(func(ss *v1alpha1.SidecarSet) {
-		ss.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{CustomVersion: &custom, Policy: v1alpha1.AlwaysSidecarSetInjectRevisionPolicy}
+	f.update(func(ss *v1beta1.SidecarSet) {
+		ss.Spec.InjectionStrategy.Revision = &v1beta1.SidecarSetInjectRevision{CustomVersion: &custom, Policy: v1beta1.AlwaysSidecarSetInjectRevisionPolicy}
 	})
 	p := f.pod(0, nil)
 	eventually(t, "injection by customVersion", func() error {
@@ -135,7 +132,7 @@ func TestInjectionFromHistoricalRevisions(t *testing.T) {
 			return err
 		}
 		if got := specImage(probe, sidecar); got != image("v1") {
-			return fmt.Errorf("injected %q (hash annotation %s)", got, probe.Annotations[v1alpha1.SidecarSetHashAnnotation])
+			return fmt.Errorf("injected %q (hash annotation %s)", got, probe.Annotations[v1beta1.SidecarSetHashAnnotation])
 		}
 		return nil
 	})
@@ -145,16 +142,16 @@ func TestInjectionFromHistoricalRevisions(t *testing.T) {
 	assert.Equal(t, image("v1"), specImage(pod, sidecar))
 	assert.Equal(t, rev["1"], podRevision(t, pod, "versions"), "the pod records the revision it was injected from")
 
-	f.update(func(ss *v1alpha1.SidecarSet) { ss.Spec.UpdateStrategy.Paused = false })
+	f.update(func(ss *v1beta1.SidecarSet) { ss.Spec.UpdateStrategy.Paused = false })
 	f.waitStatus(counts{1, 1, 1, 1})
 	pod = f.list()[0]
 	assert.Equal(t, image("v2"), specImage(pod, sidecar), "unpaused: upgraded to the latest")
 	assert.Equal(t, rev["2"], podRevision(t, pod, "versions"))
 
 	name := rev["0"]
-	f.update(func(ss *v1alpha1.SidecarSet) {
+	f.update(func(ss *v1beta1.SidecarSet) {
 		ss.Spec.UpdateStrategy.Paused = true
-		ss.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{RevisionName: &name, Policy: v1alpha1.AlwaysSidecarSetInjectRevisionPolicy}
+		ss.Spec.InjectionStrategy.Revision = &v1beta1.SidecarSetInjectRevision{RevisionName: &name, Policy: v1beta1.AlwaysSidecarSetInjectRevisionPolicy}
 	})
 	p = f.pod(1, nil)
 	eventually(t, "injection by revisionName", func() error {
@@ -195,11 +192,11 @@ func TestRevisionNamespace(t *testing.T) {
 	f.waitStatus(counts{matched: 2, updated: 2, ready: 2, updatedReady: 2})
 	assert.Equal(t, []string{"1:" + image("1"), "2:" + image("2")}, numbersAndImages(f.revisions()))
 	var mine appsv1.ControllerRevisionList
-	require.NoError(t, cluster.Client.List(ctx, &mine, client.InNamespace(devcluster.Namespace), client.MatchingLabels{v1alpha1.SidecarSetNameLabel: f.name}))
+	require.NoError(t, cluster.Client.List(ctx, &mine, client.InNamespace(devcluster.Namespace), client.MatchingLabels{v1beta1.SidecarSetNameLabel: f.name}))
 	assert.Empty(t, mine.Items, "nothing in the manager's own namespace")
 
-	f.update(func(ss *v1alpha1.SidecarSet) {
-		ss.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{RevisionName: &first}
+	f.update(func(ss *v1beta1.SidecarSet) {
+		ss.Spec.InjectionStrategy.Revision = &v1beta1.SidecarSetInjectRevision{RevisionName: &first}
 	})
 	eventually(t, "new pods get the revision kept in kruise-system", func() error {
 		p := f.pod(99, nil)

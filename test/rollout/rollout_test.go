@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/testing/kwok"
 )
 
@@ -41,11 +41,11 @@ func budgetWatch(f *fleet, img string, limit int) (*podWatch, *int) {
 
 func TestImageChangeRollsOutWithinMaxUnavailable(t *testing.T) {
 	const n, budget = 6, 2
-	f := newFleet(t, "rolling", n, func(ss *v1alpha1.SidecarSet) {
+	f := newFleet(t, "rolling", n, func(ss *v1beta1.SidecarSet) {
 		ss.Spec.UpdateStrategy.MaxUnavailable = ptrIntStr(intstr.FromInt32(budget))
 	}, nil)
 	pw, peak := budgetWatch(f, image("2"), budget)
-	f.update(func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
+	f.update(func(ss *v1beta1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
 
 	// Status follows compat §3.4 at every state the SidecarSet is stored in.
 	var statusSeen []counts
@@ -91,11 +91,11 @@ func TestImageChangeRollsOutWithinMaxUnavailable(t *testing.T) {
 
 func TestPartitionHoldsBackAndUpdateSelectorLimits(t *testing.T) {
 	const n = 4
-	f := newFleet(t, "partition", n, func(ss *v1alpha1.SidecarSet) {
+	f := newFleet(t, "partition", n, func(ss *v1beta1.SidecarSet) {
 		ss.Spec.UpdateStrategy.MaxUnavailable = ptrIntStr(intstr.FromString("100%"))
 		ss.Spec.UpdateStrategy.Partition = ptrIntStr(intstr.FromInt32(1))
 	}, nil)
-	f.update(func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
+	f.update(func(ss *v1beta1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
 	f.waitStatus(counts{n, n - 1, n, n - 1})
 	old := 0
 	for _, img := range f.images(sidecar) {
@@ -117,10 +117,10 @@ func TestPartitionHoldsBackAndUpdateSelectorLimits(t *testing.T) {
 	require.True(t, ok, "an Event says why the rollout stopped: %+v", evs)
 	assert.Contains(t, e.Note, "held back by partition 1")
 
-	f.update(func(ss *v1alpha1.SidecarSet) { ss.Spec.UpdateStrategy.Partition = nil })
+	f.update(func(ss *v1beta1.SidecarSet) { ss.Spec.UpdateStrategy.Partition = nil })
 	f.waitStatus(counts{n, n, n, n})
 
-	sel := newFleet(t, "selector", n, func(ss *v1alpha1.SidecarSet) {
+	sel := newFleet(t, "selector", n, func(ss *v1beta1.SidecarSet) {
 		ss.Spec.UpdateStrategy.MaxUnavailable = ptrIntStr(intstr.FromString("100%"))
 		ss.Spec.UpdateStrategy.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"canary": "true"}}
 	}, func(i int) map[string]string {
@@ -129,19 +129,19 @@ func TestPartitionHoldsBackAndUpdateSelectorLimits(t *testing.T) {
 		}
 		return nil
 	})
-	sel.update(func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
+	sel.update(func(ss *v1beta1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
 	sel.waitStatus(counts{n, 2, n, 2})
 	assert.Equal(t, map[string]string{"pod-0": image("1"), "pod-1": image("2"), "pod-2": image("1"), "pod-3": image("2")}, sel.images(sidecar))
 }
 
 func TestPausedAndNotUpdateStopTheRollout(t *testing.T) {
 	const n = 3
-	f := newFleet(t, "paused", n, func(ss *v1alpha1.SidecarSet) {
+	f := newFleet(t, "paused", n, func(ss *v1beta1.SidecarSet) {
 		ss.Spec.UpdateStrategy.MaxUnavailable = ptrIntStr(intstr.FromString("100%"))
 		ss.Spec.UpdateStrategy.Paused = true
 	}, nil)
 	pw, _ := budgetWatch(f, image("2"), 0)
-	f.update(func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
+	f.update(func(ss *v1beta1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
 	f.waitStatus(counts{n, 0, n, 0})
 	// The controller has seen the change (observedGeneration): give it a few more rounds' worth
 	// of pod events and time before concluding nothing moves.
@@ -151,9 +151,9 @@ func TestPausedAndNotUpdateStopTheRollout(t *testing.T) {
 		assert.Equal(t, image("1"), img, "%s: paused", name)
 	}
 
-	f.update(func(ss *v1alpha1.SidecarSet) {
+	f.update(func(ss *v1beta1.SidecarSet) {
 		ss.Spec.UpdateStrategy.Paused = false
-		ss.Spec.UpdateStrategy.Type = v1alpha1.NotUpdateSidecarSetStrategyType
+		ss.Spec.UpdateStrategy.Type = v1beta1.NotUpdateSidecarSetStrategyType
 	})
 	f.waitStatus(counts{n, 0, n, 0})
 	time.Sleep(3 * imageChangeDelay)
@@ -161,8 +161,8 @@ func TestPausedAndNotUpdateStopTheRollout(t *testing.T) {
 		assert.Equal(t, image("1"), img, "%s: NotUpdate", name)
 	}
 
-	f.update(func(ss *v1alpha1.SidecarSet) {
-		ss.Spec.UpdateStrategy.Type = v1alpha1.RollingUpdateSidecarSetStrategyType
+	f.update(func(ss *v1beta1.SidecarSet) {
+		ss.Spec.UpdateStrategy.Type = v1beta1.RollingUpdateSidecarSetStrategyType
 	})
 	f.waitStatus(counts{n, n, n, n})
 
@@ -177,7 +177,7 @@ func TestPausedAndNotUpdateStopTheRollout(t *testing.T) {
 func TestNonImageChangeIsNotUpgradable(t *testing.T) {
 	const n = 2
 	f := newFleet(t, "immutable", n, nil, nil)
-	f.update(func(ss *v1alpha1.SidecarSet) {
+	f.update(func(ss *v1beta1.SidecarSet) {
 		ss.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", Value: "new"}}
 	})
 	f.waitStatus(counts{n, 0, n, 0})
@@ -212,7 +212,7 @@ func TestNonImageChangeIsNotUpgradable(t *testing.T) {
 	require.NoError(t, cluster.Client.Create(testCtx(t), late))
 	// Injected with the current spec, the new pod counts as updated.
 	f.waitStatus(counts{n + 1, 1, n + 1, 1})
-	f.update(func(ss *v1alpha1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
+	f.update(func(ss *v1beta1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
 	f.waitStatus(counts{n + 1, 1, n + 1, 1})
 	eventually(t, "the new pod runs the new image", func() error {
 		for _, p := range f.list() {
@@ -266,7 +266,7 @@ func podRevision(t *testing.T, p *corev1.Pod, ss string) string {
 	var m map[string]struct {
 		ControllerRevision string `json:"controllerRevision"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(p.Annotations[v1alpha1.SidecarSetHashAnnotation]), &m))
+	require.NoError(t, json.Unmarshal([]byte(p.Annotations[v1beta1.SidecarSetHashAnnotation]), &m))
 	return m[ss].ControllerRevision
 }
 

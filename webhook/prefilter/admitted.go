@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // AdmittedAnnotation lists, on the webhook configuration, the terms that SidecarSet admission added
@@ -67,8 +67,8 @@ func encodeAdmitted(as []Admitted) string {
 
 // termOf is the condition of ss alone: "false" when it injects nowhere, "true" when the condition
 // cannot express it (every pod must then be sent).
-func termOf(ss *v1alpha1.SidecarSet) string {
-	expr, filter, _ := Condition([]*v1alpha1.SidecarSet{ss})
+func termOf(ss *v1beta1.SidecarSet) string {
+	expr, filter, _ := Condition([]*v1beta1.SidecarSet{ss})
 	if !filter {
 		return "true"
 	}
@@ -150,7 +150,7 @@ const retries = 5
 
 // Widen widens the condition for ss (old is its previous version on an update, else nil). It
 // writes nothing when ss can select no pod that old could not.
-func (w *Widener) Widen(ctx context.Context, ss, old *v1alpha1.SidecarSet) error {
+func (w *Widener) Widen(ctx context.Context, ss, old *v1beta1.SidecarSet) error {
 	term := termOf(ss)
 	if term == "false" || (old != nil && termOf(old) == term) {
 		return nil

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // union of two conditions is their disjunction as the API server evaluates it, conditions of the
@@ -18,12 +18,12 @@ import (
 func TestUnionIsTheDisjunction(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	values := []string{"a", "b", "c"}
-	sets := []*v1alpha1.SidecarSet{
+	sets := []*v1beta1.SidecarSet{
 		sidecarSet("in", matchLabels("app", "a")),
 		sidecarSet("notin", expression("app", metav1.LabelSelectorOpNotIn, "b")),
 		sidecarSet("absent", expression("tier", metav1.LabelSelectorOpDoesNotExist)),
 		sidecarSet("two", matchLabels("app", "c", "tier", "b")),
-		sidecarSet("scoped", matchLabels("tier", "a"), func(ss *v1alpha1.SidecarSet) { ss.Spec.Namespace = "x" }),
+		sidecarSet("scoped", matchLabels("tier", "a"), func(ss *v1beta1.SidecarSet) { ss.Spec.NamespaceSelector = v1beta1.NamespaceNamed("x") }),
 	}
 	for i, a := range sets {
 		for _, b := range sets[i+1:] {
@@ -105,7 +105,7 @@ func TestMerged(t *testing.T) {
 }
 
 func TestTermOf(t *testing.T) {
-	paused := sidecarSet("paused", matchLabels("app", "a"), func(ss *v1alpha1.SidecarSet) { ss.Spec.InjectionStrategy.Paused = true })
+	paused := sidecarSet("paused", matchLabels("app", "a"), func(ss *v1beta1.SidecarSet) { ss.Spec.InjectionStrategy.Paused = true })
 	assert.Equal(t, "false", termOf(paused), "injects nowhere: nothing to widen")
 	assert.Equal(t, "true", termOf(sidecarSet("odd", expression("app", "Matches", "a"))), "inexpressible: every pod")
 }

@@ -8,8 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
-	"github.com/sidecarops/sidecarops/bundles"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // ConditionName names the match condition sidecarops keeps on the pod webhook.
@@ -32,7 +31,7 @@ const podLabels = "object.metadata.labels"
 // It is exact on pod labels and on namespace selectors over the namespace's name label (as
 // spec.namespace becomes); it treats selectors on other namespace labels, which CEL cannot see, as
 // matching.
-func Condition(sets []*v1alpha1.SidecarSet) (expr string, filter bool, reason string) {
+func Condition(sets []*v1beta1.SidecarSet) (expr string, filter bool, reason string) {
 	var withLabels, withoutLabels []string
 	// The usual fleet selects by one label (app=…): SidecarSets whose selector is one In term on the
 	// same key, in the same namespace scope, become one term listing all their values.
@@ -88,7 +87,7 @@ type term struct {
 	in *requirement
 }
 
-func compile(ss *v1alpha1.SidecarSet) (term, error) {
+func compile(ss *v1beta1.SidecarSet) (term, error) {
 	sel := ss.Spec.Selector
 	// OpenKruise injects nowhere with an unset or empty pod selector (compat §1.3), nor while
 	// injection is paused.
@@ -108,9 +107,9 @@ func compile(ss *v1alpha1.SidecarSet) (term, error) {
 		t.pod = append(t.pod, c)
 		t.podMatchesNoLabels = t.podMatchesNoLabels && !r.needsLabel()
 	}
-	if ns := bundles.EffectiveNamespaceSelector(ss); ns != nil {
+	if ns := ss.Spec.NamespaceSelector; ns != nil {
 		for _, r := range requirements(ns) {
-			if r.key != v1alpha1.NamespaceNameLabel {
+			if r.key != v1beta1.NamespaceNameLabel {
 				continue // a label CEL cannot see: may match
 			}
 			if r.op == metav1.LabelSelectorOpDoesNotExist {

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/utils/ptr"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
@@ -66,12 +66,12 @@ func labelled(labels map[string]string) *corev1.Pod {
 	}
 }
 
-func sidecarSet(name string, sel *metav1.LabelSelector, mutate ...func(*v1alpha1.SidecarSet)) *v1alpha1.SidecarSet {
-	ss := &v1alpha1.SidecarSet{
+func sidecarSet(name string, sel *metav1.LabelSelector, mutate ...func(*v1beta1.SidecarSet)) *v1beta1.SidecarSet {
+	ss := &v1beta1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.SidecarSetSpec{
+		Spec: v1beta1.SidecarSetSpec{
 			Selector:   sel,
-			Containers: []v1alpha1.SidecarContainer{{Container: corev1.Container{Name: name, Image: name + ":1"}}},
+			Containers: []v1beta1.SidecarContainer{{Container: corev1.Container{Name: name, Image: name + ":1"}}},
 		},
 	}
 	for _, m := range mutate {
@@ -93,11 +93,11 @@ func expression(key string, op metav1.LabelSelectorOperator, values ...string) *
 }
 
 func TestCondition(t *testing.T) {
-	inNamespace := func(ns string) func(*v1alpha1.SidecarSet) {
-		return func(ss *v1alpha1.SidecarSet) { ss.Spec.Namespace = ns }
+	inNamespace := func(ns string) func(*v1beta1.SidecarSet) {
+		return func(ss *v1beta1.SidecarSet) { ss.Spec.NamespaceSelector = v1beta1.NamespaceNamed(ns) }
 	}
-	namespaceSelector := func(sel *metav1.LabelSelector) func(*v1alpha1.SidecarSet) {
-		return func(ss *v1alpha1.SidecarSet) { ss.Spec.NamespaceSelector = sel }
+	namespaceSelector := func(sel *metav1.LabelSelector) func(*v1beta1.SidecarSet) {
+		return func(ss *v1beta1.SidecarSet) { ss.Spec.NamespaceSelector = sel }
 	}
 	type admission struct {
 		ns     string
@@ -106,7 +106,7 @@ func TestCondition(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		sets []*v1alpha1.SidecarSet
+		sets []*v1beta1.SidecarSet
 		// Expected calls, from Kubernetes' label selector semantics (labels.Requirement.Matches)
 		// and OpenKruise's injection scope (compat §1.3, compat §1.12).
 		admissions []admission
@@ -118,7 +118,7 @@ func TestCondition(t *testing.T) {
 		},
 	}, {
 		name: "matchLabels",
-		sets: []*v1alpha1.SidecarSet{sidecarSet("a", matchLabels("app", "web", "tier", "front"))},
+		sets: []*v1beta1.SidecarSet{sidecarSet("a", matchLabels("app", "web", "tier", "front"))},
 		admissions: []admission{
 			{"default", map[string]string{"app": "web", "tier": "front", "x": "y"}, true},
 			{"default", map[string]string{"app": "web"}, false},
@@ -127,7 +127,7 @@ func TestCondition(t *testing.T) {
 		},
 	}, {
 		name: "In with several values",
-		sets: []*v1alpha1.SidecarSet{sidecarSet("a", expression("app", metav1.LabelSelectorOpIn, "web", "api"))},
+		sets: []*v1beta1.SidecarSet{sidecarSet("a", expression("app", metav1.LabelSelectorOpIn, "web", "api"))},
 		admissions: []admission{
 			{"default", map[string]string{"app": "api"}, true},
 			{"default", map[string]string{"app": "web"}, true},
@@ -136,7 +136,7 @@ func TestCondition(t *testing.T) {
 		},
 	}, {
 		name: "NotIn holds without the label, and on a pod without labels",
-		sets: []*v1alpha1.SidecarSet{sidecarSet("a", expression("app", metav1.LabelSelectorOpNotIn, "db"))},
+		sets: []*v1beta1.SidecarSet{sidecarSet("a", expression("app", metav1.LabelSelectorOpNotIn, "db"))},
 		admissions: []admission{
 			{"default", map[string]string{"app": "web"}, true},
 			{"default", map[string]string{"other": "x"}, true},
@@ -145,7 +145,7 @@ func TestCondition(t *testing.T) {
 		},
 	}, {
 		name: "Exists and DoesNotExist",
-		sets: []*v1alpha1.SidecarSet{
+		sets: []*v1beta1.SidecarSet{
 			sidecarSet("a", expression("mesh", metav1.LabelSelectorOpExists)),
 			sidecarSet("b", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}, MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "legacy", Operator: metav1.LabelSelectorOpDoesNotExist}}}),
 		},
@@ -157,15 +157,15 @@ func TestCondition(t *testing.T) {
 		},
 	}, {
 		name: "spec.namespace",
-		sets: []*v1alpha1.SidecarSet{sidecarSet("a", matchLabels("app", "web"), inNamespace("shop"))},
+		sets: []*v1beta1.SidecarSet{sidecarSet("a", matchLabels("app", "web"), inNamespace("shop"))},
 		admissions: []admission{
 			{"shop", map[string]string{"app": "web"}, true},
 			{"default", map[string]string{"app": "web"}, false},
 		},
 	}, {
 		name: "namespaceSelector on the name label is exact",
-		sets: []*v1alpha1.SidecarSet{sidecarSet("a", expression("app", metav1.LabelSelectorOpDoesNotExist),
-			namespaceSelector(expression(v1alpha1.NamespaceNameLabel, metav1.LabelSelectorOpNotIn, "kube-public", "shop")))},
+		sets: []*v1beta1.SidecarSet{sidecarSet("a", expression("app", metav1.LabelSelectorOpDoesNotExist),
+			namespaceSelector(expression(v1beta1.NamespaceNameLabel, metav1.LabelSelectorOpNotIn, "kube-public", "shop")))},
 		admissions: []admission{
 			{"default", nil, true},
 			{"default", map[string]string{"app": "web"}, false},
@@ -173,23 +173,23 @@ func TestCondition(t *testing.T) {
 		},
 	}, {
 		name: "namespaceSelector on other labels, invisible to CEL, may match anywhere",
-		sets: []*v1alpha1.SidecarSet{sidecarSet("a", matchLabels("app", "web"), namespaceSelector(matchLabels("team", "blue")))},
+		sets: []*v1beta1.SidecarSet{sidecarSet("a", matchLabels("app", "web"), namespaceSelector(matchLabels("team", "blue")))},
 		admissions: []admission{
 			{"default", map[string]string{"app": "web"}, true},
 			{"default", map[string]string{"app": "db"}, false},
 		},
 	}, {
 		name: "a namespace scope no name satisfies injects nowhere",
-		sets: []*v1alpha1.SidecarSet{sidecarSet("a", matchLabels("app", "web"), namespaceSelector(expression(v1alpha1.NamespaceNameLabel, metav1.LabelSelectorOpDoesNotExist)))},
+		sets: []*v1beta1.SidecarSet{sidecarSet("a", matchLabels("app", "web"), namespaceSelector(expression(v1beta1.NamespaceNameLabel, metav1.LabelSelectorOpDoesNotExist)))},
 		admissions: []admission{
 			{"default", map[string]string{"app": "web"}, false},
 		},
 	}, {
 		name: "empty, unset and paused SidecarSets inject nowhere",
-		sets: []*v1alpha1.SidecarSet{
+		sets: []*v1beta1.SidecarSet{
 			sidecarSet("a", &metav1.LabelSelector{}),
 			sidecarSet("b", nil),
-			sidecarSet("c", matchLabels("app", "web"), func(ss *v1alpha1.SidecarSet) { ss.Spec.InjectionStrategy.Paused = true }),
+			sidecarSet("c", matchLabels("app", "web"), func(ss *v1beta1.SidecarSet) { ss.Spec.InjectionStrategy.Paused = true }),
 		},
 		admissions: []admission{
 			{"default", map[string]string{"app": "web"}, false},
@@ -197,7 +197,7 @@ func TestCondition(t *testing.T) {
 		},
 	}, {
 		name: "several SidecarSets: any of them",
-		sets: []*v1alpha1.SidecarSet{
+		sets: []*v1beta1.SidecarSet{
 			sidecarSet("a", matchLabels("app", "web"), inNamespace("shop")),
 			sidecarSet("b", matchLabels("app", "db")),
 			sidecarSet("c", matchLabels("app", "db")), // the same term once
@@ -209,7 +209,7 @@ func TestCondition(t *testing.T) {
 		},
 	}, {
 		name: "values needing escapes",
-		sets: []*v1alpha1.SidecarSet{sidecarSet("a", matchLabels("example.com/app", `we"b\`))},
+		sets: []*v1beta1.SidecarSet{sidecarSet("a", matchLabels("example.com/app", `we"b\`))},
 		admissions: []admission{
 			{"default", map[string]string{"example.com/app": `we"b\`}, true},
 			{"default", map[string]string{"example.com/app": "web"}, false},
@@ -227,14 +227,14 @@ func TestCondition(t *testing.T) {
 }
 
 func TestConditionUnfiltered(t *testing.T) {
-	_, filter, reason := Condition([]*v1alpha1.SidecarSet{sidecarSet("odd", expression("app", "Matches", "w.*"))})
+	_, filter, reason := Condition([]*v1beta1.SidecarSet{sidecarSet("odd", expression("app", "Matches", "w.*"))})
 	require.False(t, filter)
 	require.Contains(t, reason, `SidecarSet/odd: spec.selector: app: unsupported operator "Matches"`)
 
 	// The largest condition Condition emits still compiles in the API server's CEL environment,
 	// within its cost limits, and evaluates.
-	fleet := func(n int) []*v1alpha1.SidecarSet {
-		var sets []*v1alpha1.SidecarSet
+	fleet := func(n int) []*v1beta1.SidecarSet {
+		var sets []*v1beta1.SidecarSet
 		for i := range n {
 			sets = append(sets, sidecarSet(fmt.Sprint("s", i), matchLabels("app", fmt.Sprintf("application-number-%d", i))))
 		}
@@ -259,7 +259,7 @@ func TestConditionUnfiltered(t *testing.T) {
 	require.True(t, api.calls(t, "default", labelled(map[string]string{"app": fmt.Sprintf("application-number-%d", len(large)-1)})))
 	require.False(t, api.calls(t, "default", labelled(map[string]string{"app": "none"})))
 
-	var many []*v1alpha1.SidecarSet
+	var many []*v1beta1.SidecarSet
 	for i := range 3000 {
 		many = append(many, sidecarSet(fmt.Sprint("s", i), matchLabels("app", fmt.Sprintf("application-number-%d", i))))
 	}
@@ -303,22 +303,22 @@ func TestConditionNeverNarrowerThanThePolicies(t *testing.T) {
 		return s
 	}
 	namespaces := []*corev1.Namespace{
-		{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{v1alpha1.NamespaceNameLabel: "a", "team": "a"}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{v1alpha1.NamespaceNameLabel: "b", "team": "b"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{v1beta1.NamespaceNameLabel: "a", "team": "a"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{v1beta1.NamespaceNameLabel: "b", "team": "b"}}},
 	}
 	for fleet := range 40 {
 		// Half the fleets scope namespaces by name only: there the condition must be exact.
 		nameOnly := fleet%2 == 0
-		nsKeys := []string{v1alpha1.NamespaceNameLabel}
+		nsKeys := []string{v1beta1.NamespaceNameLabel}
 		if !nameOnly {
 			nsKeys = append(nsKeys, "team")
 		}
-		var sets []*v1alpha1.SidecarSet
+		var sets []*v1beta1.SidecarSet
 		for i := range 1 + rng.IntN(4) {
 			ss := sidecarSet(fmt.Sprintf("s%d", i), randSelector(keys))
 			switch rng.IntN(3) {
 			case 0:
-				ss.Spec.Namespace = namespaces[rng.IntN(2)].Name
+				ss.Spec.NamespaceSelector = v1beta1.NamespaceNamed(namespaces[rng.IntN(2)].Name)
 			case 1:
 				ss.Spec.NamespaceSelector = randSelector(nsKeys)
 			}
@@ -349,10 +349,10 @@ func TestConditionNeverNarrowerThanThePolicies(t *testing.T) {
 	}
 }
 
-func describe(sets []*v1alpha1.SidecarSet) string {
+func describe(sets []*v1beta1.SidecarSet) string {
 	var b strings.Builder
 	for _, ss := range sets {
-		raw, _ := json.Marshal(map[string]any{"selector": ss.Spec.Selector, "namespace": ss.Spec.Namespace, "namespaceSelector": ss.Spec.NamespaceSelector})
+		raw, _ := json.Marshal(map[string]any{"selector": ss.Spec.Selector, "namespaceSelector": ss.Spec.NamespaceSelector})
 		fmt.Fprintf(&b, "%s: %s\n", ss.Name, raw)
 	}
 	return b.String()

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // FieldOwner is the server-side apply manager of the condition: it owns that one match condition
@@ -59,7 +59,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		For(&admissionregv1.MutatingWebhookConfiguration{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetName() == r.Configuration
 		}))).
-		Watches(&v1alpha1.SidecarSet{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		Watches(&v1beta1.SidecarSet{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 			return []reconcile.Request{key}
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
@@ -129,11 +129,11 @@ func (r *Reconciler) desired(ctx context.Context) (expr, reason string, seen map
 	if r.Unfiltered {
 		return "", "the prefilter is off", nil, nil
 	}
-	sets := &v1alpha1.SidecarSetList{}
+	sets := &v1beta1.SidecarSetList{}
 	if err := r.Client.List(ctx, sets); err != nil {
 		return "", "", nil, err
 	}
-	ptrs := make([]*v1alpha1.SidecarSet, len(sets.Items))
+	ptrs := make([]*v1beta1.SidecarSet, len(sets.Items))
 	seen = make(map[string]string, len(sets.Items))
 	for i := range sets.Items {
 		ptrs[i] = &sets.Items[i]

@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/hashes"
 )
 
@@ -18,17 +18,17 @@ const (
 
 // SidecarSet defaults ss in place as OpenKruise's defaulting webhook (plus the CRD schema defaults)
 // would; it does not touch the hash annotations. ss may be nil.
-func SidecarSet(ss *v1alpha1.SidecarSet) {
+func SidecarSet(ss *v1beta1.SidecarSet) {
 	if ss == nil {
 		return
 	}
 	spec := &ss.Spec
 	updateStrategy(&spec.UpdateStrategy)
 	for i := range spec.InitContainers {
-		sidecarContainer(&spec.InitContainers[i], v1alpha1.AfterAppContainerType)
+		sidecarContainer(&spec.InitContainers[i], v1beta1.AfterAppContainerType)
 	}
 	for i := range spec.Containers {
-		sidecarContainer(&spec.Containers[i], v1alpha1.BeforeAppContainerType)
+		sidecarContainer(&spec.Containers[i], v1beta1.BeforeAppContainerType)
 	}
 	for i := range spec.Volumes {
 		Volume(&spec.Volumes[i])
@@ -39,17 +39,17 @@ func SidecarSet(ss *v1alpha1.SidecarSet) {
 	}
 	for i := range spec.PatchPodMetadata {
 		if spec.PatchPodMetadata[i].PatchPolicy == "" {
-			spec.PatchPodMetadata[i].PatchPolicy = v1alpha1.SidecarSetRetainPatchPolicy
+			spec.PatchPodMetadata[i].PatchPolicy = v1beta1.SidecarSetRetainPatchPolicy
 		}
 	}
 	if r := spec.InjectionStrategy.Revision; r != nil && r.Policy == "" {
-		r.Policy = v1alpha1.AlwaysSidecarSetInjectRevisionPolicy
+		r.Policy = v1beta1.AlwaysSidecarSetInjectRevisionPolicy
 	}
 }
 
 // SidecarSetAndHash defaults ss and then (re)writes both hash annotations, in that order because
 // the hashes cover the defaulted containers (compat §1.8).
-func SidecarSetAndHash(ss *v1alpha1.SidecarSet) error {
+func SidecarSetAndHash(ss *v1beta1.SidecarSet) error {
 	if ss == nil {
 		return errors.New("defaults: nil SidecarSet")
 	}
@@ -65,16 +65,16 @@ func SidecarSetAndHash(ss *v1alpha1.SidecarSet) error {
 	if ss.Annotations == nil {
 		ss.Annotations = map[string]string{}
 	}
-	ss.Annotations[v1alpha1.SidecarSetHashAnnotation] = h
-	ss.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation] = withoutImage
+	ss.Annotations[v1beta1.SidecarSetHashAnnotation] = h
+	ss.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation] = withoutImage
 	return nil
 }
 
 // updateStrategy defaults regardless of the strategy type, as OpenKruise does: NotUpdate
 // SidecarSets get maxUnavailable and partition too.
-func updateStrategy(s *v1alpha1.SidecarSetUpdateStrategy) {
+func updateStrategy(s *v1beta1.SidecarSetUpdateStrategy) {
 	if s.Type == "" {
-		s.Type = v1alpha1.RollingUpdateSidecarSetStrategyType
+		s.Type = v1beta1.RollingUpdateSidecarSetStrategyType
 	}
 	if s.MaxUnavailable == nil {
 		one := intstr.FromInt32(1)
@@ -86,15 +86,15 @@ func updateStrategy(s *v1alpha1.SidecarSetUpdateStrategy) {
 	}
 }
 
-func sidecarContainer(c *v1alpha1.SidecarContainer, injectPolicy v1alpha1.PodInjectPolicyType) {
+func sidecarContainer(c *v1beta1.SidecarContainer, injectPolicy v1beta1.PodInjectPolicyType) {
 	if c.PodInjectPolicy == "" {
 		c.PodInjectPolicy = injectPolicy
 	}
 	if c.UpgradeStrategy.UpgradeType == "" {
-		c.UpgradeStrategy.UpgradeType = v1alpha1.SidecarContainerColdUpgrade
+		c.UpgradeStrategy.UpgradeType = v1beta1.SidecarContainerColdUpgrade
 	}
 	if c.ShareVolumePolicy.Type == "" {
-		c.ShareVolumePolicy.Type = v1alpha1.ShareVolumePolicyDisabled
+		c.ShareVolumePolicy.Type = v1beta1.ShareVolumePolicyDisabled
 	}
 	// ShareVolumeDevicePolicy stays nil on purpose: it is a pointer so that SidecarSets which predate
 	// it keep their hash.

@@ -9,11 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // SidecarSetHash returns the kruise.io/sidecarset-hash value of ss.
-func SidecarSetHash(ss *v1alpha1.SidecarSet) (string, error) {
+func SidecarSetHash(ss *v1beta1.SidecarSet) (string, error) {
 	if ss == nil {
 		return "", errors.New("hash: nil SidecarSet")
 	}
@@ -22,7 +22,7 @@ func SidecarSetHash(ss *v1alpha1.SidecarSet) (string, error) {
 
 // SidecarSetHashWithoutImage returns the kruise.io/sidecarset-hash-without-image value of ss: the
 // controller compares it to decide whether a pod can be upgraded in place (image-only change).
-func SidecarSetHashWithoutImage(ss *v1alpha1.SidecarSet) (string, error) {
+func SidecarSetHashWithoutImage(ss *v1beta1.SidecarSet) (string, error) {
 	if ss == nil {
 		return "", errors.New("hash: nil SidecarSet")
 	}
@@ -31,7 +31,7 @@ func SidecarSetHashWithoutImage(ss *v1alpha1.SidecarSet) (string, error) {
 
 // Encode returns the exact bytes that are hashed (exported for tests and for debugging hash
 // mismatches against OpenKruise).
-func Encode(containers, initContainers []v1alpha1.SidecarContainer) ([]byte, error) {
+func Encode(containers, initContainers []v1beta1.SidecarContainer) ([]byte, error) {
 	m := map[string]interface{}{"containers": containers}
 	// OpenKruise adds initContainers only when a native sidecar exists, so that SidecarSets written
 	// before native sidecars existed keep their hash (and their pods are not rolled).
@@ -41,7 +41,7 @@ func Encode(containers, initContainers []v1alpha1.SidecarContainer) ([]byte, err
 	return json.Marshal(m)
 }
 
-func hashOf(containers, initContainers []v1alpha1.SidecarContainer) (string, error) {
+func hashOf(containers, initContainers []v1beta1.SidecarContainer) (string, error) {
 	b, err := Encode(containers, initContainers)
 	if err != nil {
 		return "", err
@@ -50,7 +50,7 @@ func hashOf(containers, initContainers []v1alpha1.SidecarContainer) (string, err
 	return utilrand.SafeEncodeString(hex.EncodeToString(sum[:])), nil
 }
 
-func hasNativeSidecar(cs []v1alpha1.SidecarContainer) bool {
+func hasNativeSidecar(cs []v1beta1.SidecarContainer) bool {
 	for i := range cs {
 		if p := cs[i].RestartPolicy; p != nil && *p == corev1.ContainerRestartPolicyAlways {
 			return true
@@ -61,11 +61,11 @@ func hasNativeSidecar(cs []v1alpha1.SidecarContainer) bool {
 
 // withoutImages returns a copy with every image blanked; a nil input stays nil so that it still
 // encodes as null.
-func withoutImages(cs []v1alpha1.SidecarContainer) []v1alpha1.SidecarContainer {
+func withoutImages(cs []v1beta1.SidecarContainer) []v1beta1.SidecarContainer {
 	if cs == nil {
 		return nil
 	}
-	out := make([]v1alpha1.SidecarContainer, len(cs))
+	out := make([]v1beta1.SidecarContainer, len(cs))
 	for i := range cs {
 		// Shallow copies suffice: only the top-level Image string is changed.
 		out[i] = cs[i]

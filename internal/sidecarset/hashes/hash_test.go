@@ -7,30 +7,30 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/testing/vectors"
 )
 
-func plain(name, image string) v1alpha1.SidecarContainer {
-	return v1alpha1.SidecarContainer{Container: corev1.Container{Name: name, Image: image}}
+func plain(name, image string) v1beta1.SidecarContainer {
+	return v1beta1.SidecarContainer{Container: corev1.Container{Name: name, Image: image}}
 }
 
-func native(name, image string) v1alpha1.SidecarContainer {
+func native(name, image string) v1beta1.SidecarContainer {
 	c := plain(name, image)
 	always := corev1.ContainerRestartPolicyAlways
 	c.RestartPolicy = &always
 	return c
 }
 
-func ss(containers, inits []v1alpha1.SidecarContainer) *v1alpha1.SidecarSet {
-	return &v1alpha1.SidecarSet{Spec: v1alpha1.SidecarSetSpec{Containers: containers, InitContainers: inits}}
+func ss(containers, inits []v1beta1.SidecarContainer) *v1beta1.SidecarSet {
+	return &v1beta1.SidecarSet{Spec: v1beta1.SidecarSetSpec{Containers: containers, InitContainers: inits}}
 }
 
 // Vectors from compat §1.9 (asserted by OpenKruise's tests); JSON and hashes copied from docs/openkruise-compat.md §1.9.
 func TestVectors(t *testing.T) {
 	cases := []struct {
 		name            string
-		ss              *v1alpha1.SidecarSet
+		ss              *v1beta1.SidecarSet
 		json            string
 		hash            string
 		jsonNoImage     string
@@ -39,7 +39,7 @@ func TestVectors(t *testing.T) {
 	}{
 		{
 			name:           "one container",
-			ss:             ss([]v1alpha1.SidecarContainer{plain("container1", "test-image")}, nil),
+			ss:             ss([]v1beta1.SidecarContainer{plain("container1", "test-image")}, nil),
 			json:           `{"containers":[{"name":"container1","image":"test-image","resources":{},"upgradeStrategy":{},"shareVolumePolicy":{}}]}`,
 			hash:           "w26c4x8fz245642fdv499b464248f974xddx4x55z5dw55bc6x66464fxz77dc78",
 			jsonNoImage:    `{"containers":[{"name":"container1","resources":{},"upgradeStrategy":{},"shareVolumePolicy":{}}]}`,
@@ -47,8 +47,8 @@ func TestVectors(t *testing.T) {
 		},
 		{
 			name: "container plus native initContainer",
-			ss: ss([]v1alpha1.SidecarContainer{plain("container1", "test-image")},
-				[]v1alpha1.SidecarContainer{native("container1", "test-image")}),
+			ss: ss([]v1beta1.SidecarContainer{plain("container1", "test-image")},
+				[]v1beta1.SidecarContainer{native("container1", "test-image")}),
 			json: `{"containers":[{"name":"container1","image":"test-image","resources":{},"upgradeStrategy":{},"shareVolumePolicy":{}}],` +
 				`"initContainers":[{"name":"container1","image":"test-image","resources":{},"restartPolicy":"Always","upgradeStrategy":{},"shareVolumePolicy":{}}]}`,
 			hash: "4xwx4d4844vd4v9x79wb4xbxf4xb29475cc4446v8cz2c2f2f5c5bw448vd42z8w",
@@ -58,7 +58,7 @@ func TestVectors(t *testing.T) {
 		},
 		{
 			name: "defaulted dns-f",
-			ss:   ss([]v1alpha1.SidecarContainer{vectors.DNSF()}, nil),
+			ss:   ss([]v1beta1.SidecarContainer{vectors.DNSF()}, nil),
 			json: `{"containers":[{"name":"dns-f","image":"dns:1.0","resources":{},"terminationMessagePath":"/dev/termination-log",` +
 				`"terminationMessagePolicy":"File","imagePullPolicy":"IfNotPresent","podInjectPolicy":"BeforeAppContainer",` +
 				`"upgradeStrategy":{"upgradeType":"ColdUpgrade"},"shareVolumePolicy":{"type":"disabled"}}]}`,
@@ -71,7 +71,7 @@ func TestVectors(t *testing.T) {
 		{
 			// Not asserted by OpenKruise; computed from the algorithm in compat §1.9.
 			name:           "initContainers only, none native",
-			ss:             ss(nil, []v1alpha1.SidecarContainer{plain("init", "busybox")}),
+			ss:             ss(nil, []v1beta1.SidecarContainer{plain("init", "busybox")}),
 			json:           `{"containers":null}`,
 			hash:           "x5vwx9w6vv4dv72c9w4c2f6v74fbwx545b45bbfz6z2dvf8w887xw86fvcb4cf48",
 			jsonNoImage:    `{"containers":null}`,
@@ -79,7 +79,7 @@ func TestVectors(t *testing.T) {
 		},
 		{
 			name:           "empty spec",
-			ss:             &v1alpha1.SidecarSet{},
+			ss:             &v1beta1.SidecarSet{},
 			json:           `{"containers":null}`,
 			hash:           "x5vwx9w6vv4dv72c9w4c2f6v74fbwx545b45bbfz6z2dvf8w887xw86fvcb4cf48",
 			jsonNoImage:    `{"containers":null}`,
@@ -110,9 +110,9 @@ func TestVectors(t *testing.T) {
 }
 
 func TestNonNativeInitContainersDoNotChangeHash(t *testing.T) {
-	base := ss([]v1alpha1.SidecarContainer{plain("container1", "test-image")}, nil)
-	withInit := ss([]v1alpha1.SidecarContainer{plain("container1", "test-image")},
-		[]v1alpha1.SidecarContainer{plain("init", "busybox:1")})
+	base := ss([]v1beta1.SidecarContainer{plain("container1", "test-image")}, nil)
+	withInit := ss([]v1beta1.SidecarContainer{plain("container1", "test-image")},
+		[]v1beta1.SidecarContainer{plain("init", "busybox:1")})
 	a, err := SidecarSetHash(base)
 	require.NoError(t, err)
 	b, err := SidecarSetHash(withInit)
@@ -121,7 +121,7 @@ func TestNonNativeInitContainersDoNotChangeHash(t *testing.T) {
 }
 
 func TestImageOnlyChangeKeepsHashWithoutImage(t *testing.T) {
-	v1 := ss([]v1alpha1.SidecarContainer{vectors.DNSF()}, nil)
+	v1 := ss([]v1beta1.SidecarContainer{vectors.DNSF()}, nil)
 	v2 := v1.DeepCopy()
 	v2.Spec.Containers[0].Image = "dns:2.0"
 	h1, _ := SidecarSetHash(v1)

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 func constRand(v float64) func() float64 { return func() float64 { return v } }
@@ -31,8 +31,8 @@ func TestForInjectionW6(t *testing.T) {
 	cr := revisionOf(t, old, 1, "sidecarset1-12345")
 
 	cur := ss1()
-	cur.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{
-		CustomVersion: strp("sidecarset1-12345"), Policy: v1alpha1.AlwaysSidecarSetInjectRevisionPolicy,
+	cur.Spec.InjectionStrategy.Revision = &v1beta1.SidecarSetInjectRevision{
+		CustomVersion: strp("sidecarset1-12345"), Policy: v1beta1.AlwaysSidecarSetInjectRevisionPolicy,
 	}
 	got, err := ForInjection(cur, podWithLabels(map[string]string{"app": "suxing-test"}), NewStaticSource(cr), constRand(0.5))
 	require.NoError(t, err)
@@ -46,21 +46,21 @@ func TestForInjectionW6(t *testing.T) {
 }
 
 // canarySet is the W7–W14 fixture: latest image sidecar-image:canary, revision X = stable.
-func canarySet(t *testing.T) (*v1alpha1.SidecarSet, Source) {
+func canarySet(t *testing.T) (*v1beta1.SidecarSet, Source) {
 	t.Helper()
-	base := &v1alpha1.SidecarSet{
+	base := &v1beta1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "sidecarset1"},
-		Spec: v1alpha1.SidecarSetSpec{
+		Spec: v1beta1.SidecarSetSpec{
 			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "demo"}},
-			Containers: []v1alpha1.SidecarContainer{sc("sidecar", "sidecar-image:stable")},
+			Containers: []v1beta1.SidecarContainer{sc("sidecar", "sidecar-image:stable")},
 		},
 	}
 	cr := revisionOf(t, base, 1, "X")
 	latest := base.DeepCopy()
 	latest.Spec.Containers[0].Image = "sidecar-image:canary"
 	latest.Spec.UpdateStrategy.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"canary": "true"}}
-	latest.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{
-		CustomVersion: strp("X"), Policy: v1alpha1.PartialSidecarSetInjectRevisionPolicy,
+	latest.Spec.InjectionStrategy.Revision = &v1beta1.SidecarSetInjectRevision{
+		CustomVersion: strp("X"), Policy: v1beta1.PartialSidecarSetInjectRevisionPolicy,
 	}
 	return latest, NewStaticSource(cr)
 }
@@ -77,7 +77,7 @@ func TestForInjectionCanary(t *testing.T) {
 		partition *intstr.IntOrString
 		paused    bool
 		selector  *metav1.LabelSelector // overrides the canary=true update selector
-		policy    v1alpha1.SidecarSetInjectRevisionPolicy
+		policy    v1beta1.SidecarSetInjectRevisionPolicy
 		noRev     bool // revision X absent
 		rand      float64
 		want      string // image, or "" when an error is expected
@@ -91,7 +91,7 @@ func TestForInjectionCanary(t *testing.T) {
 			wantErr: []string{`sidecarset "sidecarset1"`, "updateStrategy.partition", `"abc%"`}},
 		{id: "W12 revision X missing is an error", labels: canary, noRev: true, rand: 0.5,
 			wantErr: []string{`sidecarset "sidecarset1"`, "customVersion", "=X"}},
-		{id: "W12 revision X missing is an error even for Always", labels: canary, noRev: true, policy: v1alpha1.AlwaysSidecarSetInjectRevisionPolicy,
+		{id: "W12 revision X missing is an error even for Always", labels: canary, noRev: true, policy: v1beta1.AlwaysSidecarSetInjectRevisionPolicy,
 			rand: 0.5, wantErr: []string{`sidecarset "sidecarset1"`}},
 		{id: "W13 bad update selector operator is an error", labels: canary, rand: 0.5,
 			selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "canary", Operator: "badOp", Values: []string{"true"}}}},
@@ -108,12 +108,12 @@ func TestForInjectionCanary(t *testing.T) {
 		{id: "percentage without % is an error", labels: canary, partition: pct("50"), rand: 0.5, wantErr: []string{"updateStrategy.partition"}},
 		{id: "no update selector: every pod is random", labels: plain, partition: pct("0%"), rand: 0.5,
 			selector: &metav1.LabelSelector{}, want: "sidecar-image:canary"},
-		{id: "a bad selector is only parsed for Partial", labels: canary, policy: v1alpha1.AlwaysSidecarSetInjectRevisionPolicy, rand: 0.5,
+		{id: "a bad selector is only parsed for Partial", labels: canary, policy: v1beta1.AlwaysSidecarSetInjectRevisionPolicy, rand: 0.5,
 			selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "canary", Operator: "badOp"}}},
 			want:     "sidecar-image:stable"},
 
 		// Step 5.
-		{id: "quirk Q22: Always ignores the update selector", labels: canary, policy: v1alpha1.AlwaysSidecarSetInjectRevisionPolicy, rand: 0.9, want: "sidecar-image:stable"},
+		{id: "quirk Q22: Always ignores the update selector", labels: canary, policy: v1beta1.AlwaysSidecarSetInjectRevisionPolicy, rand: 0.9, want: "sidecar-image:stable"},
 		{id: "empty policy behaves as Always", labels: canary, policy: "-", rand: 0.9, want: "sidecar-image:stable"},
 	}
 	for _, tc := range tests {
@@ -164,7 +164,7 @@ func TestForInjectionWithoutRevision(t *testing.T) {
 	require.NoError(t, err)
 	assert.Same(t, ss, got)
 
-	ss.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{Policy: v1alpha1.PartialSidecarSetInjectRevisionPolicy}
+	ss.Spec.InjectionStrategy.Revision = &v1beta1.SidecarSetInjectRevision{Policy: v1beta1.PartialSidecarSetInjectRevisionPolicy}
 	got, err = ForInjection(ss, podWithLabels(nil), nil, nil)
 	require.NoError(t, err)
 	assert.Same(t, ss, got)

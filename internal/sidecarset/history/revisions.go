@@ -19,7 +19,7 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/hashes"
 )
 
@@ -45,7 +45,7 @@ func NewStaticSource(crs ...*appsv1.ControllerRevision) Source {
 		}
 	}
 	for _, cr := range s.byName {
-		if set, ok := cr.Labels[v1alpha1.SidecarSetNameLabel]; ok {
+		if set, ok := cr.Labels[v1beta1.SidecarSetNameLabel]; ok {
 			s.bySet[set] = append(s.bySet[set], cr)
 		}
 	}
@@ -75,7 +75,7 @@ var revisionFields = []string{"volumes", "containers", "initContainers", "imageP
 // of revisions depend on these exact bytes, so they are produced as OpenKruise does: encode the
 // object, decode it into generic JSON, re-encode the chosen fields (keys sorted, numbers through
 // float64).
-func Raw(ss *v1alpha1.SidecarSet) ([]byte, error) {
+func Raw(ss *v1beta1.SidecarSet) ([]byte, error) {
 	if ss == nil {
 		return nil, errors.New("revisions: nil SidecarSet")
 	}
@@ -103,7 +103,7 @@ func Raw(ss *v1alpha1.SidecarSet) ([]byte, error) {
 // history.HashControllerRevision and ControllerRevisionName): <name>-<SafeEncodeString(decimal
 // FNV-1 32 of raw followed by decimal collisionCount)>, the name prefix cut to 223 characters so
 // that the result stays a valid object name.
-func Name(ss *v1alpha1.SidecarSet, raw []byte, collisionCount int32) string {
+func Name(ss *v1beta1.SidecarSet, raw []byte, collisionCount int32) string {
 	prefix := ""
 	if ss != nil {
 		prefix = ss.Name
@@ -126,7 +126,7 @@ func Hash(raw []byte, collisionCount int32) string {
 // (exact name) wins over customVersion (the revision with the highest .revision among those
 // labelled with both the custom version and ss's name). Nothing configured → (nil, nil).
 // Configured but not found → an error, which denies the pod (compat §1.5 step 2).
-func Find(ss *v1alpha1.SidecarSet, src Source) (*appsv1.ControllerRevision, error) {
+func Find(ss *v1beta1.SidecarSet, src Source) (*appsv1.ControllerRevision, error) {
 	if ss == nil {
 		return nil, errors.New("revisions: nil SidecarSet")
 	}
@@ -146,18 +146,18 @@ func Find(ss *v1alpha1.SidecarSet, src Source) (*appsv1.ControllerRevision, erro
 	}
 	var found []*appsv1.ControllerRevision
 	for _, cr := range src.ForSidecarSet(ss.Name) {
-		if cr == nil || cr.Labels[v1alpha1.SidecarSetNameLabel] != ss.Name {
+		if cr == nil || cr.Labels[v1beta1.SidecarSetNameLabel] != ss.Name {
 			continue
 		}
 		// Present and equal, as a label selector requires (an empty customVersion does not
 		// match revisions without the label).
-		if v, ok := cr.Labels[v1alpha1.SidecarSetCustomVersionLabel]; ok && v == *ref.CustomVersion {
+		if v, ok := cr.Labels[v1beta1.SidecarSetCustomVersionLabel]; ok && v == *ref.CustomVersion {
 			found = append(found, cr)
 		}
 	}
 	if len(found) == 0 {
 		return nil, fmt.Errorf("sidecarset %q: injectionStrategy.revision.customVersion: no ControllerRevision labelled %s=%s and %s=%s",
-			ss.Name, v1alpha1.SidecarSetCustomVersionLabel, *ref.CustomVersion, v1alpha1.SidecarSetNameLabel, ss.Name)
+			ss.Name, v1beta1.SidecarSetCustomVersionLabel, *ref.CustomVersion, v1beta1.SidecarSetNameLabel, ss.Name)
 	}
 	Sort(found)
 	return found[len(found)-1], nil
@@ -182,14 +182,14 @@ func Sort(crs []*appsv1.ControllerRevision) {
 // "$patch": "replace" makes the spec exactly the five recorded fields), the hash annotations taken
 // from cr (recomputed when cr lacks them) and status.latestRevision = cr's name. ss is not
 // modified.
-func Restore(ss *v1alpha1.SidecarSet, cr *appsv1.ControllerRevision) (*v1alpha1.SidecarSet, error) {
+func Restore(ss *v1beta1.SidecarSet, cr *appsv1.ControllerRevision) (*v1beta1.SidecarSet, error) {
 	if ss == nil {
 		return nil, errors.New("revisions: nil SidecarSet")
 	}
 	if cr == nil {
 		return nil, fmt.Errorf("sidecarset %q: restoring a nil ControllerRevision", ss.Name)
 	}
-	fail := func(format string, args ...any) (*v1alpha1.SidecarSet, error) {
+	fail := func(format string, args ...any) (*v1beta1.SidecarSet, error) {
 		return nil, fmt.Errorf("sidecarset %q: restoring ControllerRevision %q: %s", ss.Name, cr.Name, fmt.Sprintf(format, args...))
 	}
 	patch := cr.Data.Raw
@@ -207,11 +207,11 @@ func Restore(ss *v1alpha1.SidecarSet, cr *appsv1.ControllerRevision) (*v1alpha1.
 	if err != nil {
 		return fail("encoding SidecarSet: %v", err)
 	}
-	patched, err := strategicpatch.StrategicMergePatch(original, patch, v1alpha1.SidecarSet{})
+	patched, err := strategicpatch.StrategicMergePatch(original, patch, v1beta1.SidecarSet{})
 	if err != nil {
 		return fail("applying data.raw: %v", err)
 	}
-	restored := &v1alpha1.SidecarSet{}
+	restored := &v1beta1.SidecarSet{}
 	if err := json.Unmarshal(patched, restored); err != nil {
 		return fail("decoding the patched SidecarSet: %v", err)
 	}
@@ -220,10 +220,10 @@ func Restore(ss *v1alpha1.SidecarSet, cr *appsv1.ControllerRevision) (*v1alpha1.
 	}
 	for _, h := range []struct {
 		key  string
-		calc func(*v1alpha1.SidecarSet) (string, error)
+		calc func(*v1beta1.SidecarSet) (string, error)
 	}{
-		{v1alpha1.SidecarSetHashAnnotation, hashes.SidecarSetHash},
-		{v1alpha1.SidecarSetHashWithoutImageAnnotation, hashes.SidecarSetHashWithoutImage},
+		{v1beta1.SidecarSetHashAnnotation, hashes.SidecarSetHash},
+		{v1beta1.SidecarSetHashWithoutImageAnnotation, hashes.SidecarSetHashWithoutImage},
 	} {
 		if v := cr.Annotations[h.key]; v != "" {
 			restored.Annotations[h.key] = v
@@ -254,7 +254,7 @@ func Restore(ss *v1alpha1.SidecarSet, cr *appsv1.ControllerRevision) (*v1alpha1.
 //
 // ss is returned as is, not copied: callers that modify the result must copy it. rand returns a
 // number in [0,1); nil means math/rand/v2.Float64.
-func ForInjection(ss *v1alpha1.SidecarSet, pod *corev1.Pod, src Source, rand func() float64) (*v1alpha1.SidecarSet, error) {
+func ForInjection(ss *v1beta1.SidecarSet, pod *corev1.Pod, src Source, rand func() float64) (*v1beta1.SidecarSet, error) {
 	if ss == nil {
 		return nil, errors.New("revisions: nil SidecarSet")
 	}
@@ -273,7 +273,7 @@ func ForInjection(ss *v1alpha1.SidecarSet, pod *corev1.Pod, src Source, rand fun
 	if ss.Spec.UpdateStrategy.Paused {
 		return historical, nil
 	}
-	if ref.Policy != v1alpha1.PartialSidecarSetInjectRevisionPolicy {
+	if ref.Policy != v1beta1.PartialSidecarSetInjectRevisionPolicy {
 		return historical, nil
 	}
 	if sel := ss.Spec.UpdateStrategy.Selector; sel != nil {
@@ -292,7 +292,7 @@ func ForInjection(ss *v1alpha1.SidecarSet, pod *corev1.Pod, src Source, rand fun
 	return pickRandomly(ss, historical, rand)
 }
 
-func pickRandomly(latest, historical *v1alpha1.SidecarSet, rnd func() float64) (*v1alpha1.SidecarSet, error) {
+func pickRandomly(latest, historical *v1beta1.SidecarSet, rnd func() float64) (*v1beta1.SidecarSet, error) {
 	partition := latest.Spec.UpdateStrategy.Partition
 	if partition == nil || partition.Type == intstr.Int {
 		return latest, nil

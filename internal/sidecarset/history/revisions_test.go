@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/hashes"
 	"github.com/sidecarops/sidecarops/internal/testing/vectors"
 )
@@ -25,18 +25,18 @@ import (
 
 // vectorSidecarSet is the defaulted SidecarSet of the compat §1.10 verified vector. Fields that are not
 // recorded in a revision are set too, to show that they do not reach data.raw.
-func vectorSidecarSet() *v1alpha1.SidecarSet {
+func vectorSidecarSet() *v1beta1.SidecarSet {
 	zero, one := intstr.FromInt32(0), intstr.FromInt32(1)
-	return &v1alpha1.SidecarSet{
+	return &v1beta1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "sidecarset-test", Annotations: map[string]string{
-			v1alpha1.SidecarSetHashAnnotation:             "6wbd76bd7984x24fb4f44fv9222cw9v9bcf85x766744wddd4zwx927zzz2zb684",
-			v1alpha1.SidecarSetHashWithoutImageAnnotation: "82684vwf9d4cb4wz4vffx4ddfbb47ww4z4wwxdbwb8w2zbb7zvf4524cdd49bv94",
+			v1beta1.SidecarSetHashAnnotation:             "6wbd76bd7984x24fb4f44fv9222cw9v9bcf85x766744wddd4zwx927zzz2zb684",
+			v1beta1.SidecarSetHashWithoutImageAnnotation: "82684vwf9d4cb4wz4vffx4ddfbb47ww4z4wwxdbwb8w2zbb7zvf4524cdd49bv94",
 		}},
-		Spec: v1alpha1.SidecarSetSpec{
+		Spec: v1beta1.SidecarSetSpec{
 			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "nginx"}},
-			Containers: []v1alpha1.SidecarContainer{vectors.DNSF()},
-			UpdateStrategy: v1alpha1.SidecarSetUpdateStrategy{
-				Type: v1alpha1.RollingUpdateSidecarSetStrategyType, Partition: &zero, MaxUnavailable: &one,
+			Containers: []v1beta1.SidecarContainer{vectors.DNSF()},
+			UpdateStrategy: v1beta1.SidecarSetUpdateStrategy{
+				Type: v1beta1.RollingUpdateSidecarSetStrategyType, Partition: &zero, MaxUnavailable: &one,
 			},
 			RevisionHistoryLimit: int32p(10),
 		},
@@ -45,18 +45,18 @@ func vectorSidecarSet() *v1alpha1.SidecarSet {
 
 const vectorRaw = `{"spec":{"$patch":"replace","containers":[{"image":"dns:1.0","imagePullPolicy":"IfNotPresent","name":"dns-f","podInjectPolicy":"BeforeAppContainer","resources":{},"shareVolumePolicy":{"type":"disabled"},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","upgradeStrategy":{"upgradeType":"ColdUpgrade"}}],"imagePullSecrets":null,"initContainers":null,"patchPodMetadata":null,"volumes":null}}`
 
-func sc(name, image string) v1alpha1.SidecarContainer {
-	return v1alpha1.SidecarContainer{Container: corev1.Container{Name: name, Image: image}}
+func sc(name, image string) v1beta1.SidecarContainer {
+	return v1beta1.SidecarContainer{Container: corev1.Container{Name: name, Image: image}}
 }
 
 // revisionOf records ss as the controller would: data.raw, name, labels, annotations.
-func revisionOf(t *testing.T, ss *v1alpha1.SidecarSet, number int64, customVersion string) *appsv1.ControllerRevision {
+func revisionOf(t *testing.T, ss *v1beta1.SidecarSet, number int64, customVersion string) *appsv1.ControllerRevision {
 	t.Helper()
 	raw, err := Raw(ss)
 	require.NoError(t, err)
-	labels := map[string]string{v1alpha1.SidecarSetNameLabel: ss.Name, v1alpha1.ControllerRevisionHashLabel: Hash(raw, 0)}
+	labels := map[string]string{v1beta1.SidecarSetNameLabel: ss.Name, v1beta1.ControllerRevisionHashLabel: Hash(raw, 0)}
 	if customVersion != "" {
-		labels[v1alpha1.SidecarSetCustomVersionLabel] = customVersion
+		labels[v1beta1.SidecarSetCustomVersionLabel] = customVersion
 	}
 	annotations := map[string]string{}
 	for k, v := range ss.Annotations {
@@ -88,7 +88,7 @@ func TestNameVector(t *testing.T) {
 }
 
 func TestNamePrefixTruncated(t *testing.T) {
-	ss := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", 250)}}
+	ss := &v1beta1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", 250)}}
 	name := Name(ss, []byte("{}"), 0)
 	assert.Equal(t, strings.Repeat("a", 223)+"-"+Hash([]byte("{}"), 0), name)
 	assert.Equal(t, "-"+Hash(nil, 0), Name(nil, nil, 0), "nil SidecarSet does not panic")
@@ -96,12 +96,12 @@ func TestNamePrefixTruncated(t *testing.T) {
 
 func TestRawRecordsOnlyTheFiveFields(t *testing.T) {
 	ss := vectorSidecarSet()
-	ss.Spec.InitContainers = []v1alpha1.SidecarContainer{sc("init-1", "busybox")}
+	ss.Spec.InitContainers = []v1beta1.SidecarContainer{sc("init-1", "busybox")}
 	ss.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "s0"}}
 	ss.Spec.Volumes = []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "c"}, DefaultMode: int32p(420)},
 	}}}
-	ss.Spec.PatchPodMetadata = []v1alpha1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"k": "<v&>"}, PatchPolicy: v1alpha1.SidecarSetRetainPatchPolicy}}
+	ss.Spec.PatchPodMetadata = []v1beta1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"k": "<v&>"}, PatchPolicy: v1beta1.SidecarSetRetainPatchPolicy}}
 	ss.Spec.InjectionStrategy.Paused = true
 	raw, err := Raw(ss)
 	require.NoError(t, err)
@@ -127,8 +127,8 @@ func TestRawRecordsOnlyTheFiveFields(t *testing.T) {
 // ---- Source ----
 
 func TestStaticSource(t *testing.T) {
-	a := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{v1alpha1.SidecarSetNameLabel: "s1"}}}
-	b := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{v1alpha1.SidecarSetNameLabel: "s1"}}}
+	a := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{v1beta1.SidecarSetNameLabel: "s1"}}}
+	b := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{v1beta1.SidecarSetNameLabel: "s1"}}}
 	c := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "c"}}
 	src := NewStaticSource(a, nil, b, c)
 	got, ok := src.ByName("c")
@@ -145,9 +145,9 @@ func TestStaticSource(t *testing.T) {
 
 func TestFind(t *testing.T) {
 	owned := func(name, set, version string, number int64, created time.Time) *appsv1.ControllerRevision {
-		l := map[string]string{v1alpha1.SidecarSetNameLabel: set}
+		l := map[string]string{v1beta1.SidecarSetNameLabel: set}
 		if version != "-" {
-			l[v1alpha1.SidecarSetCustomVersionLabel] = version
+			l[v1beta1.SidecarSetCustomVersionLabel] = version
 		}
 		return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l, CreationTimestamp: metav1.NewTime(created)}, Revision: number}
 	}
@@ -162,23 +162,23 @@ func TestFind(t *testing.T) {
 		owned("s1-tie-b", "s1", "tie", 5, t0.Add(time.Hour)), // same .revision, created later
 		owned("s1-tie-c", "s1", "tie", 5, t0),
 	)
-	ss := func(revisionName, customVersion *string) *v1alpha1.SidecarSet {
-		s := &v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "s1"}}
+	ss := func(revisionName, customVersion *string) *v1beta1.SidecarSet {
+		s := &v1beta1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "s1"}}
 		if revisionName != nil || customVersion != nil {
-			s.Spec.InjectionStrategy.Revision = &v1alpha1.SidecarSetInjectRevision{RevisionName: revisionName, CustomVersion: customVersion}
+			s.Spec.InjectionStrategy.Revision = &v1beta1.SidecarSetInjectRevision{RevisionName: revisionName, CustomVersion: customVersion}
 		}
 		return s
 	}
 	tests := []struct {
 		name    string
-		ss      *v1alpha1.SidecarSet
+		ss      *v1beta1.SidecarSet
 		src     Source
 		want    string // "" = nil
 		wantErr []string
 	}{
 		{name: "nothing configured", ss: ss(nil, nil), src: src},
-		{name: "revision set without names", ss: &v1alpha1.SidecarSet{Spec: v1alpha1.SidecarSetSpec{InjectionStrategy: v1alpha1.SidecarSetInjectionStrategy{
-			Revision: &v1alpha1.SidecarSetInjectRevision{Policy: v1alpha1.AlwaysSidecarSetInjectRevisionPolicy}}}}, src: src},
+		{name: "revision set without names", ss: &v1beta1.SidecarSet{Spec: v1beta1.SidecarSetSpec{InjectionStrategy: v1beta1.SidecarSetInjectionStrategy{
+			Revision: &v1beta1.SidecarSetInjectRevision{Policy: v1beta1.AlwaysSidecarSetInjectRevisionPolicy}}}}, src: src},
 		{name: "nothing configured, nil source", ss: ss(nil, nil), src: nil},
 		{name: "customVersion picks the highest .revision", ss: ss(nil, strp("v1")), src: src, want: "s1-v1-new"},
 		{name: "customVersion ties broken by creation time", ss: ss(nil, strp("tie")), src: src, want: "s1-tie-b"},
@@ -217,30 +217,30 @@ func TestFind(t *testing.T) {
 // ---- Restore ----
 
 // ss1 is compat §4's SS1: initContainers [init-2, init-1], containers [dns-f, log-agent].
-func ss1() *v1alpha1.SidecarSet {
-	return &v1alpha1.SidecarSet{
+func ss1() *v1beta1.SidecarSet {
+	return &v1beta1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "sidecarset1", Labels: map[string]string{"team": "a"},
-			Annotations: map[string]string{v1alpha1.SidecarSetHashAnnotation: "c4k2dbb95d", "other": "kept"}},
-		Spec: v1alpha1.SidecarSetSpec{
+			Annotations: map[string]string{v1beta1.SidecarSetHashAnnotation: "c4k2dbb95d", "other": "kept"}},
+		Spec: v1beta1.SidecarSetSpec{
 			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "suxing-test"}},
-			InitContainers: []v1alpha1.SidecarContainer{sc("init-2", "busybox:2"), sc("init-1", "busybox:1")},
-			Containers:     []v1alpha1.SidecarContainer{sc("dns-f", "dns:2"), sc("log-agent", "log:2")},
+			InitContainers: []v1beta1.SidecarContainer{sc("init-2", "busybox:2"), sc("init-1", "busybox:1")},
+			Containers:     []v1beta1.SidecarContainer{sc("dns-f", "dns:2"), sc("log-agent", "log:2")},
 			Volumes:        []corev1.Volume{{Name: "v-new"}},
 		},
-		Status: v1alpha1.SidecarSetStatus{LatestRevision: "sidecarset1-latest", MatchedPods: 3},
+		Status: v1beta1.SidecarSetStatus{LatestRevision: "sidecarset1-latest", MatchedPods: 3},
 	}
 }
 
 func TestRestore(t *testing.T) {
 	old := ss1()
 	old.Spec.InitContainers = old.Spec.InitContainers[:1]
-	old.Spec.Containers = []v1alpha1.SidecarContainer{sc("dns-f", "dns:1")}
+	old.Spec.Containers = []v1beta1.SidecarContainer{sc("dns-f", "dns:1")}
 	old.Spec.Volumes = nil
 	old.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "s-old"}}
 	cr := revisionOf(t, old, 1, "sidecarset1-12345")
 	cr.Annotations = map[string]string{
-		v1alpha1.SidecarSetHashAnnotation:             "old-hash",
-		v1alpha1.SidecarSetHashWithoutImageAnnotation: "old-hash-without-image",
+		v1beta1.SidecarSetHashAnnotation:             "old-hash",
+		v1beta1.SidecarSetHashWithoutImageAnnotation: "old-hash-without-image",
 	}
 
 	cur := ss1()
@@ -249,8 +249,8 @@ func TestRestore(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, before, cur, "input not modified")
 
-	assert.Equal(t, []v1alpha1.SidecarContainer{sc("init-2", "busybox:2")}, got.Spec.InitContainers)
-	assert.Equal(t, []v1alpha1.SidecarContainer{sc("dns-f", "dns:1")}, got.Spec.Containers)
+	assert.Equal(t, []v1beta1.SidecarContainer{sc("init-2", "busybox:2")}, got.Spec.InitContainers)
+	assert.Equal(t, []v1beta1.SidecarContainer{sc("dns-f", "dns:1")}, got.Spec.Containers)
 	assert.Nil(t, got.Spec.Volumes, "null in data.raw clears the field")
 	assert.Equal(t, []corev1.LocalObjectReference{{Name: "s-old"}}, got.Spec.ImagePullSecrets)
 	// "$patch": "replace" replaces the whole spec: unrecorded fields are gone, as in OpenKruise.
@@ -259,15 +259,15 @@ func TestRestore(t *testing.T) {
 	assert.Equal(t, "sidecarset1", got.Name)
 	assert.Equal(t, map[string]string{"team": "a"}, got.Labels)
 	assert.Equal(t, "kept", got.Annotations["other"])
-	assert.Equal(t, "old-hash", got.Annotations[v1alpha1.SidecarSetHashAnnotation])
-	assert.Equal(t, "old-hash-without-image", got.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation])
+	assert.Equal(t, "old-hash", got.Annotations[v1beta1.SidecarSetHashAnnotation])
+	assert.Equal(t, "old-hash-without-image", got.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation])
 	assert.Equal(t, cr.Name, got.Status.LatestRevision)
 	assert.Equal(t, int32(3), got.Status.MatchedPods)
 }
 
 func TestRestoreRecomputesMissingHashes(t *testing.T) {
 	old := ss1()
-	old.Spec.Containers = []v1alpha1.SidecarContainer{sc("dns-f", "dns:1")}
+	old.Spec.Containers = []v1beta1.SidecarContainer{sc("dns-f", "dns:1")}
 	cr := revisionOf(t, old, 1, "")
 	cr.Annotations = nil
 	cur := ss1()
@@ -278,8 +278,8 @@ func TestRestoreRecomputesMissingHashes(t *testing.T) {
 	require.NoError(t, err)
 	wantWithout, err := hashes.SidecarSetHashWithoutImage(got)
 	require.NoError(t, err)
-	assert.Equal(t, wantHash, got.Annotations[v1alpha1.SidecarSetHashAnnotation])
-	assert.Equal(t, wantWithout, got.Annotations[v1alpha1.SidecarSetHashWithoutImageAnnotation])
+	assert.Equal(t, wantHash, got.Annotations[v1beta1.SidecarSetHashAnnotation])
+	assert.Equal(t, wantWithout, got.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation])
 	assert.NotEqual(t, wantHash, wantWithout)
 }
 
@@ -290,10 +290,10 @@ func TestRestoreVectorRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ss.Spec.Containers, got.Spec.Containers)
 	assert.Equal(t, "sidecarset-test-788d67c95d", got.Status.LatestRevision)
-	assert.Equal(t, ss.Annotations[v1alpha1.SidecarSetHashAnnotation], got.Annotations[v1alpha1.SidecarSetHashAnnotation])
+	assert.Equal(t, ss.Annotations[v1beta1.SidecarSetHashAnnotation], got.Annotations[v1beta1.SidecarSetHashAnnotation])
 	h, err := hashes.SidecarSetHash(got)
 	require.NoError(t, err)
-	assert.Equal(t, ss.Annotations[v1alpha1.SidecarSetHashAnnotation], h, "restored containers hash like the originals")
+	assert.Equal(t, ss.Annotations[v1beta1.SidecarSetHashAnnotation], h, "restored containers hash like the originals")
 	raw, err := Raw(got)
 	require.NoError(t, err)
 	assert.Equal(t, vectorRaw, string(raw), "restoring then recording is the identity on data.raw")
@@ -304,7 +304,7 @@ func TestRestoreErrors(t *testing.T) {
 		return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "r1"}, Data: runtime.RawExtension{Raw: []byte(raw)}}
 	}
 	for name, tc := range map[string]struct {
-		ss  *v1alpha1.SidecarSet
+		ss  *v1beta1.SidecarSet
 		cr  *appsv1.ControllerRevision
 		err string
 	}{
@@ -325,7 +325,7 @@ func TestRestoreErrors(t *testing.T) {
 
 func TestRestoreFromDataObject(t *testing.T) {
 	old := ss1()
-	old.Spec.Containers = []v1alpha1.SidecarContainer{sc("dns-f", "dns:1")}
+	old.Spec.Containers = []v1beta1.SidecarContainer{sc("dns-f", "dns:1")}
 	raw, err := Raw(old)
 	require.NoError(t, err)
 	var obj map[string]interface{}
@@ -347,7 +347,7 @@ func TestRestoreLegacyRawWithoutReplaceDirective(t *testing.T) {
 		Data: runtime.RawExtension{Raw: []byte(`{"spec":{"containers":[{"name":"dns-f","image":"dns:0"}],"imagePullSecrets":null,"initContainers":null,"volumes":null}}`)}}
 	got, err := Restore(ss1(), cr)
 	require.NoError(t, err)
-	assert.Equal(t, []v1alpha1.SidecarContainer{sc("dns-f", "dns:0")}, got.Spec.Containers)
+	assert.Equal(t, []v1beta1.SidecarContainer{sc("dns-f", "dns:0")}, got.Spec.Containers)
 	assert.Nil(t, got.Spec.InitContainers)
 	assert.Nil(t, got.Spec.Volumes)
 	assert.Equal(t, ss1().Spec.Selector, got.Spec.Selector)

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // ValidateExpr reports whether expr is an acceptable resourcesPolicy expression for variable
@@ -41,7 +41,7 @@ func ValidateExpr(expr, variable string) error {
 //   - Limits / Requests are nil when nothing is set in them.
 //
 // Without a resourcesPolicy c's own resources are returned (a copy).
-func Compute(pod *corev1.Pod, c *v1alpha1.SidecarContainer, excludeNames map[string]bool) (corev1.ResourceRequirements, error) {
+func Compute(pod *corev1.Pod, c *v1beta1.SidecarContainer, excludeNames map[string]bool) (corev1.ResourceRequirements, error) {
 	if c == nil {
 		return corev1.ResourceRequirements{}, fmt.Errorf("resourcesPolicy: sidecar container is nil")
 	}
@@ -142,11 +142,11 @@ func targetContainers(pod *corev1.Pod, nameRegex string, exclude map[string]bool
 // aggregate mirrors OpenKruise's aggregateResourcesBySum/ByMax, including which quantity's format
 // the aggregate inherits (resource.Quantity.Add and "first greatest wins"), because the format
 // decides how results print.
-func aggregate(cs []*corev1.Container, mode v1alpha1.TargetContainersModeType) (limits, requests corev1.ResourceList, err error) {
+func aggregate(cs []*corev1.Container, mode v1beta1.TargetContainersModeType) (limits, requests corev1.ResourceList, err error) {
 	limits, requests = corev1.ResourceList{}, corev1.ResourceList{}
 	names := []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
 	switch mode {
-	case v1alpha1.TargetContainersModeSum:
+	case v1beta1.TargetContainersModeSum:
 		for _, name := range names {
 			lim, req := resource.NewQuantity(0, resource.DecimalSI), resource.NewQuantity(0, resource.DecimalSI)
 			allLimited := true
@@ -167,7 +167,7 @@ func aggregate(cs []*corev1.Container, mode v1alpha1.TargetContainersModeType) (
 				requests[name] = *req
 			}
 		}
-	case v1alpha1.TargetContainersModeMax:
+	case v1beta1.TargetContainersModeMax:
 		for _, name := range names {
 			allLimited := true
 			for _, c := range cs {

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // ---- fixtures ----
@@ -40,15 +40,15 @@ func podWith(cs ...corev1.Container) *corev1.Pod {
 
 type exprs struct{ limCPU, limMem, reqCPU, reqMem string }
 
-func sidecar(mode v1alpha1.TargetContainersModeType, regex string, e exprs) *v1alpha1.SidecarContainer {
-	return &v1alpha1.SidecarContainer{
+func sidecar(mode v1beta1.TargetContainersModeType, regex string, e exprs) *v1beta1.SidecarContainer {
+	return &v1beta1.SidecarContainer{
 		Container: corev1.Container{Name: "sidecar"},
-		ResourcesPolicy: &v1alpha1.ResourcesPolicy{
+		ResourcesPolicy: &v1beta1.ResourcesPolicy{
 			TargetContainersMode:      mode,
 			TargetContainersNameRegex: regex,
-			ResourcesExpr: v1alpha1.ResourcesExpr{
-				Limits:   &v1alpha1.ResourceExprLimits{CPU: e.limCPU, Memory: e.limMem},
-				Requests: &v1alpha1.ResourceExprRequests{CPU: e.reqCPU, Memory: e.reqMem},
+			ResourcesExpr: v1beta1.ResourcesExpr{
+				Limits:   &v1beta1.ResourceExprLimits{CPU: e.limCPU, Memory: e.limMem},
+				Requests: &v1beta1.ResourceExprRequests{CPU: e.reqCPU, Memory: e.reqMem},
 			},
 		},
 	}
@@ -98,7 +98,7 @@ func TestCompute(t *testing.T) {
 	tests := []struct {
 		id      string
 		pod     *corev1.Pod
-		sc      *v1alpha1.SidecarContainer
+		sc      *v1beta1.SidecarContainer
 		exclude map[string]bool
 		want    want
 		wantErr string
@@ -255,7 +255,7 @@ func TestCompute(t *testing.T) {
 }
 
 func TestComputeWithoutPolicyReturnsOwnResources(t *testing.T) {
-	sc := &v1alpha1.SidecarContainer{Container: ctr("s", "1", "1Gi", "", "")}
+	sc := &v1beta1.SidecarContainer{Container: ctr("s", "1", "1Gi", "", "")}
 	got, err := Compute(podWith(app1), sc, nil)
 	require.NoError(t, err)
 	assertResources(t, want{"1", "1Gi", "", ""}, got)
@@ -285,7 +285,7 @@ func TestAggregate(t *testing.T) {
 	noRequests := ctr("x", "400m", "400Mi", "", "")
 	tests := []struct {
 		id   string
-		mode v1alpha1.TargetContainersModeType
+		mode v1beta1.TargetContainersModeType
 		cs   []corev1.Container
 		want want
 	}{

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 )
 
@@ -28,12 +28,12 @@ func FuzzSidecarSet(f *testing.F) {
 		`"volumes":[{"name":"v","projected":{"sources":[{}]}},{"name":"v","hostPath":{"path":"../x","type":"bad"}}],` +
 		`"patchPodMetadata":[{},{"annotations":{"k":"v"}},{"annotations":{"k":"v"}}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var ss v1alpha1.SidecarSet
+		var ss v1beta1.SidecarSet
 		if json.Unmarshal(data, &ss) != nil {
 			return
 		}
 		others := NewStaticLookup(base())
-		for _, old := range []*v1alpha1.SidecarSet{nil, base()} {
+		for _, old := range []*v1beta1.SidecarSet{nil, base()} {
 			before := ss.DeepCopy()
 			_ = SidecarSet(&ss, old, testRevisions(), others)
 			require.Equal(t, before, &ss)

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
@@ -19,33 +19,33 @@ import (
 // "test-sidecarset" selecting a=b with one valid container test-sidecar/test-image, and the
 // ControllerRevisions test-sidecarset-01234 and test-sidecarset-56789.
 
-func base() *v1alpha1.SidecarSet {
-	return &v1alpha1.SidecarSet{
+func base() *v1beta1.SidecarSet {
+	return &v1beta1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "test-sidecarset"},
-		Spec: v1alpha1.SidecarSetSpec{
+		Spec: v1beta1.SidecarSetSpec{
 			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}},
-			UpdateStrategy: v1alpha1.SidecarSetUpdateStrategy{Type: v1alpha1.NotUpdateSidecarSetStrategyType},
-			Containers:     []v1alpha1.SidecarContainer{sidecar("test-sidecar")},
+			UpdateStrategy: v1beta1.SidecarSetUpdateStrategy{Type: v1beta1.NotUpdateSidecarSetStrategyType},
+			Containers:     []v1beta1.SidecarContainer{sidecar("test-sidecar")},
 		},
 	}
 }
 
-func sidecar(name string) v1alpha1.SidecarContainer {
-	return v1alpha1.SidecarContainer{Container: corev1.Container{Name: name, Image: "test-image"}}
+func sidecar(name string) v1beta1.SidecarContainer {
+	return v1beta1.SidecarContainer{Container: corev1.Container{Name: name, Image: "test-image"}}
 }
 
 // rawSidecar is a container as OpenKruise's tests write it: every field the defaulting webhook
 // would fill is filled by hand, so that the un-defaulted object is valid.
-func rawSidecar(name string) v1alpha1.SidecarContainer {
-	return v1alpha1.SidecarContainer{
+func rawSidecar(name string) v1beta1.SidecarContainer {
+	return v1beta1.SidecarContainer{
 		Container: corev1.Container{
 			Name: name, Image: "test-image",
 			ImagePullPolicy:          corev1.PullIfNotPresent,
 			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 		},
-		PodInjectPolicy:   v1alpha1.BeforeAppContainerType,
-		UpgradeStrategy:   v1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: v1alpha1.SidecarContainerColdUpgrade},
-		ShareVolumePolicy: v1alpha1.ShareVolumePolicy{Type: v1alpha1.ShareVolumePolicyDisabled},
+		PodInjectPolicy:   v1beta1.BeforeAppContainerType,
+		UpgradeStrategy:   v1beta1.SidecarContainerUpgradeStrategy{UpgradeType: v1beta1.SidecarContainerColdUpgrade},
+		ShareVolumePolicy: v1beta1.ShareVolumePolicy{Type: v1beta1.ShareVolumePolicyDisabled},
 	}
 }
 
@@ -82,10 +82,10 @@ func duplicate(path string) want    { return want{field.ErrorTypeDuplicate, path
 // validCase is a table row: mutate the base fixture, default it unless raw, validate, compare.
 type validCase struct {
 	name   string
-	mutate func(ss *v1alpha1.SidecarSet)
+	mutate func(ss *v1beta1.SidecarSet)
 	raw    bool // skip defaulting (the case is about a value defaulting would fill)
-	old    func() *v1alpha1.SidecarSet
-	others []*v1alpha1.SidecarSet
+	old    func() *v1beta1.SidecarSet
+	others []*v1beta1.SidecarSet
 	want   []want
 	detail string // a substring of the first error's detail, when the message matters
 }
@@ -98,7 +98,7 @@ func run(t *testing.T, cases []validCase) {
 			if tc.mutate != nil {
 				tc.mutate(ss)
 			}
-			var old *v1alpha1.SidecarSet
+			var old *v1beta1.SidecarSet
 			if tc.old != nil {
 				old = tc.old()
 			}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // This file is the subset of Kubernetes' pod validation (pkg/apis/core/validation) that OpenKruise
@@ -25,7 +25,7 @@ import (
 // the fake pod's (spec.containers[i], spec.initContainers[i], spec.volumes[i]).
 
 // validatePodLevel validates volumes, then containers, then initContainers (Kubernetes' order).
-func validatePodLevel(spec *v1alpha1.SidecarSetSpec, fldPath *field.Path) field.ErrorList {
+func validatePodLevel(spec *v1beta1.SidecarSetSpec, fldPath *field.Path) field.ErrorList {
 	vols, allErrs := validateVolumes(spec.Volumes, fldPath.Child("volumes"))
 	names := map[string]bool{}
 	for i := range spec.Containers {

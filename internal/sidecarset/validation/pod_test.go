@@ -7,20 +7,20 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // TestPodLevel covers the transcribed subset of Kubernetes' pod validation (compat §2 step 10). The
 // expectations are Kubernetes' (pkg/apis/core/validation), restated.
 func TestPodLevel(t *testing.T) {
-	c0 := func(f func(c *corev1.Container)) func(ss *v1alpha1.SidecarSet) {
-		return func(ss *v1alpha1.SidecarSet) { f(&ss.Spec.Containers[0].Container) }
+	c0 := func(f func(c *corev1.Container)) func(ss *v1beta1.SidecarSet) {
+		return func(ss *v1beta1.SidecarSet) { f(&ss.Spec.Containers[0].Container) }
 	}
 	emptyDir := func(name string) corev1.Volume {
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 	}
-	withVolumes := func(vols ...corev1.Volume) func(ss *v1alpha1.SidecarSet) {
-		return func(ss *v1alpha1.SidecarSet) { ss.Spec.Volumes = vols }
+	withVolumes := func(vols ...corev1.Volume) func(ss *v1beta1.SidecarSet) {
+		return func(ss *v1beta1.SidecarSet) { ss.Spec.Volumes = vols }
 	}
 	q := resource.MustParse
 	httpProbe := func() *corev1.Probe {
@@ -32,7 +32,7 @@ func TestPodLevel(t *testing.T) {
 		{name: "container name not a DNS label", mutate: c0(func(c *corev1.Container) { c.Name = "Bad_Name" }), want: []want{invalid("spec.containers[0].name")}},
 		{
 			name: "duplicate container names",
-			mutate: func(ss *v1alpha1.SidecarSet) {
+			mutate: func(ss *v1beta1.SidecarSet) {
 				ss.Spec.Containers = append(ss.Spec.Containers, sidecar("test-sidecar"))
 			},
 			want: []want{duplicate("spec.containers[1].name")},
@@ -40,8 +40,8 @@ func TestPodLevel(t *testing.T) {
 		{
 			// Kubernetes checks initContainers against containers, so the init one is reported.
 			name: "initContainer named like a container",
-			mutate: func(ss *v1alpha1.SidecarSet) {
-				ss.Spec.InitContainers = []v1alpha1.SidecarContainer{sidecar("test-sidecar")}
+			mutate: func(ss *v1beta1.SidecarSet) {
+				ss.Spec.InitContainers = []v1beta1.SidecarContainer{sidecar("test-sidecar")}
 			},
 			want: []want{duplicate("spec.initContainers[0].name")},
 		},
@@ -56,10 +56,10 @@ func TestPodLevel(t *testing.T) {
 		{
 			name: "imagePullPolicy missing (raw)",
 			raw:  true,
-			mutate: func(ss *v1alpha1.SidecarSet) {
+			mutate: func(ss *v1beta1.SidecarSet) {
 				c := rawSidecar("test-sidecar")
 				c.ImagePullPolicy = ""
-				ss.Spec.Containers = []v1alpha1.SidecarContainer{c}
+				ss.Spec.Containers = []v1beta1.SidecarContainer{c}
 			},
 			want: []want{required("spec.containers[0].imagePullPolicy")},
 		},
@@ -76,11 +76,11 @@ func TestPodLevel(t *testing.T) {
 		},
 		{
 			name: "restartPolicy other than Always on an initContainer",
-			mutate: func(ss *v1alpha1.SidecarSet) {
+			mutate: func(ss *v1beta1.SidecarSet) {
 				init := sidecar("init")
 				never := corev1.ContainerRestartPolicy("Never")
 				init.RestartPolicy = &never
-				ss.Spec.InitContainers = []v1alpha1.SidecarContainer{init}
+				ss.Spec.InitContainers = []v1beta1.SidecarContainer{init}
 			},
 			want: []want{notSupported("spec.initContainers[0].restartPolicy")},
 		},
@@ -126,7 +126,7 @@ func TestPodLevel(t *testing.T) {
 		{
 			// As in Kubernetes, a mount of an invalid volume is also "not found".
 			name: "mount of an invalid volume",
-			mutate: func(ss *v1alpha1.SidecarSet) {
+			mutate: func(ss *v1beta1.SidecarSet) {
 				ss.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{}}}}
 				ss.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "v", MountPath: "/v"}}
 			},
@@ -134,7 +134,7 @@ func TestPodLevel(t *testing.T) {
 		},
 		{
 			name: "mount paths unique, subPath relative",
-			mutate: func(ss *v1alpha1.SidecarSet) {
+			mutate: func(ss *v1beta1.SidecarSet) {
 				ss.Spec.Volumes = []corev1.Volume{emptyDir("v")}
 				ss.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "v", MountPath: "/v"}, {Name: "v", MountPath: "/v", SubPath: "/abs"}}
 			},
@@ -142,7 +142,7 @@ func TestPodLevel(t *testing.T) {
 		},
 		{
 			name: "device on an emptyDir",
-			mutate: func(ss *v1alpha1.SidecarSet) {
+			mutate: func(ss *v1beta1.SidecarSet) {
 				ss.Spec.Volumes = []corev1.Volume{emptyDir("v")}
 				ss.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "v", DevicePath: "/dev/v"}}
 			},
@@ -150,7 +150,7 @@ func TestPodLevel(t *testing.T) {
 		},
 		{
 			name: "same volume as mount and device",
-			mutate: func(ss *v1alpha1.SidecarSet) {
+			mutate: func(ss *v1beta1.SidecarSet) {
 				ss.Spec.Volumes = []corev1.Volume{pvc("disk0")}
 				ss.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "disk0", MountPath: "/data"}}
 				ss.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "disk0", DevicePath: "/dev/disk0"}}
@@ -294,21 +294,21 @@ func TestPodLevel(t *testing.T) {
 		},
 		{
 			name: "probes and lifecycle on a plain initContainer",
-			mutate: func(ss *v1alpha1.SidecarSet) {
+			mutate: func(ss *v1beta1.SidecarSet) {
 				init := sidecar("init")
 				init.LivenessProbe = httpProbe()
 				init.Lifecycle = &corev1.Lifecycle{}
-				ss.Spec.InitContainers = []v1alpha1.SidecarContainer{init}
+				ss.Spec.InitContainers = []v1beta1.SidecarContainer{init}
 			},
 			want: []want{forbidden("spec.initContainers[0].lifecycle"), forbidden("spec.initContainers[0].livenessProbe")},
 		},
 		{
 			name: "probes on a native sidecar",
-			mutate: func(ss *v1alpha1.SidecarSet) {
+			mutate: func(ss *v1beta1.SidecarSet) {
 				init := sidecar("init")
 				init.RestartPolicy = &always
 				init.LivenessProbe, init.ReadinessProbe = httpProbe(), httpProbe()
-				ss.Spec.InitContainers = []v1alpha1.SidecarContainer{init}
+				ss.Spec.InitContainers = []v1beta1.SidecarContainer{init}
 			},
 			want: []want{},
 		},

@@ -6,14 +6,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/resourcespolicy"
 )
 
-var targetContainersModes = []v1alpha1.TargetContainersModeType{v1alpha1.TargetContainersModeSum, v1alpha1.TargetContainersModeMax}
+var targetContainersModes = []v1beta1.TargetContainersModeType{v1beta1.TargetContainersModeSum, v1beta1.TargetContainersModeMax}
 
 // validateResourcesPolicy is compat §2 step 11 for one (init)container at fldPath.
-func validateResourcesPolicy(c *v1alpha1.SidecarContainer, fldPath *field.Path) field.ErrorList {
+func validateResourcesPolicy(c *v1beta1.SidecarContainer, fldPath *field.Path) field.ErrorList {
 	policy := c.ResourcesPolicy
 	if policy == nil {
 		return nil
@@ -26,7 +26,7 @@ func validateResourcesPolicy(c *v1alpha1.SidecarContainer, fldPath *field.Path) 
 	var allErrs field.ErrorList
 	// The mode enum is enforced by OpenKruise's CRD schema; offline there is no schema to do it.
 	switch policy.TargetContainersMode {
-	case v1alpha1.TargetContainersModeSum, v1alpha1.TargetContainersModeMax:
+	case v1beta1.TargetContainersModeSum, v1beta1.TargetContainersModeMax:
 	case "":
 		allErrs = append(allErrs, field.Required(p.Child("targetContainersMode"), ""))
 	default:

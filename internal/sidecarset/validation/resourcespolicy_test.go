@@ -8,31 +8,31 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
 // TestResourcesPolicy restates V48–V60 (compat §4.4), through the whole validation of a SidecarSet
 // whose container carries the policy.
 func TestResourcesPolicy(t *testing.T) {
 	const p = "spec.containers[0].resourcesPolicy"
-	policy := func(mode v1alpha1.TargetContainersModeType, regex string, expr v1alpha1.ResourcesExpr) func(ss *v1alpha1.SidecarSet) {
-		return func(ss *v1alpha1.SidecarSet) {
-			ss.Spec.Containers[0].ResourcesPolicy = &v1alpha1.ResourcesPolicy{TargetContainersMode: mode, TargetContainersNameRegex: regex, ResourcesExpr: expr}
+	policy := func(mode v1beta1.TargetContainersModeType, regex string, expr v1beta1.ResourcesExpr) func(ss *v1beta1.SidecarSet) {
+		return func(ss *v1beta1.SidecarSet) {
+			ss.Spec.Containers[0].ResourcesPolicy = &v1beta1.ResourcesPolicy{TargetContainersMode: mode, TargetContainersNameRegex: regex, ResourcesExpr: expr}
 		}
 	}
-	limits := func(cpu, memory string) v1alpha1.ResourcesExpr {
-		return v1alpha1.ResourcesExpr{Limits: &v1alpha1.ResourceExprLimits{CPU: cpu, Memory: memory}}
+	limits := func(cpu, memory string) v1beta1.ResourcesExpr {
+		return v1beta1.ResourcesExpr{Limits: &v1beta1.ResourceExprLimits{CPU: cpu, Memory: memory}}
 	}
-	requests := func(cpu, memory string) v1alpha1.ResourcesExpr {
-		return v1alpha1.ResourcesExpr{Requests: &v1alpha1.ResourceExprRequests{CPU: cpu, Memory: memory}}
+	requests := func(cpu, memory string) v1beta1.ResourcesExpr {
+		return v1beta1.ResourcesExpr{Requests: &v1beta1.ResourceExprRequests{CPU: cpu, Memory: memory}}
 	}
-	const sum, most = v1alpha1.TargetContainersModeSum, v1alpha1.TargetContainersModeMax
+	const sum, most = v1beta1.TargetContainersModeSum, v1beta1.TargetContainersModeMax
 	run(t, []validCase{
 		{
 			name: "V48 sum with limits and requests",
-			mutate: policy(sum, "^app.*$", v1alpha1.ResourcesExpr{
-				Limits:   &v1alpha1.ResourceExprLimits{CPU: "max(cpu*50%, 50m)", Memory: "max(memory*50%, 100Mi)"},
-				Requests: &v1alpha1.ResourceExprRequests{CPU: "max(cpu*50%, 50m)", Memory: "max(memory*50%, 100Mi)"},
+			mutate: policy(sum, "^app.*$", v1beta1.ResourcesExpr{
+				Limits:   &v1beta1.ResourceExprLimits{CPU: "max(cpu*50%, 50m)", Memory: "max(memory*50%, 100Mi)"},
+				Requests: &v1beta1.ResourceExprRequests{CPU: "max(cpu*50%, 50m)", Memory: "max(memory*50%, 100Mi)"},
 			}),
 			want: []want{},
 		},
@@ -42,8 +42,8 @@ func TestResourcesPolicy(t *testing.T) {
 			// Raw: defaulting fills the regex with ".*" (the CRD default).
 			name: "V51 empty regex (raw)",
 			raw:  true,
-			mutate: func(ss *v1alpha1.SidecarSet) {
-				ss.Spec.Containers = []v1alpha1.SidecarContainer{rawSidecar("test-sidecar")}
+			mutate: func(ss *v1beta1.SidecarSet) {
+				ss.Spec.Containers = []v1beta1.SidecarContainer{rawSidecar("test-sidecar")}
 				policy(sum, "", limits("cpu*50%", ""))(ss)
 			},
 			want:   []want{required(p + ".targetContainersNameRegex")},
@@ -52,7 +52,7 @@ func TestResourcesPolicy(t *testing.T) {
 		{name: "V51 empty regex (defaulted to .*)", mutate: policy(sum, "", limits("cpu*50%", "")), want: []want{}},
 		{
 			name: "V52 policy and resources.limits",
-			mutate: func(ss *v1alpha1.SidecarSet) {
+			mutate: func(ss *v1beta1.SidecarSet) {
 				policy(sum, "", limits("cpu*50%", ""))(ss)
 				ss.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("100Mi")}
 			},
@@ -62,7 +62,7 @@ func TestResourcesPolicy(t *testing.T) {
 		{
 			// The conflict stops the policy checks: the bad expression is not reported.
 			name: "V53 policy and resources.requests",
-			mutate: func(ss *v1alpha1.SidecarSet) {
+			mutate: func(ss *v1beta1.SidecarSet) {
 				policy(sum, "", limits("cpu +*/ 50%", ""))(ss)
 				ss.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m")}
 			},
@@ -76,7 +76,7 @@ func TestResourcesPolicy(t *testing.T) {
 		},
 		{
 			name:   "V55 neither limits nor requests",
-			mutate: policy(sum, "^app.*$", v1alpha1.ResourcesExpr{}),
+			mutate: policy(sum, "^app.*$", v1beta1.ResourcesExpr{}),
 			want:   []want{required(p + ".resourcesExpr")},
 			detail: "at least one of limits or requests must be configured",
 		},
@@ -106,11 +106,11 @@ func TestResourcesPolicy(t *testing.T) {
 		},
 		{
 			name: "native initContainer policy is checked too",
-			mutate: func(ss *v1alpha1.SidecarSet) {
+			mutate: func(ss *v1beta1.SidecarSet) {
 				init := sidecar("init")
 				init.RestartPolicy = &always
-				init.ResourcesPolicy = &v1alpha1.ResourcesPolicy{TargetContainersMode: sum, TargetContainersNameRegex: "(", ResourcesExpr: limits("cpu", "")}
-				ss.Spec.InitContainers = []v1alpha1.SidecarContainer{init}
+				init.ResourcesPolicy = &v1beta1.ResourcesPolicy{TargetContainersMode: sum, TargetContainersNameRegex: "(", ResourcesExpr: limits("cpu", "")}
+				ss.Spec.InitContainers = []v1beta1.SidecarContainer{init}
 			},
 			want: []want{invalid("spec.initContainers[0].resourcesPolicy.targetContainersNameRegex")},
 		},

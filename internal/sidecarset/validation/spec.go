@@ -16,18 +16,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/fieldpath"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
 
 // validateSpec is OpenKruise's validateSidecarSetSpec (compat §2 step 3, except the whitelist).
-func validateSpec(ss *v1alpha1.SidecarSet, revs history.Source, fldPath *field.Path) field.ErrorList {
+func validateSpec(ss *v1beta1.SidecarSet, revs history.Source, fldPath *field.Path) field.ErrorList {
 	spec := &ss.Spec
 	var allErrs field.ErrorList
 
 	// In-place upgrades only touch pod.spec.containers, so a native sidecar could never be rolled.
-	if spec.UpdateStrategy.Type == v1alpha1.RollingUpdateSidecarSetStrategyType {
+	if spec.UpdateStrategy.Type == v1beta1.RollingUpdateSidecarSetStrategyType {
 		for i := range spec.InitContainers {
 			if isNativeSidecar(&spec.InitContainers[i]) {
 				allErrs = append(allErrs, field.Required(fldPath.Child("updateStrategy"),
@@ -54,7 +54,7 @@ func validateSpec(ss *v1alpha1.SidecarSet, revs history.Source, fldPath *field.P
 	return allErrs
 }
 
-func isNativeSidecar(c *v1alpha1.SidecarContainer) bool {
+func isNativeSidecar(c *v1beta1.SidecarContainer) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
@@ -83,18 +83,9 @@ func selectorString(sel *metav1.LabelSelector) string {
 	return metav1.FormatLabelSelector(sel)
 }
 
-// validateNamespaceScope follows OpenKruise's v1alpha1 → v1beta1 conversion, which validation runs
-// on: a non-empty spec.namespace becomes the namespace selector
-// {kubernetes.io/metadata.name: <namespace>} and replaces spec.namespaceSelector, so only the
-// namespace is checked then — as the label value it turns into.
-func validateNamespaceScope(spec *v1alpha1.SidecarSetSpec, fldPath *field.Path) field.ErrorList {
-	if spec.Namespace != "" {
-		var allErrs field.ErrorList
-		for _, msg := range content.IsLabelValue(spec.Namespace) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("namespace"), spec.Namespace, msg))
-		}
-		return allErrs
-	}
+// validateNamespaceScope checks the namespaceSelector, which a v1alpha1 spec.namespace has been
+// converted into (its label value checked here; the v1alpha1 edge names the error spec.namespace).
+func validateNamespaceScope(spec *v1beta1.SidecarSetSpec, fldPath *field.Path) field.ErrorList {
 	if spec.NamespaceSelector != nil {
 		return validateSelector(spec.NamespaceSelector, fldPath.Child("namespaceSelector"))
 	}
@@ -103,7 +94,7 @@ func validateNamespaceScope(spec *v1alpha1.SidecarSetSpec, fldPath *field.Path) 
 
 // validateInjectionStrategy requires that a configured revision exists now, as OpenKruise does:
 // otherwise every pod creation would be denied later (compat §1.5 step 2).
-func validateInjectionStrategy(ss *v1alpha1.SidecarSet, revs history.Source, fldPath *field.Path) field.ErrorList {
+func validateInjectionStrategy(ss *v1beta1.SidecarSet, revs history.Source, fldPath *field.Path) field.ErrorList {
 	rev := ss.Spec.InjectionStrategy.Revision
 	if rev == nil {
 		return nil
@@ -131,18 +122,18 @@ func validateInjectionStrategy(ss *v1alpha1.SidecarSet, revs history.Source, fld
 		}
 	}
 	switch rev.Policy {
-	case "", v1alpha1.AlwaysSidecarSetInjectRevisionPolicy, v1alpha1.PartialSidecarSetInjectRevisionPolicy:
+	case "", v1beta1.AlwaysSidecarSetInjectRevisionPolicy, v1beta1.PartialSidecarSetInjectRevisionPolicy:
 	default:
 		allErrs = append(allErrs, field.Invalid(revPath.Child("policy"), rev.Policy, fmt.Sprintf("Invalid policy %v, supported: [%s, %s]",
-			rev.Policy, v1alpha1.AlwaysSidecarSetInjectRevisionPolicy, v1alpha1.PartialSidecarSetInjectRevisionPolicy)))
+			rev.Policy, v1beta1.AlwaysSidecarSetInjectRevisionPolicy, v1beta1.PartialSidecarSetInjectRevisionPolicy)))
 	}
 	return allErrs
 }
 
 // validateUpdateStrategy checks the strategy only for RollingUpdate, as OpenKruise does: a
 // NotUpdate SidecarSet never reads it.
-func validateUpdateStrategy(s *v1alpha1.SidecarSetUpdateStrategy, fldPath *field.Path) field.ErrorList {
-	if s.Type != v1alpha1.RollingUpdateSidecarSetStrategyType {
+func validateUpdateStrategy(s *v1beta1.SidecarSetUpdateStrategy, fldPath *field.Path) field.ErrorList {
+	if s.Type != v1beta1.RollingUpdateSidecarSetStrategyType {
 		return nil
 	}
 	var allErrs field.ErrorList
@@ -191,7 +182,7 @@ func validatePositiveIntOrPercent(v intstr.IntOrString, fldPath *field.Path) fie
 // validatePriorityStrategy is OpenKruise's UpdatePriorityStrategy.FieldsValidation: the first
 // problem only, as a Required error, with the weight range quirk (0 is accepted although the
 // message says 1-100, quirk Q14). The path points at the offending term.
-func validatePriorityStrategy(s *v1alpha1.UpdatePriorityStrategy, fldPath *field.Path) *field.Error {
+func validatePriorityStrategy(s *v1beta1.UpdatePriorityStrategy, fldPath *field.Path) *field.Error {
 	if s == nil {
 		return nil
 	}
@@ -221,8 +212,8 @@ func validatePriorityStrategy(s *v1alpha1.UpdatePriorityStrategy, fldPath *field
 
 // validateScatterStrategy is OpenKruise's UpdateScatterStrategy.FieldsValidation (first problem
 // only, as a Required error).
-func validateScatterStrategy(s v1alpha1.UpdateScatterStrategy, fldPath *field.Path) *field.Error {
-	seen := make(map[v1alpha1.UpdateScatterTerm]bool, len(s))
+func validateScatterStrategy(s v1beta1.UpdateScatterStrategy, fldPath *field.Path) *field.Error {
+	seen := make(map[v1beta1.UpdateScatterTerm]bool, len(s))
 	for i, term := range s {
 		if term.Key == "" {
 			return field.Required(fldPath.Index(i).Child("key"), "key should not be empty")
@@ -237,7 +228,7 @@ func validateScatterStrategy(s v1alpha1.UpdateScatterStrategy, fldPath *field.Pa
 
 // validateSidecarContainers covers compat §2 steps 8–11: the sidecar-only fields, then the containers
 // and volumes as Kubernetes would validate them in a pod.
-func validateSidecarContainers(spec *v1alpha1.SidecarSetSpec, fldPath *field.Path) field.ErrorList {
+func validateSidecarContainers(spec *v1beta1.SidecarSetSpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
@@ -253,10 +244,10 @@ func validateSidecarContainers(spec *v1alpha1.SidecarSetSpec, fldPath *field.Pat
 	for i := range spec.Containers {
 		c := &spec.Containers[i]
 		p := fldPath.Child("containers").Index(i)
-		if c.PodInjectPolicy != v1alpha1.BeforeAppContainerType && c.PodInjectPolicy != v1alpha1.AfterAppContainerType {
+		if c.PodInjectPolicy != v1beta1.BeforeAppContainerType && c.PodInjectPolicy != v1beta1.AfterAppContainerType {
 			allErrs = append(allErrs, field.Invalid(p.Child("podInjectPolicy"), c.PodInjectPolicy, "unsupported pod inject policy"))
 		}
-		if t := c.ShareVolumePolicy.Type; t != v1alpha1.ShareVolumePolicyEnabled && t != v1alpha1.ShareVolumePolicyDisabled {
+		if t := c.ShareVolumePolicy.Type; t != v1beta1.ShareVolumePolicyEnabled && t != v1beta1.ShareVolumePolicyDisabled {
 			allErrs = append(allErrs, field.Invalid(p.Child("shareVolumePolicy", "type"), t, "unsupported share volume policy"))
 		}
 		allErrs = append(allErrs, validateTransferEnv(c.TransferEnv, p.Child("transferEnv"))...)
@@ -269,7 +260,7 @@ func validateSidecarContainers(spec *v1alpha1.SidecarSetSpec, fldPath *field.Pat
 // validateTransferEnv checks sourceContainerNameFrom.fieldRef the way OpenKruise does: only
 // apiVersion v1 and only subscripted metadata.labels['k'] / metadata.annotations['k'], because the
 // value is read from the pod at injection time and must name a single key.
-func validateTransferEnv(envs []v1alpha1.TransferEnvVar, fldPath *field.Path) field.ErrorList {
+func validateTransferEnv(envs []v1beta1.TransferEnvVar, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	for i := range envs {
 		from := envs[i].SourceContainerNameFrom
@@ -320,7 +311,7 @@ func convertDownwardAPIFieldLabel(version, label string) error {
 }
 
 // validatePatchPodMetadata is the syntactic part of compat §2 step 12; the whitelist is a policy.
-func validatePatchPodMetadata(patches []v1alpha1.SidecarSetPatchPodMetadata, fldPath *field.Path) field.ErrorList {
+func validatePatchPodMetadata(patches []v1beta1.SidecarSetPatchPodMetadata, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	seen := map[string]bool{}
 	for i := range patches {

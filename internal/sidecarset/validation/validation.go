@@ -8,32 +8,32 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
 
 // Lookup finds another SidecarSet by name. It is how validation reads the canary base; the
 // SidecarSet returned must not be modified.
 type Lookup interface {
-	SidecarSet(name string) (*v1alpha1.SidecarSet, bool)
+	SidecarSet(name string) (*v1beta1.SidecarSet, bool)
 }
 
 // LookupFunc adapts a function to Lookup.
-type LookupFunc func(name string) (*v1alpha1.SidecarSet, bool)
+type LookupFunc func(name string) (*v1beta1.SidecarSet, bool)
 
 // SidecarSet implements Lookup.
-func (f LookupFunc) SidecarSet(name string) (*v1alpha1.SidecarSet, bool) { return f(name) }
+func (f LookupFunc) SidecarSet(name string) (*v1beta1.SidecarSet, bool) { return f(name) }
 
 // NewStaticLookup returns a Lookup over a fixed set of SidecarSets (nil entries are skipped; of two
 // with the same name the later wins).
-func NewStaticLookup(sets ...*v1alpha1.SidecarSet) Lookup {
-	byName := make(map[string]*v1alpha1.SidecarSet, len(sets))
+func NewStaticLookup(sets ...*v1beta1.SidecarSet) Lookup {
+	byName := make(map[string]*v1beta1.SidecarSet, len(sets))
 	for _, s := range sets {
 		if s != nil {
 			byName[s.Name] = s
 		}
 	}
-	return LookupFunc(func(name string) (*v1alpha1.SidecarSet, bool) {
+	return LookupFunc(func(name string) (*v1beta1.SidecarSet, bool) {
 		s, ok := byName[name]
 		return s, ok
 	})
@@ -43,7 +43,7 @@ func NewStaticLookup(sets ...*v1alpha1.SidecarSet) Lookup {
 // order: metadata, canary annotations, spec, then — when old is not nil, i.e. on UPDATE — the
 // rules that compare with the previous version. See docs/validation.md for the
 // parameters.
-func SidecarSet(ss, old *v1alpha1.SidecarSet, revs history.Source, others Lookup) field.ErrorList {
+func SidecarSet(ss, old *v1beta1.SidecarSet, revs history.Source, others Lookup) field.ErrorList {
 	if ss == nil {
 		return field.ErrorList{field.Required(field.NewPath("spec"), "no SidecarSet given")}
 	}
@@ -79,17 +79,17 @@ func validateName(name string, _ bool) []string {
 
 // isCanary is OpenKruise's definition (case-sensitive "true" and a non-empty base), shared with
 // the bundle's normalised "canary" field.
-func isCanary(ss *v1alpha1.SidecarSet) bool {
-	return ss.Annotations[v1alpha1.SidecarSetCanaryAnnotation] == "true" && ss.Annotations[v1alpha1.SidecarSetBaseAnnotation] != ""
+func isCanary(ss *v1beta1.SidecarSet) bool {
+	return ss.Annotations[v1beta1.SidecarSetCanaryAnnotation] == "true" && ss.Annotations[v1beta1.SidecarSetBaseAnnotation] != ""
 }
 
 // validateCanary checks a canary's own annotations (compat §2 step 2, V39–V46).
-func validateCanary(ss, old *v1alpha1.SidecarSet, others Lookup) field.ErrorList {
+func validateCanary(ss, old *v1beta1.SidecarSet, others Lookup) field.ErrorList {
 	if !isCanary(ss) {
 		return nil
 	}
-	base := ss.Annotations[v1alpha1.SidecarSetBaseAnnotation]
-	basePath := field.NewPath("metadata", "annotations").Key(v1alpha1.SidecarSetBaseAnnotation)
+	base := ss.Annotations[v1beta1.SidecarSetBaseAnnotation]
+	basePath := field.NewPath("metadata", "annotations").Key(v1beta1.SidecarSetBaseAnnotation)
 	if base == ss.Name {
 		return field.ErrorList{field.Invalid(basePath, base, "base sidecarSet cannot be itself")}
 	}
@@ -97,12 +97,12 @@ func validateCanary(ss, old *v1alpha1.SidecarSet, others Lookup) field.ErrorList
 	// Immutable once set: moving a canary to another base would silently change which pods the old
 	// base stops injecting. Making an existing SidecarSet a canary is a new setting, not a change.
 	if old != nil {
-		if oldBase := old.Annotations[v1alpha1.SidecarSetBaseAnnotation]; oldBase != "" && oldBase != base {
+		if oldBase := old.Annotations[v1beta1.SidecarSetBaseAnnotation]; oldBase != "" && oldBase != base {
 			allErrs = append(allErrs, field.Invalid(basePath, base,
-				fmt.Sprintf("annotations[%s] is immutable", v1alpha1.SidecarSetBaseAnnotation)))
+				fmt.Sprintf("annotations[%s] is immutable", v1beta1.SidecarSetBaseAnnotation)))
 		}
 	}
-	var baseSet *v1alpha1.SidecarSet
+	var baseSet *v1beta1.SidecarSet
 	found := false
 	if others != nil {
 		baseSet, found = others.SidecarSet(base)
@@ -115,7 +115,7 @@ func validateCanary(ss, old *v1alpha1.SidecarSet, others Lookup) field.ErrorList
 	case isCanary(baseSet):
 		allErrs = append(allErrs, field.Invalid(basePath, base, "base sidecarSet cannot be canary"))
 	}
-	if t := ss.Spec.UpdateStrategy.Type; t != v1alpha1.NotUpdateSidecarSetStrategyType {
+	if t := ss.Spec.UpdateStrategy.Type; t != v1beta1.NotUpdateSidecarSetStrategyType {
 		allErrs = append(allErrs, field.Invalid(field.NewPath("spec", "updateStrategy", "type"), t,
 			"RollingUpdate is not supported for canary sidecarSet"))
 	}
@@ -125,8 +125,8 @@ func validateCanary(ss, old *v1alpha1.SidecarSet, others Lookup) field.ErrorList
 // validateContainersUpdate holds the UPDATE-only rules (compat §2 step 4): containers (not
 // initContainers) cannot be added or renamed, because pods already injected could never be brought
 // to the new spec in place; and a container's upgradeType, once set, cannot change.
-func validateContainersUpdate(containers, oldContainers []v1alpha1.SidecarContainer, fldPath *field.Path) field.ErrorList {
-	oldType := make(map[string]v1alpha1.SidecarContainerUpgradeType, len(oldContainers))
+func validateContainersUpdate(containers, oldContainers []v1beta1.SidecarContainer, fldPath *field.Path) field.ErrorList {
+	oldType := make(map[string]v1beta1.SidecarContainerUpgradeType, len(oldContainers))
 	for i := range oldContainers {
 		oldType[oldContainers[i].Name] = oldContainers[i].UpgradeStrategy.UpgradeType
 	}

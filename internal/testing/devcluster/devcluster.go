@@ -61,9 +61,16 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, errors.New("devcluster: KUBEBUILDER_ASSETS is not set: run through `make test`/`make demo`, which build kube-apiserver and etcd with `make envtest-bins`")
 	}
+	scheme, err := wiring.Scheme()
+	if err != nil {
+		return nil, err
+	}
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(o.Root, "config", "crd")},
 		ErrorIfCRDPathMissing: true,
+		// With the scheme's convertible SidecarSet, envtest points the CRD's conversion webhook at
+		// the manager's /convert, as config/crd/patches/conversion.yaml does in a cluster.
+		CRDInstallOptions: envtest.CRDInstallOptions{Scheme: scheme},
 	}
 	if !o.SkipWebhookConfigurations {
 		env.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: []string{filepath.Join(o.Root, "config", "webhook")}}
@@ -76,10 +83,6 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	fail := func(err error) (*Cluster, error) {
 		_ = c.Stop()
 		return nil, err
-	}
-	scheme, err := wiring.Scheme()
-	if err != nil {
-		return fail(err)
 	}
 	if c.Client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		return fail(err)

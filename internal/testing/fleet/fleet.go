@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 )
 
@@ -18,25 +18,25 @@ const MatchingApp = "web"
 // tenth non-matching one is scoped to a namespace by spec.namespace and every fiftieth selects with
 // an In expression, so the generated index meets all of its shapes. Each brings one container with a
 // shared volume mount and a ConfigMap volume.
-func SidecarSets(n, matching int) ([]*v1alpha1.SidecarSet, error) {
-	sets := make([]*v1alpha1.SidecarSet, 0, n)
+func SidecarSets(n, matching int) ([]*v1beta1.SidecarSet, error) {
+	sets := make([]*v1beta1.SidecarSet, 0, n)
 	for i := range n {
 		app := fmt.Sprintf("svc-%d", i)
 		if i < matching {
 			app = MatchingApp
 		}
-		ss := &v1alpha1.SidecarSet{
+		ss := &v1beta1.SidecarSet{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ss-%05d", i), Labels: map[string]string{"team": "platform"}},
-			Spec: v1alpha1.SidecarSetSpec{
+			Spec: v1beta1.SidecarSetSpec{
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
-				Containers: []v1alpha1.SidecarContainer{{
+				Containers: []v1beta1.SidecarContainer{{
 					Container: corev1.Container{
 						Name:         fmt.Sprintf("agent-%d", i),
 						Image:        "example.com/agent:1.0",
 						Env:          []corev1.EnvVar{{Name: "MODE", Value: "sidecar"}},
 						VolumeMounts: []corev1.VolumeMount{{Name: "agent-config", MountPath: "/etc/agent"}},
 					},
-					ShareVolumePolicy: v1alpha1.ShareVolumePolicy{Type: v1alpha1.ShareVolumePolicyEnabled},
+					ShareVolumePolicy: v1beta1.ShareVolumePolicy{Type: v1beta1.ShareVolumePolicyEnabled},
 				}},
 				Volumes: []corev1.Volume{{Name: "agent-config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 					LocalObjectReference: corev1.LocalObjectReference{Name: "agent-config"}}}}},
@@ -44,7 +44,7 @@ func SidecarSets(n, matching int) ([]*v1alpha1.SidecarSet, error) {
 		}
 		switch {
 		case i%10 == 9 && i >= matching:
-			ss.Spec.Namespace = fmt.Sprintf("ns-%d", i%7)
+			ss.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{v1beta1.NamespaceNameLabel: fmt.Sprintf("ns-%d", i%7)}}
 		case i%50 == 49 && i >= matching:
 			ss.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{app, app + "-canary"}}}}
