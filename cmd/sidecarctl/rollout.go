@@ -234,15 +234,7 @@ func filePlans(cmd *cobra.Command, src *sourceFlags, args []string, rounds int) 
 // livePlan reads the SidecarSet and the pods it manages from a cluster, as the controller lists
 // them.
 func livePlan(ctx context.Context, kubeconfig, name string, rounds int) (sidecarSetPlan, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return sidecarSetPlan{}, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
-	}
-	scheme := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1beta1.AddToScheme(scheme)); err != nil {
-		return sidecarSetPlan{}, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := liveClient(kubeconfig)
 	if err != nil {
 		return sidecarSetPlan{}, err
 	}
@@ -269,6 +261,20 @@ func livePlan(ctx context.Context, kubeconfig, name string, rounds int) (sidecar
 		}
 	}
 	return plan(ss, pods, revs, rounds)
+}
+
+// liveClient reads a cluster as the kubeconfig's user: SidecarSets in v1beta1, the version the API
+// server stores, so that reading them needs no conversion webhook.
+func liveClient(kubeconfig string) (client.Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+	}
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1beta1.AddToScheme(scheme)); err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: scheme})
 }
 
 func printPlans(out io.Writer, format string, plans []sidecarSetPlan) error {

@@ -181,6 +181,27 @@ func TestFailOpenOverlay(t *testing.T) {
 	assert.NotContains(t, def.Spec.Template.Spec.Containers[0].Args, "--fail-open", "fail-closed by default")
 }
 
+// The takeover overlay keeps the history in kruise-system: the manager's flag, and there the same
+// ControllerRevision rights as in its own namespace, bound to its ServiceAccount, and nothing more.
+func TestKruiseTakeoverOverlay(t *testing.T) {
+	objs := render(t, "config/samples/kruise-takeover")
+	d := as[appsv1.Deployment](t, objs["Deployment/sidecarops-manager"])
+	assert.Contains(t, d.Spec.Template.Spec.Containers[0].Args, "--revision-namespace=kruise-system")
+	role := as[rbacv1.Role](t, objs["Role/sidecarops-manager-revisions"])
+	assert.Equal(t, "kruise-system", role.Namespace)
+	own := as[rbacv1.Role](t, objs["Role/sidecarops-manager"])
+	var revisions rbacv1.PolicyRule
+	for _, r := range own.Rules {
+		if contains(r.Resources, "controllerrevisions") {
+			revisions = r
+		}
+	}
+	assert.Equal(t, []rbacv1.PolicyRule{revisions}, role.Rules)
+	binding := as[rbacv1.RoleBinding](t, objs["RoleBinding/sidecarops-manager-revisions"])
+	assert.Equal(t, "kruise-system", binding.Namespace)
+	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "sidecarops-manager", Namespace: "sidecarops-system"}}, binding.Subjects)
+}
+
 func contains(xs []string, x string) bool {
 	for _, y := range xs {
 		if y == x {

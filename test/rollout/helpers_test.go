@@ -3,8 +3,6 @@ package rollout
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -21,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
 )
 
 // timeout bounds every wait: rollouts here take a few kwok delays.
@@ -246,11 +245,8 @@ func unavailableUpgraded(p *corev1.Pod, name, img string) bool {
 // buildCommand builds ./cmd/<name> of the repository into the test's temporary directory.
 func buildCommand(t *testing.T, name string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), name)
-	build := exec.Command("go", "build", "-o", bin, "./cmd/"+name)
-	build.Dir = "../.."
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "building %s: %s", name, out)
+	bin, err := devcluster.Build("../..", name, t.TempDir())
+	require.NoError(t, err)
 	return bin
 }
 

@@ -98,8 +98,10 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	mo.Namespace = Namespace
 	mo.CertMode = wiring.CertExternal
 	wio := &env.WebhookInstallOptions
-	if o.SkipWebhookConfigurations {
-		// No API server calls the webhook; it still needs somewhere to listen and a certificate.
+	if o.SkipWebhookConfigurations && len(wio.LocalServingCAData) == 0 {
+		// No API server calls the admission webhooks; the server still needs somewhere to listen
+		// and a certificate. envtest made them already when it pointed the CRD's conversion at
+		// this process: making new ones would leave the CRD trusting a CA nobody serves.
 		if err := wio.PrepWithoutInstalling(); err != nil {
 			return fail(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -111,4 +112,16 @@ func (p *ManagerProcess) Terminate() error {
 		return err
 	}
 	return p.wait()
+}
+
+// Build builds ./cmd/NAME of the repository at root into dir and returns the binary's path: the
+// process tests run what a user runs.
+func Build(root, name, dir string) (string, error) {
+	bin := filepath.Join(dir, name)
+	build := exec.Command("go", "build", "-o", bin, "./cmd/"+name) // #nosec G204 -- the repository's own command
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s: %w: %s", name, err, out)
+	}
+	return bin, nil
 }
