@@ -349,12 +349,12 @@ func waitImages(t *testing.T, img string) {
 // metadata or spec changed (what the manager writes; kwok writes status only), and the changes of
 // the sidecar's image per pod.
 type podWatch struct {
-	mu     sync.Mutex
+	mu      sync.Mutex
 	last    map[types.UID]*corev1.Pod
 	written []string
 	images  map[string]int
-	cancel context.CancelFunc
-	done   chan struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 func watchPods(t *testing.T) *podWatch {
