@@ -445,3 +445,32 @@ func TestInjectHistoricalRevision(t *testing.T) {
 	assert.Equal(t, 1, code, "a configured revision that does not exist denies injection (quirk Q6)")
 	assert.Contains(t, errOut, "agent-gone")
 }
+
+// SidecarSets of both versions are read in one input, and an error names the field as written: a
+// v1alpha1 spec.namespace is validated as the namespaceSelector it converts into, but reported as
+// spec.namespace.
+func TestBothVersionsOneInput(t *testing.T) {
+	in := `apiVersion: apps.kruise.io/v1alpha1
+kind: SidecarSet
+metadata: {name: alpha}
+spec:
+  namespace: "not a namespace!"
+  selector: {matchLabels: {app: a}}
+  containers: [{name: a, image: a:1}]
+---
+apiVersion: apps.kruise.io/v1beta1
+kind: SidecarSet
+metadata: {name: beta}
+spec:
+  customVersion: v2
+  namespaceSelector: {matchLabels: {"kubernetes.io/metadata.name": "not a namespace!"}}
+  selector: {matchLabels: {app: b}}
+  containers: [{name: b, image: b:1}]
+`
+	_, stderr, code := sidecarctl(t, in, "check", "-f", "-")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `<stdin>: document 1 (SidecarSet/alpha): spec.namespace: Invalid value: "not a namespace!"`)
+	assert.Contains(t, stderr, `<stdin>: document 2 (SidecarSet/beta): spec.namespaceSelector.matchLabels: Invalid value: "not a namespace!"`)
+	// The v1beta1 selector gets both of its checks; the v1alpha1 string one line.
+	assert.Contains(t, stderr, "3 error(s) in 2 of 2 SidecarSet(s)")
+}

@@ -57,6 +57,14 @@ func TestBothVersionsServedAndConverted(t *testing.T) {
 	assert.Equal(t, "v1", asAlpha.Labels[v1alpha1.SidecarSetCustomVersionLabel])
 	assert.Empty(t, asAlpha.Spec.Namespace)
 
+	// kubectl applies either version as written (server-side dry run: the admission chain and the
+	// conversion, nothing stored), as the examples are written: logging in v1alpha1, the others v1beta1.
+	for _, f := range []string{"../../examples/logging/sidecarset.yaml", "../../examples/namespace-selector/sidecarset.yaml"} {
+		out, err := exec.Command("kubectl", "--kubeconfig", cluster.Kubeconfig, "apply", "--dry-run=server", "-f", f).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		assert.Contains(t, string(out), "(server dry run)")
+	}
+
 	// kubectl lists them in either version, with the same columns.
 	for _, resource := range []string{"sidecarsets.v1alpha1.apps.kruise.io", "sidecarsets.v1beta1.apps.kruise.io"} {
 		out, err := exec.Command("kubectl", "--kubeconfig", cluster.Kubeconfig, "get", resource, "e2e-alpha", "e2e-beta").CombinedOutput()
