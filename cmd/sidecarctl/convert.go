@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -86,31 +84,6 @@ func targetVersion(to string) (schema.GroupVersion, error) {
 		names = append(names, gv.Version)
 	}
 	return schema.GroupVersion{}, fmt.Errorf("--to %q: unsupported SidecarSet version (%s)", to, strings.Join(names, " or "))
-}
-
-// read is the start of load without its judging: the documents of -f in input order, what the
-// reader warns about printed, what does not decode kept as problems. No -f, and input without a
-// single document, are errors.
-func (f *sourceFlags) read(cmd *cobra.Command) (*workspace, error) {
-	if len(f.files) == 0 {
-		return nil, errors.New("no input: give at least one -f PATH")
-	}
-	in := manifest.ReadInput(cmd.InOrStdin(), f.files...)
-	w := &workspace{objects: in.Objects, origin: map[*v1beta1.SidecarSet]*manifest.Object{}, written: map[*v1beta1.SidecarSet]versions.Written{}, refused: map[string]bool{},
-		problems: in.Errors, stderr: cmd.ErrOrStderr()}
-	for _, e := range in.Warnings {
-		w.warn(e)
-	}
-	if len(in.Objects) == 0 && len(in.Errors) == 0 {
-		sources := slices.Clone(f.files)
-		for i, s := range sources {
-			if s == manifest.Stdin {
-				sources[i] = manifest.StdinSource
-			}
-		}
-		return nil, fmt.Errorf("no documents found in %s", strings.Join(sources, ", "))
-	}
-	return w, nil
 }
 
 // customVersionLabel is where v1alpha1 keeps what v1beta1 has in spec.customVersion.

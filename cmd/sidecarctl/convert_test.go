@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -23,22 +20,7 @@ import (
 // registers: in-process, from the repository root, an error on stderr with exit status 1.
 func sidecarctlConvert(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	wd, err := os.Getwd()
-	require.NoError(t, err)
-	require.NoError(t, os.Chdir("../.."))
-	defer func() { require.NoError(t, os.Chdir(wd)) }()
-	var out, errOut bytes.Buffer
-	cmd := convertCmd()
-	cmd.SetArgs(args)
-	cmd.SetIn(strings.NewReader(stdin))
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	if err := cmd.ExecuteContext(context.Background()); err != nil {
-		fmt.Fprintln(&errOut, err)
-		return out.String(), errOut.String(), 1
-	}
-	return out.String(), errOut.String(), 0
+	return sidecarctl(t, stdin, append([]string{"convert"}, args...)...)
 }
 
 const alphaAgent = `apiVersion: apps.kruise.io/v1alpha1

@@ -28,7 +28,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(injectCmd(), checkCmd(), explainCmd(), compileCmd(), policyCmd(), rolloutCmd(), migrateCmd())
+	root.AddCommand(injectCmd(), checkCmd(), explainCmd(), compileCmd(), policyCmd(), rolloutCmd(), migrateCmd(), convertCmd())
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

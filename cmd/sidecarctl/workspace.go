@@ -80,26 +80,12 @@ type workspace struct {
 // Warnings go to stderr at once: input read other than as written, and documents of kinds
 // sidecarctl does not read, which the command treats as others says ("passed through unchanged").
 func (f *sourceFlags) load(cmd *cobra.Command, others string) (*workspace, error) {
-	if len(f.files) == 0 {
-		return nil, errors.New("no input: give at least one -f PATH")
-	}
-	in := manifest.ReadInput(cmd.InOrStdin(), f.files...)
-	w := &workspace{objects: in.Objects, origin: map[*v1beta1.SidecarSet]*manifest.Object{}, written: map[*v1beta1.SidecarSet]versions.Written{}, refused: map[string]bool{},
-		problems: in.Errors, stderr: cmd.ErrOrStderr()}
-	for _, e := range in.Warnings {
-		w.warn(e)
-	}
-	if len(in.Objects) == 0 && len(in.Errors) == 0 {
-		sources := slices.Clone(f.files)
-		for i, s := range sources {
-			if s == manifest.Stdin {
-				sources[i] = manifest.StdinSource
-			}
-		}
-		return nil, fmt.Errorf("no documents found in %s", strings.Join(sources, ", "))
+	w, err := f.read(cmd)
+	if err != nil {
+		return nil, err
 	}
 	undecoded := map[string]bool{}
-	for _, e := range in.Errors {
+	for _, e := range w.problems {
 		if e.Kind == "SidecarSet" {
 			undecoded[e.String()] = true
 		}
@@ -108,7 +94,7 @@ func (f *sourceFlags) load(cmd *cobra.Command, others string) (*workspace, error
 	var candidates []*v1beta1.SidecarSet
 	var configMaps []*manifest.Object
 	seen := map[string]*manifest.Object{}
-	for _, o := range in.Objects {
+	for _, o := range w.objects {
 		switch obj := o.Obj.(type) {
 		case *v1alpha1.SidecarSet, *v1beta1.SidecarSet:
 			w.sidecarSetsGiven++
@@ -171,6 +157,31 @@ func (f *sourceFlags) load(cmd *cobra.Command, others string) (*workspace, error
 	}
 	if err := w.admit(cmd.Context(), candidates, build); err != nil {
 		return nil, err
+	}
+	return w, nil
+}
+
+// read is the start of load without its judging: the documents of -f in input order, what the
+// reader warns about printed, what does not decode kept as problems. No -f, and input without a
+// single document, are errors.
+func (f *sourceFlags) read(cmd *cobra.Command) (*workspace, error) {
+	if len(f.files) == 0 {
+		return nil, errors.New("no input: give at least one -f PATH")
+	}
+	in := manifest.ReadInput(cmd.InOrStdin(), f.files...)
+	w := &workspace{objects: in.Objects, origin: map[*v1beta1.SidecarSet]*manifest.Object{}, written: map[*v1beta1.SidecarSet]versions.Written{}, refused: map[string]bool{},
+		problems: in.Errors, stderr: cmd.ErrOrStderr()}
+	for _, e := range in.Warnings {
+		w.warn(e)
+	}
+	if len(in.Objects) == 0 && len(in.Errors) == 0 {
+		sources := slices.Clone(f.files)
+		for i, s := range sources {
+			if s == manifest.Stdin {
+				sources[i] = manifest.StdinSource
+			}
+		}
+		return nil, fmt.Errorf("no documents found in %s", strings.Join(sources, ", "))
 	}
 	return w, nil
 }

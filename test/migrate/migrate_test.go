@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
@@ -298,7 +299,8 @@ func preflight(t *testing.T, bin string) (string, int) {
 	t.Helper()
 	out, err := exec.Command(bin, "migrate", "check", "--kubeconfig", cluster.Kubeconfig, "--namespace", devcluster.Namespace).CombinedOutput() // #nosec G204 -- the test's own build
 	code := 0
-	if exit, ok := err.(*exec.ExitError); ok {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
 		code = exit.ExitCode()
 	} else {
 		require.NoError(t, err)
@@ -375,7 +377,7 @@ func watchPods(t *testing.T) *podWatch {
 			prev := pw.last[p.UID]
 			pw.last[p.UID] = p
 			if ev.Type == watch.Modified && prev != nil {
-				if !jsonEqual(prev.ObjectMeta.Annotations, p.ObjectMeta.Annotations) || !jsonEqual(prev.Labels, p.Labels) || !jsonEqual(prev.Spec, p.Spec) {
+				if !jsonEqual(prev.Annotations, p.Annotations) || !jsonEqual(prev.Labels, p.Labels) || !jsonEqual(prev.Spec, p.Spec) {
 					pw.written = append(pw.written, p.Name)
 				}
 				if image(prev) != image(p) {
