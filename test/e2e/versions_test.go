@@ -58,9 +58,14 @@ func TestBothVersionsServedAndConverted(t *testing.T) {
 	assert.Empty(t, asAlpha.Spec.Namespace)
 
 	// kubectl applies either version as written (server-side dry run: the admission chain and the
-	// conversion, nothing stored), as the examples are written: logging in v1alpha1, the others v1beta1.
-	for _, f := range []string{"../../examples/logging/sidecarset.yaml", "../../examples/namespace-selector/sidecarset.yaml"} {
-		out, err := exec.Command("kubectl", "--kubeconfig", cluster.Kubeconfig, "apply", "--dry-run=server", "-f", f).CombinedOutput()
+	// conversion, nothing stored).
+	for _, doc := range []string{
+		"apiVersion: apps.kruise.io/v1alpha1\nkind: SidecarSet\nmetadata: {name: e2e-apply-alpha}\nspec:\n  namespace: e2e-alpha\n  selector: {matchLabels: {app: apply}}\n  containers: [{name: apply-alpha, image: a:1}]\n",
+		"apiVersion: apps.kruise.io/v1beta1\nkind: SidecarSet\nmetadata: {name: e2e-apply-beta}\nspec:\n  customVersion: v1\n  selector: {matchLabels: {app: apply}}\n  containers: [{name: apply-beta, image: b:1}]\n",
+	} {
+		cmd := exec.Command("kubectl", "--kubeconfig", cluster.Kubeconfig, "apply", "--dry-run=server", "-f", "-")
+		cmd.Stdin = strings.NewReader(doc)
+		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s", out)
 		assert.Contains(t, string(out), "(server dry run)")
 	}
