@@ -38,9 +38,16 @@ BENCHTIME ?= 1s
 
 all: build
 
+# What the binaries say they are (--version, sidecarctl version, sidecarops_build_info): the tag or
+# `git describe`, and the commit.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X github.com/sidecarops/sidecarops/internal/version.Version=$(VERSION) -X github.com/sidecarops/sidecarops/internal/version.Commit=$(COMMIT)
+
 build:
-	$(GO) build -o bin/sidecarctl ./cmd/sidecarctl
-	$(GO) build -o bin/sidecarops-manager ./cmd/sidecarops-manager
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/sidecarctl ./cmd/sidecarctl
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/sidecarops-manager ./cmd/sidecarops-manager
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/sidecar-agent ./cmd/sidecar-agent
 
 # The README's first command: a local control plane, the manager, the examples, injected pods.
 # DEMO_ARGS=--once runs through and exits (CI); -v shows the manager's logs.

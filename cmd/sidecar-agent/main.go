@@ -24,6 +24,7 @@ import (
 	"github.com/sidecarops/sidecarops/agent/auth"
 	"github.com/sidecarops/sidecarops/agent/plugins"
 	"github.com/sidecarops/sidecarops/agent/storage"
+	"github.com/sidecarops/sidecarops/internal/version"
 )
 
 func main() {
@@ -43,12 +44,17 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	noKube := fs.Bool("no-kube", false, "run without the Kubernetes API (storageConfig writes then fail and are reported)")
 	reload := fs.Duration("reload-interval", 5*time.Second, "how often config.yaml is checked for changes")
 	audience := fs.String("token-audience", "sidecar-agent", `audience callers' bearer tokens must be issued for ("" accepts the API server's own tokens, which the agent could then replay)`)
+	printVersion := fs.Bool("version", false, "print the version, commit, Go and OPA versions, and exit")
 	resource := fs.String("authz-resource", "sidecaragents.sidecarops.io", "RESOURCE.GROUP callers are authorised on, in the pod's namespace with the pod's name: get for /status and /metrics, get or update of subresource PLUGIN for /plugins/PLUGIN/")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
+	}
+	if *printVersion {
+		fmt.Fprintln(fs.Output(), version.Get().String("sidecar-agent"))
+		return 0
 	}
 	gr := schema.ParseGroupResource(*resource)
 	if gr.Resource == "" {

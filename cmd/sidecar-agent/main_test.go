@@ -126,3 +126,15 @@ func TestDefaults(t *testing.T) {
 		assert.Contains(t, stderr.String(), want)
 	}
 }
+
+// --version prints what the build stamped (make build passes the tag and commit with -ldflags -X).
+func TestVersion(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "sidecar-agent")
+	pkg := "github.com/sidecarops/sidecarops/internal/version"
+	build := exec.Command("go", "build", "-ldflags", "-X "+pkg+".Version=v1.2.3 -X "+pkg+".Commit=0a1b2c3", "-o", bin, ".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	out, err = exec.Command(bin, "--version").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Regexp(t, `^sidecar-agent v1\.2\.3 \(commit 0a1b2c3, go1\.\d+[^,]*, OPA v1\.\d+\.\d+\)\n$`, string(out))
+}

@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sidecarops/sidecarops/internal/version"
 )
 
 func main() {
@@ -28,7 +30,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(injectCmd(), checkCmd(), explainCmd(), compileCmd(), policyCmd(), rolloutCmd(), migrateCmd(), convertCmd())
+	root.AddCommand(injectCmd(), checkCmd(), explainCmd(), compileCmd(), policyCmd(), rolloutCmd(), migrateCmd(), convertCmd(), versionCmd())
+	root.Version = version.Get().String("sidecarctl")
+	root.SetVersionTemplate("{{.Version}}\n")
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

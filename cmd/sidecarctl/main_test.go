@@ -10,8 +10,10 @@ import (
 	"encoding/pem"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -473,4 +475,21 @@ spec:
 	assert.Contains(t, stderr, `<stdin>: document 2 (SidecarSet/beta): spec.namespaceSelector.matchLabels: Invalid value: "not a namespace!"`)
 	// The v1beta1 selector gets both of its checks; the v1alpha1 string one line.
 	assert.Contains(t, stderr, "3 error(s) in 2 of 2 SidecarSet(s)")
+}
+
+func TestVersion(t *testing.T) {
+	out, _, code := sidecarctl(t, "", "version")
+	require.Equal(t, 0, code)
+	assert.Regexp(t, `^sidecarctl \S+ \(commit \S+, go1\.\d+[^,]*, OPA v1\.\d+\.\d+\)\n$`, out)
+	flag, _, code := sidecarctl(t, "", "--version")
+	require.Equal(t, 0, code)
+	assert.Equal(t, out, flag, "--version prints the same line")
+	js, _, code := sidecarctl(t, "", "version", "-o", "json")
+	require.Equal(t, 0, code)
+	var info map[string]string
+	require.NoError(t, json.Unmarshal([]byte(js), &info))
+	assert.Equal(t, []string{"commit", "goVersion", "opaVersion", "version"}, slices.Sorted(maps.Keys(info)))
+	_, stderr, code := sidecarctl(t, "", "version", "-o", "yaml")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `-o "yaml": want text or json`)
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/sidecarops/sidecarops/bundles"
+	"github.com/sidecarops/sidecarops/internal/version"
 	"github.com/sidecarops/sidecarops/internal/wiring"
 	"github.com/sidecarops/sidecarops/webhook"
 )
@@ -75,9 +76,15 @@ func main() {
 	fs.DurationVar(&o.Debounce, "compile-debounce", 0, "quiet period after a change before recompiling the policies (0: 200ms)")
 	fs.BoolVar(&o.DecisionLog, "decision-log", true, "log one line per pod admission")
 	gcPercent := fs.Int("gc-percent", DefaultGCPercent, "Go GC target percentage (as GOGC; GOGC in the environment wins); set GOMEMLIMIT from the container's memory limit with it")
+	printVersion := fs.Bool("version", false, "print the version, commit, Go and OPA versions, and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	flag.Parse()
+	info := version.Get()
+	if *printVersion {
+		fmt.Println(info.String("sidecarops-manager"))
+		return
+	}
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(*gcPercent)
 	}
@@ -87,6 +94,7 @@ func main() {
 		o.Namespace = "sidecarops-system"
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	ctrl.Log.WithName("setup").Info("sidecarops-manager", "version", info.Version, "commit", info.Commit, "goVersion", info.GoVersion, "opaVersion", info.OPA)
 	if o.PodName == "" {
 		ctrl.Log.WithName("setup").Info("POD_NAME is not set (the downward API's metadata.name): bundle Events are recorded on the manager's Lease",
 			"lease", wiring.LeaderElectionID, "namespace", o.Namespace)

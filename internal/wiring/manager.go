@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,6 +38,8 @@ import (
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/loader"
+	"github.com/sidecarops/sidecarops/internal/promreg"
+	"github.com/sidecarops/sidecarops/internal/version"
 	"github.com/sidecarops/sidecarops/webhook"
 	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )
@@ -225,6 +228,9 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := registerBuildInfo(metrics.Registry); err != nil {
+		return nil, err
+	}
 	decisionLog := logr.Discard()
 	if o.DecisionLog {
 		decisionLog = ctrl.Log.WithName("decision")
@@ -392,4 +398,20 @@ func nonZero(d time.Duration) *time.Duration {
 		return nil
 	}
 	return &d
+}
+
+// registerBuildInfo exports sidecarops_build_info{version,commit,go_version,opa_version} 1, the
+// usual way for dashboards to tell replicas of different builds apart.
+func registerBuildInfo(reg prometheus.Registerer) error {
+	info := version.Get()
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "sidecarops_build_info",
+		Help: "The manager's build: version, commit, Go version and OPA version, as labels; always 1.",
+	}, []string{"version", "commit", "go_version", "opa_version"})
+	g, err := promreg.Register(reg, g)
+	if err != nil {
+		return err
+	}
+	g.WithLabelValues(info.Version, info.Commit, info.GoVersion, info.OPA).Set(1)
+	return nil
 }

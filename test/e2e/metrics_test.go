@@ -75,6 +75,7 @@ func TestMetricsNeedAnAuthorizedCaller(t *testing.T) {
 	code, body := get(token("e2e-scraper", true))
 	assert.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, "sidecarops_webhook_pod_decisions_total")
+	assert.Regexp(t, `sidecarops_build_info\{commit="[^"]+",go_version="go1\.[^"]+",opa_version="v1\.[^"]+",version="[^"]+"\} 1`, body)
 
 	plain, err := http.Get("http://" + metricsAddr + "/metrics")
 	if err == nil {
