@@ -49,6 +49,14 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/sidecarops-manager ./cmd/sidecarops-manager
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/sidecar-agent ./cmd/sidecar-agent
 
+# OCI images of the manager and of the agent, built by hack/images with no container daemon, registry or
+# base image, so offline: dist/images/{manager,agent}/ are OCI layouts (one index, linux/amd64 and
+# linux/arm64), dist/images/digests.txt names each by tag and digest. Reproducible: every time in them is
+# the commit's ($SOURCE_DATE_EPOCH if set); docs/development.md, "Images".
+.PHONY: images
+images:
+	$(GO) run ./hack/images --go '$(GO)' --version '$(VERSION)' --commit '$(COMMIT)' --out dist/images
+
 # The README's first command: a local control plane, the manager, the examples, injected pods.
 # DEMO_ARGS=--once runs through and exits (CI); -v shows the manager's logs.
 DEMO_ARGS ?=

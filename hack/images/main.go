@@ -1,0 +1,116 @@
+// Command images builds the OCI images of the sidecarops manager and of the sidecar agent without a
+// container daemon, a registry or a base image, so that `make images` works offline, and reproducibly:
+// the same commit gives the same image digests (docs/development.md, "Images").
+//
+//	go run ./hack/images --version V --commit C [--epoch SECONDS] [--out dist/images]
+//
+// It writes one OCI layout per image (OUT/manager, OUT/agent), each holding one image index for
+// linux/amd64 and linux/arm64, and OUT/digests.txt with one REPOSITORY:TAG@sha256:… line per image.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "images:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("images", flag.ContinueOnError)
+	version := fs.String("version", "", "the version stamped into the binaries, the image label and the tag (required)")
+	commit := fs.String("commit", "", "the commit stamped into the binaries and the revision label (required)")
+	epoch := fs.Int64("epoch", -1, "the time of every file and of the image, in Unix seconds; default: $SOURCE_DATE_EPOCH, else the time of the checkout's last commit")
+	out := fs.String("out", filepath.Join("dist", "images"), "directory of the OCI layouts and digests.txt")
+	caBundle := fs.String("ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "the CA bundle copied into the images")
+	repository := fs.String("repository-prefix", "sidecarops/", "prefix of the image repositories in digests.txt (sidecarops/manager, sidecarops/agent)")
+	goCmd := fs.String("go", "go", "the go command that builds the binaries")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *version == "" || *commit == "" {
+		return errors.New("--version and --commit are required")
+	}
+	root, err := moduleRoot(ctx, *goCmd)
+	if err != nil {
+		return err
+	}
+	when, err := sourceDate(ctx, *epoch, root)
+	if err != nil {
+		return err
+	}
+	built, err := build(ctx, options{
+		Version:    *version,
+		Commit:     *commit,
+		Epoch:      when,
+		CABundle:   *caBundle,
+		Root:       root,
+		Out:        *out,
+		Repository: *repository,
+		Go:         *goCmd,
+		Images:     images,
+		Platforms:  platforms,
+	})
+	if err != nil {
+		return err
+	}
+	for _, b := range built {
+		fmt.Println(b.Ref())
+	}
+	return nil
+}
+
+// moduleRoot is where go.mod is, so that the packages, LICENSE and go build resolve the same from any
+// directory (go test runs in hack/images).
+func moduleRoot(ctx context.Context, goCmd string) (string, error) {
+	out, err := exec.CommandContext(ctx, goCmd, "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("go env GOMOD: not inside the sidecarops module")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+// sourceDate is the one time an image carries. It comes from the commit, never from the clock, so that
+// two builds of a commit agree (https://reproducible-builds.org/docs/source-date-epoch/).
+func sourceDate(ctx context.Context, flagEpoch int64, root string) (time.Time, error) {
+	if flagEpoch >= 0 {
+		return time.Unix(flagEpoch, 0).UTC(), nil
+	}
+	if env := os.Getenv("SOURCE_DATE_EPOCH"); env != "" {
+		secs, err := strconv.ParseInt(env, 10, 64)
+		if err != nil || secs < 0 {
+			return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: not a Unix time in seconds", env)
+		}
+		return time.Unix(secs, 0).UTC(), nil
+	}
+	cmd := exec.CommandContext(ctx, "git", "log", "-1", "--format=%ct")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("git log -1 --format=%%ct (the commit's time, for SOURCE_DATE_EPOCH): %w", err)
+	}
+	secs, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("git log -1 --format=%%ct printed %q: %w", out, err)
+	}
+	return time.Unix(secs, 0).UTC(), nil
+}
