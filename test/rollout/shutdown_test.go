@@ -14,6 +14,9 @@ import (
 // replica ran the SidecarSet controller.
 func TestShutdownReleasesTheLease(t *testing.T) {
 	bin := buildCommand(t, "sidecarops-manager")
+	// A holder left by a process killed earlier keeps the lease until it expires; the manager
+	// started here must be the one holding it.
+	stale := leaseHolder(t)
 	cluster.Manager.LeaderElection = true
 	proc, err := cluster.StartManagerProcess(testCtx(t), bin)
 	cluster.Manager.LeaderElection = false // the other tests run with the in-process manager, alone
@@ -30,8 +33,8 @@ func TestShutdownReleasesTheLease(t *testing.T) {
 	})
 
 	eventually(t, "the manager holds the lease", func() error {
-		if leaseHolder(t) == "" {
-			return fmt.Errorf("no holder yet")
+		if h := leaseHolder(t); h == "" || h == stale {
+			return fmt.Errorf("holder %q, not the manager started here", h)
 		}
 		return nil
 	})
