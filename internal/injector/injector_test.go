@@ -236,7 +236,8 @@ func TestConflictFinder(t *testing.T) {
 	log.UID, log.Generation = "uid-log", 2
 	mesh := collidingMesh(t, "web", "mesh:1")
 	mesh.UID, mesh.Generation = "uid-mesh", 1
-	f := ConflictFinder{Snapshots: staticSnapshot{snapshotOf(t, nil, log, mesh)}}
+	snaps := &staticSnapshot{snapshotOf(t, nil, log, mesh)}
+	f := &ConflictFinder{Snapshots: snaps}
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string
@@ -256,7 +257,18 @@ func TestConflictFinder(t *testing.T) {
 			assert.Equal(t, tc.others, others)
 		})
 	}
-	others, current, err := ConflictFinder{Snapshots: staticSnapshot{}}.Conflicts(ctx, log)
+	// Answers are kept per snapshot: the next one answers anew.
+	others, current, err := f.Conflicts(ctx, log)
+	require.NoError(t, err)
+	assert.True(t, current)
+	assert.Equal(t, []string{"mesh"}, others, "asked again of the same snapshot")
+	snaps.s = snapshotOf(t, nil, log)
+	others, current, err = f.Conflicts(ctx, log)
+	require.NoError(t, err)
+	assert.True(t, current)
+	assert.Empty(t, others, "mesh is gone from the snapshot in force")
+
+	others, current, err = (&ConflictFinder{Snapshots: staticSnapshot{}}).Conflicts(ctx, log)
 	require.NoError(t, err)
 	assert.False(t, current, "no snapshot loaded yet")
 	assert.Empty(t, others)

@@ -3,6 +3,7 @@ package injector
 import (
 	"context"
 	"slices"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -32,15 +33,21 @@ func ValidateSidecarSet(ctx context.Context, snap *engine.Snapshot, ss, old *v1b
 }
 
 // ConflictFinder answers which other SidecarSets one collides with from the snapshot in force
-// (the controller's ConflictFinder).
+// (the controller's ConflictFinder). The controller asks on every reconcile, which pod events
+// trigger, while the answer changes only with the snapshot: it is evaluated once per SidecarSet
+// and snapshot.
 type ConflictFinder struct {
 	Snapshots interface{ Current() *engine.Snapshot }
+
+	mu    sync.Mutex
+	snap  *engine.Snapshot
+	known map[string][]string
 }
 
 // Conflicts names the other SidecarSets that ss collides with (decision D7), sorted. current is
 // false, and nothing is evaluated, while the snapshot does not hold ss at its generation: the
 // answer would be about another version. The snapshot's own (defaulted) copy is evaluated.
-func (f ConflictFinder) Conflicts(ctx context.Context, ss *v1beta1.SidecarSet) (others []string, current bool, err error) {
+func (f *ConflictFinder) Conflicts(ctx context.Context, ss *v1beta1.SidecarSet) (others []string, current bool, err error) {
 	snap := f.Snapshots.Current()
 	if snap == nil {
 		return nil, false, nil
@@ -48,6 +55,15 @@ func (f ConflictFinder) Conflicts(ctx context.Context, ss *v1beta1.SidecarSet) (
 	held, ok := snap.SidecarSet(ss.Name)
 	if !ok || held.UID != ss.UID || held.Generation < ss.Generation {
 		return nil, false, nil
+	}
+	f.mu.Lock()
+	if f.snap != snap {
+		f.snap, f.known = snap, map[string][]string{}
+	}
+	others, ok = f.known[ss.Name]
+	f.mu.Unlock()
+	if ok {
+		return slices.Clone(others), true, nil
 	}
 	vs, err := snap.Conflicts(ctx, held)
 	if err != nil {
@@ -57,5 +73,11 @@ func (f ConflictFinder) Conflicts(ctx context.Context, ss *v1beta1.SidecarSet) (
 		others = append(others, v.Other)
 	}
 	slices.Sort(others)
-	return slices.Compact(others), true, nil
+	others = slices.Compact(others)
+	f.mu.Lock()
+	if f.snap == snap {
+		f.known[ss.Name] = others
+	}
+	f.mu.Unlock()
+	return slices.Clone(others), true, nil
 }

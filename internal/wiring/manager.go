@@ -253,7 +253,7 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 			APIReader: mgr.GetAPIReader(),
 			Namespace: revisions,
 			Recorder:  mgr.GetEventRecorder(controller.Name + "-controller"),
-			Conflicts: injector.ConflictFinder{Snapshots: &eng},
+			Conflicts: &injector.ConflictFinder{Snapshots: &eng},
 		}
 		if err := r.SetupWithManager(mgr, o.SidecarSetWorkers); err != nil {
 			return nil, err

@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -25,15 +24,6 @@ var cluster *devcluster.Cluster
 // metricsAddr is where the manager serves its metrics, as in a cluster: HTTPS, authenticated and
 // authorized by the API server.
 var metricsAddr string
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
 
 // The administrators' whitelist bundle the manager watches on disk, and the key pair it must be
 // signed with (the manager runs with --verification-key).
@@ -68,7 +58,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if metricsAddr, err = freeAddr(); err != nil {
+	if metricsAddr, err = devcluster.FreeAddr(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -3,6 +3,7 @@ package rollout
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,8 +48,12 @@ func TestNewSidecarSetReachesItsPodsDuringFailover(t *testing.T) {
 		// where it does: killing the leader leaves the webhook served by a replica that is not
 		// leading, as a Service does once the dead pod's endpoint is gone.
 		cluster.Manager.LeaderElection = true
-		cluster.Manager.WebhookPort = freePort(t)
-		cluster.Manager.ProbeAddr = net.JoinHostPort("127.0.0.1", fmt.Sprint(freePort(t)))
+		webhookAddr, err := devcluster.FreeAddr()
+		require.NoError(t, err)
+		_, port, _ := net.SplitHostPort(webhookAddr)
+		cluster.Manager.WebhookPort, _ = strconv.Atoi(port)
+		cluster.Manager.ProbeAddr, err = devcluster.FreeAddr()
+		require.NoError(t, err)
 		leader, err := cluster.StartManagerProcess(testCtx(t), bin)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = leader.Kill() })
@@ -145,12 +150,4 @@ func leaseHolder(t *testing.T) string {
 		return ""
 	}
 	return *l.Spec.HolderIdentity
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -117,7 +117,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		mo.MetricsAddr = "0"
 	}
 	if mo.ProbeAddr == "" {
-		if mo.ProbeAddr, err = freeAddr(); err != nil {
+		if mo.ProbeAddr, err = FreeAddr(); err != nil {
 			return fail(err)
 		}
 	}

@@ -17,8 +17,9 @@ func writeKubeconfig(raw []byte) (string, error) {
 	return path, os.WriteFile(path, raw, 0o600)
 }
 
-// freeAddr reserves a loopback port for the manager's probe server.
-func freeAddr() (string, error) {
+// FreeAddr is a loopback address with a port free now, for a server a test starts (the manager's
+// probes and metrics, a second replica's webhook).
+func FreeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
