@@ -19,12 +19,17 @@ GOLANGCI_LINT_VERSION := $(call tool_version,github.com/golangci/golangci-lint/v
 GOVULNCHECK_VERSION := $(call tool_version,golang.org/x/vuln)
 # golang.org/x/vulndb is both the vulnerability data (data/osv) and the command that indexes it.
 VULNDB_VERSION := $(call tool_version,golang.org/x/vulndb)
+# Helm has a module of its own (hack/tools/helm): sharing hack/tools' would move the other tools'
+# Kubernetes dependencies.
+HELM_MOD := hack/tools/helm
+HELM_VERSION := $(or $(shell $(GO) -C $(HELM_MOD) list -m -f '{{.Version}}' helm.sh/helm/v4),$(error cannot read Helm's version from $(HELM_MOD)/go.mod))
 
 OPA := $(CACHE_DIR)/opa-$(OPA_VERSION)/opa
 CONTROLLER_GEN := $(CACHE_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
 GOLANGCI_LINT := $(CACHE_DIR)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
 GOVULNCHECK := $(CACHE_DIR)/govulncheck-$(GOVULNCHECK_VERSION)/govulncheck
 INDEXDB := $(CACHE_DIR)/indexdb-$(VULNDB_VERSION)/indexdb
+HELM := $(CACHE_DIR)/helm-$(HELM_VERSION)/helm
 # The offline vulnerability database govulncheck reads (-db file://…), indexed from vulndb's OSV files.
 VULN_DB := $(CACHE_DIR)/vulndb-$(VULNDB_VERSION)
 
@@ -65,7 +70,7 @@ demo:
 	assets=$$(hack/envtest-bins.sh | tail -n 1); \
 	KUBEBUILDER_ASSETS=$$assets $(GO) run ./hack/demo $(DEMO_ARGS)
 
-tools: $(OPA) $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(GOVULNCHECK) $(INDEXDB)
+tools: $(OPA) $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(GOVULNCHECK) $(INDEXDB) $(HELM)
 
 # A real kube-apiserver and etcd for envtest, built from the Go module proxy into the same cache
 # (hack/envtest-bins.sh; 10-20 minutes cold, nothing when cached). Prints the KUBEBUILDER_ASSETS dir.
@@ -90,7 +95,7 @@ $(OPA):
 # temporary file first so that an interrupted build leaves no binary to be mistaken for a good one.
 define build_tool
 	mkdir -p $(dir $@)
-	$(GO) -C $(TOOLS_MOD) build -o $(abspath $@).tmp $(1)
+	$(GO) -C $(or $(2),$(TOOLS_MOD)) build -o $(abspath $@).tmp $(1)
 	mv $@.tmp $@
 endef
 
@@ -105,6 +110,9 @@ $(GOVULNCHECK):
 
 $(INDEXDB):
 	$(call build_tool,golang.org/x/vulndb/cmd/indexdb)
+
+$(HELM):
+	$(call build_tool,helm.sh/helm/v4/cmd/helm,$(HELM_MOD))
 
 # The Go vulnerability database, offline: golang.org/x/vulndb's module (from the Go module proxy) holds
 # every report as OSV JSON in data/osv; its indexdb command writes the layout govulncheck reads.
@@ -136,16 +144,23 @@ vulncheck: $(GOVULNCHECK) $(VULN_DB)/index/db.json
 	if [ -n "$$stdlib" ] && [ "$(VULNCHECK_STDLIB)" = fail ]; then echo "VULNCHECK_STDLIB=fail: the Go toolchain needs the fixes"; exit 1; fi
 
 # Deepcopy and the CRD are generated and committed; `make test` checks they are current.
+# The chart's CRD is the same file (its template adds the conversion webhook and Helm's labels), and
+# so is the sidecar agent's admission policy.
+CHART := charts/sidecarops
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd
+	cp config/crd/apps.kruise.io_sidecarsets.yaml $(CHART)/files/
+	cp config/agent-policy/admission_policy.yaml $(CHART)/files/agent-own-pod-policy.yaml
 
 verify-generated: $(CONTROLLER_GEN)
 	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
-	cp -r api config "$$tmp"/; \
+	cp -r api config "$$tmp"/; mkdir -p "$$tmp/chart"; cp -r $(CHART)/files "$$tmp/chart/"; \
 	$(MAKE) --no-print-directory generate >/dev/null; \
-	if ! diff -r "$$tmp/api" api >/dev/null || ! diff -r "$$tmp/config/crd" config/crd >/dev/null; then \
-	  echo "generated files are stale: run 'make generate' and commit"; diff -r "$$tmp/api" api || true; exit 1; fi
+	if ! diff -r "$$tmp/api" api >/dev/null || ! diff -r "$$tmp/config/crd" config/crd >/dev/null || \
+	   ! diff -r "$$tmp/chart/files" $(CHART)/files >/dev/null; then \
+	  echo "generated files are stale: run 'make generate' and commit"; diff -r "$$tmp/api" api || true; \
+	  diff -r "$$tmp/chart/files" $(CHART)/files || true; exit 1; fi
 
 # golangci-lint runs go vet's analyzers (govet) and gofmt/goimports among its linters (.golangci.yml).
 lint: $(OPA) golangci-lint
@@ -168,10 +183,10 @@ test-rego: $(OPA)
 	@echo "administrators' example bundles with the built-in policies:"; $(OPA) test policies $(ADMIN_POLICY_DIRS) | tail -n 1
 	rm -f .rego-coverage.json
 
-test-go: $(OPA)
+test-go: $(OPA) $(HELM)
 	hack/kwok-bin.sh >/dev/null
 	assets=$$(hack/envtest-bins.sh | tail -n 1); \
-	KUBEBUILDER_ASSETS=$$assets SIDECAROPS_OPA=$(OPA) $(GO) test -race -count=1 -timeout 30m ./...
+	KUBEBUILDER_ASSETS=$$assets SIDECAROPS_OPA=$(OPA) SIDECAROPS_HELM=$(HELM) $(GO) test -race -count=1 -timeout 30m ./...
 
 # Each fuzz target for FUZZTIME; new interesting inputs land in the package's testdata/fuzz corpus.
 FUZZTIME ?= 2m

@@ -1,10 +1,7 @@
 package manifests
 
 import (
-	"bytes"
 	"maps"
-	"os/exec"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,23 +14,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
+
+	"github.com/sidecarops/sidecarops/internal/testing/render"
 )
 
-// render runs `kubectl kustomize` on an overlay, as an administrator would before applying it.
-func render(t *testing.T, dir string) map[string]*unstructured.Unstructured {
+// kustomize runs `kubectl kustomize` on an overlay, as an administrator would before applying it.
+func kustomize(t *testing.T, dir string) render.Objects {
 	t.Helper()
-	cmd := exec.Command("kubectl", "kustomize", "../../"+dir)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "kubectl kustomize %s: %s", dir, stderr.String())
-	objs := map[string]*unstructured.Unstructured{}
-	for _, doc := range strings.Split(string(out), "\n---\n") {
-		var u unstructured.Unstructured
-		require.NoError(t, yaml.Unmarshal([]byte(doc), &u.Object))
-		objs[u.GetKind()+"/"+u.GetName()] = &u
-	}
+	objs, err := render.Kustomize("../../" + dir)
+	require.NoError(t, err)
 	return objs
 }
 
@@ -46,20 +35,20 @@ func as[T any](t *testing.T, u *unstructured.Unstructured) *T {
 }
 
 func TestDefaultInstallation(t *testing.T) {
-	objs := render(t, "config/default")
+	objs := kustomize(t, "config/default")
 	for _, k := range []string{
 		"Namespace/sidecarops-system", "CustomResourceDefinition/sidecarsets.apps.kruise.io",
-		"ServiceAccount/sidecarops-manager", "ClusterRole/sidecarops-manager", "ClusterRoleBinding/sidecarops-manager",
-		"Role/sidecarops-manager", "RoleBinding/sidecarops-manager", "Deployment/sidecarops-manager",
-		"Service/sidecarops-webhook", "PodDisruptionBudget/sidecarops-manager",
+		"ServiceAccount/sidecarops-system/sidecarops-manager", "ClusterRole/sidecarops-manager", "ClusterRoleBinding/sidecarops-manager",
+		"Role/sidecarops-system/sidecarops-manager", "RoleBinding/sidecarops-system/sidecarops-manager", "Deployment/sidecarops-system/sidecarops-manager",
+		"Service/sidecarops-system/sidecarops-webhook", "PodDisruptionBudget/sidecarops-system/sidecarops-manager",
 		"MutatingWebhookConfiguration/sidecarops", "ValidatingWebhookConfiguration/sidecarops",
-		"Secret/sidecarops-webhook-cert", "ClusterRole/sidecarops-metrics-reader",
+		"Secret/sidecarops-system/sidecarops-webhook-cert", "ClusterRole/sidecarops-metrics-reader",
 	} {
 		assert.Contains(t, objs, k)
 	}
 	assert.Len(t, objs, 14)
 
-	d := as[appsv1.Deployment](t, objs["Deployment/sidecarops-manager"])
+	d := as[appsv1.Deployment](t, objs["Deployment/sidecarops-system/sidecarops-manager"])
 	assert.Equal(t, int32(2), *d.Spec.Replicas)
 	mgr := d.Spec.Template.Spec.Containers[0]
 	assert.Contains(t, mgr.Args, "--leader-elect", "one replica runs the SidecarSet controller")
@@ -118,7 +107,7 @@ func TestDefaultInstallation(t *testing.T) {
 func TestPodWebhookSkipsTheManagersNamespace(t *testing.T) {
 	for dir, ns := range map[string]string{"config/default": "sidecarops-system", "config/samples/other-namespace": "platform-sidecars"} {
 		t.Run(dir, func(t *testing.T) {
-			objs := render(t, dir)
+			objs := kustomize(t, dir)
 			require.Contains(t, objs, "Namespace/"+ns)
 			m := as[admissionregv1.MutatingWebhookConfiguration](t, objs["MutatingWebhookConfiguration/sidecarops"])
 			require.Equal(t, "mpod.sidecarops.io", m.Webhooks[0].Name)
@@ -143,9 +132,9 @@ func TestPodWebhookSkipsTheManagersNamespace(t *testing.T) {
 // Least privilege: no wildcards; deletes only of the SidecarSets' ControllerRevisions in the
 // manager's own namespace (history truncation); pod access only what an in-place upgrade needs.
 func TestRBACIsLeastPrivilege(t *testing.T) {
-	objs := render(t, "config/default")
+	objs := kustomize(t, "config/default")
 	cluster := as[rbacv1.ClusterRole](t, objs["ClusterRole/sidecarops-manager"]).Rules
-	namespaced := as[rbacv1.Role](t, objs["Role/sidecarops-manager"]).Rules
+	namespaced := as[rbacv1.Role](t, objs["Role/sidecarops-system/sidecarops-manager"]).Rules
 	for _, r := range append(append([]rbacv1.PolicyRule{}, cluster...), namespaced...) {
 		for _, s := range append(append(append([]string{}, r.Verbs...), r.Resources...), r.APIGroups...) {
 			assert.NotEqual(t, "*", s, "wildcard in %+v", r)
@@ -170,26 +159,26 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 }
 
 func TestFailOpenOverlay(t *testing.T) {
-	objs := render(t, "config/samples/fail-open")
+	objs := kustomize(t, "config/samples/fail-open")
 	m := as[admissionregv1.MutatingWebhookConfiguration](t, objs["MutatingWebhookConfiguration/sidecarops"])
 	assert.Equal(t, admissionregv1.Ignore, *m.Webhooks[0].FailurePolicy, "pod webhook fails open")
 	assert.Equal(t, admissionregv1.Fail, *m.Webhooks[1].FailurePolicy, "SidecarSet defaulting stays Fail")
-	d := as[appsv1.Deployment](t, objs["Deployment/sidecarops-manager"])
+	d := as[appsv1.Deployment](t, objs["Deployment/sidecarops-system/sidecarops-manager"])
 	assert.Contains(t, d.Spec.Template.Spec.Containers[0].Args, "--fail-open",
 		"a replica answering before its first compile lets pods through too (not 503)")
-	def := as[appsv1.Deployment](t, render(t, "config/default")["Deployment/sidecarops-manager"])
+	def := as[appsv1.Deployment](t, kustomize(t, "config/default")["Deployment/sidecarops-system/sidecarops-manager"])
 	assert.NotContains(t, def.Spec.Template.Spec.Containers[0].Args, "--fail-open", "fail-closed by default")
 }
 
 // The takeover overlay keeps the history in kruise-system: the manager's flag, and there the same
 // ControllerRevision rights as in its own namespace, bound to its ServiceAccount, and nothing more.
 func TestKruiseTakeoverOverlay(t *testing.T) {
-	objs := render(t, "config/samples/kruise-takeover")
-	d := as[appsv1.Deployment](t, objs["Deployment/sidecarops-manager"])
+	objs := kustomize(t, "config/samples/kruise-takeover")
+	d := as[appsv1.Deployment](t, objs["Deployment/sidecarops-system/sidecarops-manager"])
 	assert.Contains(t, d.Spec.Template.Spec.Containers[0].Args, "--revision-namespace=kruise-system")
-	role := as[rbacv1.Role](t, objs["Role/sidecarops-manager-revisions"])
+	role := as[rbacv1.Role](t, objs["Role/kruise-system/sidecarops-manager-revisions"])
 	assert.Equal(t, "kruise-system", role.Namespace)
-	own := as[rbacv1.Role](t, objs["Role/sidecarops-manager"])
+	own := as[rbacv1.Role](t, objs["Role/sidecarops-system/sidecarops-manager"])
 	var revisions rbacv1.PolicyRule
 	for _, r := range own.Rules {
 		if contains(r.Resources, "controllerrevisions") {
@@ -197,7 +186,7 @@ func TestKruiseTakeoverOverlay(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []rbacv1.PolicyRule{revisions}, role.Rules)
-	binding := as[rbacv1.RoleBinding](t, objs["RoleBinding/sidecarops-manager-revisions"])
+	binding := as[rbacv1.RoleBinding](t, objs["RoleBinding/kruise-system/sidecarops-manager-revisions"])
 	assert.Equal(t, "kruise-system", binding.Namespace)
 	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "sidecarops-manager", Namespace: "sidecarops-system"}}, binding.Subjects)
 }

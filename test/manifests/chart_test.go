@@ -1,0 +1,328 @@
+package manifests
+
+import (
+	"encoding/json"
+	"os/exec"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
+	"github.com/sidecarops/sidecarops/internal/testing/render"
+)
+
+const (
+	chartDir   = "../../charts/sidecarops"
+	fullValues = chartDir + "/ci/full-values.yaml"
+	namespace  = "sidecarops-system"
+)
+
+// chart renders the chart as `helm template sidecarops charts/sidecarops -n sidecarops-system` with
+// the values files and --set arguments given.
+func chart(t *testing.T, valuesFiles []string, sets ...string) render.Objects {
+	t.Helper()
+	objs, err := render.Chart(t.TempDir(), chartDir, "sidecarops", namespace, valuesFiles, sets...)
+	require.NoError(t, err)
+	return objs
+}
+
+// helmLabels are the labels the chart adds to every object (config/ has none of them); selectors do
+// not use them, so an upgrade from config/default to the chart keeps every selector.
+var helmLabels = []string{"helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/instance", "app.kubernetes.io/version"}
+
+// cut removes the value at path (map keys and list indexes) from obj and returns it; the test
+// fails if there is none.
+func cut(t *testing.T, obj map[string]any, path ...any) any {
+	t.Helper()
+	var cur any = obj
+	for i, p := range path {
+		last := i == len(path)-1
+		switch p := p.(type) {
+		case string:
+			m, ok := cur.(map[string]any)
+			require.True(t, ok, "%v: %v is not a map", path, path[:i])
+			v, ok := m[p]
+			require.True(t, ok, "%v: no %q", path, p)
+			if last {
+				delete(m, p)
+				return v
+			}
+			cur = v
+		case int:
+			l, ok := cur.([]any)
+			require.True(t, ok && p < len(l), "%v: no item %d", path, p)
+			if last {
+				require.FailNow(t, "cut removes map entries only", "%v", path)
+			}
+			cur = l[p]
+		}
+	}
+	return nil
+}
+
+// stripHelmLabels checks every object of the chart carries Helm's labels and removes them.
+func stripHelmLabels(t *testing.T, objs render.Objects) {
+	t.Helper()
+	for k, u := range objs {
+		l := u.GetLabels()
+		for _, name := range helmLabels {
+			assert.NotEmpty(t, l[name], "%s: label %s", k, name)
+			delete(l, name)
+		}
+		if len(l) == 0 {
+			unstructured.RemoveNestedField(u.Object, "metadata", "labels")
+		} else {
+			u.SetLabels(l)
+		}
+	}
+}
+
+// The chart with default values installs what config/default does. Every difference is listed here
+// with its reason; any other (a rule, an argument, a webhook field, an object) fails.
+func TestChartMatchesConfigDefault(t *testing.T) {
+	fromChart := chart(t, nil)
+	fromConfig := kustomize(t, "config/default")
+	stripHelmLabels(t, fromChart)
+
+	// Helm charts do not own their namespace: `helm install -n sidecarops-system --create-namespace`
+	// makes it (without config/default's label, which the pod webhook's exclusion by name replaces).
+	require.Contains(t, fromConfig, "Namespace/"+namespace)
+	delete(fromConfig, "Namespace/"+namespace)
+
+	crd := "CustomResourceDefinition/sidecarsets.apps.kruise.io"
+	// helm uninstall keeps the CRD, so the SidecarSets survive it (crd.keep).
+	assert.Equal(t, "keep", cut(t, fromChart[crd].Object, "metadata", "annotations", "helm.sh/resource-policy"))
+
+	deploy := "Deployment/" + namespace + "/sidecarops-manager"
+	// The chart's image defaults to its appVersion; config/default's is set at install or release.
+	assert.Equal(t, "sidecarops/manager:v0.1.0", cut(t, fromChart[deploy].Object, "spec", "template", "spec", "containers", 0, "image"))
+	assert.Equal(t, "sidecarops/manager:latest", cut(t, fromConfig[deploy].Object, "spec", "template", "spec", "containers", 0, "image"))
+
+	// The pod webhook skips kube-system and the manager's namespace: config/default by its
+	// sidecarops.io/control-plane label, the chart (whose namespace Helm creates unlabelled) by name too.
+	mwc := "MutatingWebhookConfiguration/sidecarops"
+	excluded := []any{"kube-system"}
+	assert.Equal(t, excluded, cut(t, fromConfig[mwc].Object, "webhooks", 0, "namespaceSelector", "matchExpressions", 0, "values"))
+	assert.Equal(t, append(excluded, namespace), cut(t, fromChart[mwc].Object, "webhooks", 0, "namespaceSelector", "matchExpressions", 0, "values"))
+
+	require.ElementsMatch(t, keys(fromConfig), keys(fromChart), "the same objects")
+	for k, want := range fromConfig {
+		assert.Equal(t, want.Object, fromChart[k].Object, "%s differs between config/default and the chart", k)
+	}
+}
+
+// The agent's RBAC and admission policy from the chart are config/agent's and config/agent-policy's.
+func TestChartAgentMatchesConfigAgent(t *testing.T) {
+	fromChart := chart(t, nil, "agent.rbac.enabled=true", "agent.rbac.namespaces={games}", "agent.ownPodPolicy.enabled=true",
+		// config/agent carries the example's storageConfig.target rule (examples/sidecar-agent).
+		"agent.rbac.extraRules[0].apiGroups={game.kruise.io}", "agent.rbac.extraRules[0].resources={gameservers}",
+		"agent.rbac.extraRules[0].verbs={get,patch}")
+	fromConfig := kustomize(t, "config/agent")
+	for k, u := range kustomize(t, "config/agent-policy") {
+		fromConfig[k] = u
+	}
+	for k := range chart(t, nil) {
+		delete(fromChart, k) // the manager's objects, compared above
+	}
+	// The policy is config/agent-policy's file, copied by make generate: it has no Helm labels.
+	verbatim := render.Objects{}
+	for _, k := range []string{"ValidatingAdmissionPolicy/sidecar-agent-own-pod", "ValidatingAdmissionPolicyBinding/sidecar-agent-own-pod"} {
+		require.Contains(t, fromChart, k)
+		verbatim[k] = fromChart[k]
+		delete(fromChart, k)
+	}
+	stripHelmLabels(t, fromChart)
+	for k, u := range verbatim {
+		fromChart[k] = u
+	}
+	// The chart's one TokenReview binding names the agent of every namespace it is given; kustomize's
+	// namespace fills config/agent's in.
+	crb := "ClusterRoleBinding/sidecar-agent-token-review"
+	subjects, _, _ := unstructured.NestedSlice(fromChart[crb].Object, "subjects")
+	assert.Equal(t, []any{map[string]any{"kind": "ServiceAccount", "name": "sidecar-agent", "namespace": "games"}}, subjects)
+
+	require.ElementsMatch(t, keys(fromConfig), keys(fromChart), "the same objects")
+	for k, want := range fromConfig {
+		assert.Equal(t, want.Object, fromChart[k].Object, "%s differs between config/agent and the chart", k)
+	}
+}
+
+func keys(objs render.Objects) []string {
+	out := make([]string, 0, len(objs))
+	for k := range objs {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestChartLint(t *testing.T) {
+	for _, values := range [][]string{nil, {fullValues}} {
+		args := []string{"lint", chartDir, "--strict", "--namespace", namespace}
+		for _, f := range values {
+			args = append(args, "--values", f)
+		}
+		out, err := render.Helm(t.TempDir(), args...)
+		require.NoError(t, err, "%s", out)
+		assert.Contains(t, string(out), "1 chart(s) linted, 0 chart(s) failed")
+	}
+}
+
+// Every value away from its default (ci/full-values.yaml) lands where the manager and the API server
+// read it.
+func TestChartNonDefaultValues(t *testing.T) {
+	objs := chart(t, []string{fullValues})
+	d := as[appsv1.Deployment](t, objs["Deployment/"+namespace+"/sidecarops-manager"])
+	pod := d.Spec.Template.Spec
+	c := pod.Containers[0]
+	assert.Equal(t, int32(3), *d.Spec.Replicas)
+	assert.Equal(t, "registry.example.com/sidecarops/manager:v0.1.0@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", c.Image, "by tag and digest")
+	assert.Equal(t, corev1.PullAlways, c.ImagePullPolicy)
+	assert.Equal(t, "system-cluster-critical", pod.PriorityClassName)
+	assert.Equal(t, map[string]string{"kubernetes.io/os": "linux"}, pod.NodeSelector)
+	assert.Len(t, pod.Tolerations, 1)
+	require.NotNil(t, pod.Affinity.NodeAffinity)
+	assert.Nil(t, pod.Affinity.PodAntiAffinity, "the given affinity replaces the default one")
+	assert.Equal(t, "platform", d.Spec.Template.Labels["team"])
+	assert.Equal(t, "sidecarops", d.Spec.Template.Labels["app.kubernetes.io/name"], "selector labels stay")
+	assert.Equal(t, []corev1.LocalObjectReference{{Name: "registry-creds"}}, pod.ImagePullSecrets)
+	assert.Equal(t, "1Gi", c.Resources.Limits.Memory().String())
+
+	assert.Equal(t, []string{
+		"--leader-elect", "--webhook-port=10250", "--health-probe-bind-address=:9081", "--metrics-bind-address=:9443",
+		"--cert-dir=/var/run/sidecarops/certs", "--cert-mode=external",
+		"--leader-elect-lease-duration=30s", "--leader-elect-renew-deadline=20s", "--leader-elect-retry-period=4s",
+		"--fail-open", "--pod-webhook-prefilter=false", "--enable-http2", "--metrics-insecure", "--decision-log=false",
+		"--zap-log-level=debug", "--sidecarset-workers=5", "--revision-namespace=kruise-system",
+		"--patch-metadata-defaults-allowed",
+		"--bundle=/etc/sidecarops/bundles/gates", "--bundle=/etc/sidecarops/bundles/whitelist",
+		"--bundle-url=https://bundles.example.com/gates.tar.gz", "--bundle-poll-interval=10s", "--bundle-download-timeout=30s",
+		"--verification-key=/etc/sidecarops/verification/key.pem", "--verification-alg=ES256", "--verification-scope=sidecarops",
+		"--gc-percent=200",
+	}, c.Args)
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = m.MountPath
+	}
+	assert.Equal(t, map[string]string{
+		"certs": "/var/run/sidecarops/certs", "bundle-gates": "/etc/sidecarops/bundles/gates",
+		"bundle-whitelist": "/etc/sidecarops/bundles/whitelist", "verification": "/etc/sidecarops/verification",
+	}, mounts, "no persist dir (bundles.persist false); each bundle and the key mounted where its flag points")
+	vols := map[string]corev1.VolumeSource{}
+	for _, v := range pod.Volumes {
+		vols[v.Name] = v.VolumeSource
+	}
+	assert.Equal(t, "sidecarops-gates", vols["bundle-gates"].ConfigMap.Name)
+	assert.Equal(t, "sidecarops-whitelist", vols["bundle-whitelist"].Secret.SecretName)
+	assert.Equal(t, "sidecarops-bundle-key", vols["verification"].Secret.SecretName)
+	ports := map[string]int32{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	assert.Equal(t, map[string]int32{"webhook": 10250, "metrics": 9443, "health": 9081}, ports)
+
+	m := as[admissionregv1.MutatingWebhookConfiguration](t, objs["MutatingWebhookConfiguration/sidecarops"])
+	v := as[admissionregv1.ValidatingWebhookConfiguration](t, objs["ValidatingWebhookConfiguration/sidecarops"])
+	assert.Equal(t, admissionregv1.Ignore, *m.Webhooks[0].FailurePolicy, "the pod webhook's failurePolicy")
+	assert.Equal(t, admissionregv1.Fail, *m.Webhooks[1].FailurePolicy, "SidecarSet webhooks always fail closed")
+	assert.Equal(t, admissionregv1.Fail, *v.Webhooks[0].FailurePolicy)
+	for _, w := range append(m.Webhooks, admissionregv1.MutatingWebhook{Name: v.Webhooks[0].Name, TimeoutSeconds: v.Webhooks[0].TimeoutSeconds}) {
+		assert.Equal(t, int32(5), *w.TimeoutSeconds, w.Name)
+	}
+	assert.Equal(t, []string{"kube-system", namespace, "monitoring"}, m.Webhooks[0].NamespaceSelector.MatchExpressions[0].Values, "listed once each")
+
+	// cert-manager makes the certificate and its cainjector writes every caBundle.
+	assert.NotContains(t, objs, "Secret/"+namespace+"/sidecarops-webhook-cert", "cert-manager creates the Secret")
+	assert.NotContains(t, objs, "Issuer/"+namespace+"/sidecarops-selfsigned", "the given issuer is used")
+	cert := objs["Certificate/"+namespace+"/sidecarops-webhook-cert"]
+	require.NotNil(t, cert)
+	issuer, _, _ := unstructured.NestedStringMap(cert.Object, "spec", "issuerRef")
+	assert.Equal(t, map[string]string{"name": "platform-ca", "kind": "ClusterIssuer"}, issuer)
+	dns, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+	assert.Contains(t, dns, "sidecarops-webhook."+namespace+".svc", "the name the API server checks")
+	for _, k := range []string{"MutatingWebhookConfiguration/sidecarops", "ValidatingWebhookConfiguration/sidecarops", "CustomResourceDefinition/sidecarsets.apps.kruise.io"} {
+		assert.Equal(t, namespace+"/sidecarops-webhook-cert", objs[k].GetAnnotations()["cert-manager.io/inject-ca-from"], k)
+	}
+	assert.NotContains(t, objs["CustomResourceDefinition/sidecarsets.apps.kruise.io"].GetAnnotations(), "helm.sh/resource-policy", "crd.keep false")
+
+	pdb := as[policyv1.PodDisruptionBudget](t, objs["PodDisruptionBudget/"+namespace+"/sidecarops-manager"])
+	assert.Equal(t, int32(2), pdb.Spec.MinAvailable.IntVal)
+
+	// The whitelist as OpenKruise's ConfigMap holds it.
+	cm := as[corev1.ConfigMap](t, objs["ConfigMap/"+namespace+"/"+v1beta1.KruiseConfigurationName])
+	var wl map[string]any
+	require.NoError(t, json.Unmarshal([]byte(cm.Data[v1beta1.PatchPodMetadataWhiteListKey]), &wl))
+	assert.Equal(t, map[string]any{"rules": []any{map[string]any{
+		"selector": map[string]any{"matchLabels": map[string]any{"team": "platform"}}, "allowedAnnotationKeyExprs": []any{"^oom-score$"},
+	}}}, wl)
+
+	// The history kept in kruise-system, with the rights there.
+	role := as[rbacv1.Role](t, objs["Role/kruise-system/sidecarops-manager-revisions"])
+	assert.Equal(t, []string{"controllerrevisions"}, role.Rules[0].Resources)
+	require.Contains(t, objs, "RoleBinding/kruise-system/sidecarops-manager-revisions")
+
+	// The agent in both namespaces, one TokenReview binding for both.
+	for _, ns := range []string{"games", "web"} {
+		for _, k := range []string{"ServiceAccount", "Role", "RoleBinding"} {
+			assert.Contains(t, objs, k+"/"+ns+"/sidecar-agent")
+		}
+		r := as[rbacv1.Role](t, objs["Role/"+ns+"/sidecar-agent"])
+		assert.Equal(t, []string{"gameservers"}, r.Rules[len(r.Rules)-1].Resources, "extraRules appended")
+	}
+	crb := as[rbacv1.ClusterRoleBinding](t, objs["ClusterRoleBinding/sidecar-agent-token-review"])
+	assert.Len(t, crb.Subjects, 2)
+	assert.Contains(t, objs, "ValidatingAdmissionPolicy/sidecar-agent-own-pod")
+}
+
+// The arguments the chart gives the manager are flags the manager knows: it parses them all before
+// --version prints and exits (an unknown flag exits 2).
+func TestChartArgsAreTheManagersFlags(t *testing.T) {
+	bin, err := devcluster.Build("../..", "sidecarops-manager", t.TempDir())
+	require.NoError(t, err)
+	for name, values := range map[string][]string{"defaults": nil, "full": {fullValues}} {
+		t.Run(name, func(t *testing.T) {
+			d := as[appsv1.Deployment](t, chart(t, values)["Deployment/"+namespace+"/sidecarops-manager"])
+			cmd := exec.Command(bin, append(d.Spec.Template.Spec.Containers[0].Args, "--version")...) // #nosec G204 -- the chart's own arguments
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			assert.Contains(t, string(out), "sidecarops-manager")
+		})
+	}
+}
+
+// values.schema.json refuses values the templates would turn into a broken installation, naming the
+// value.
+func TestChartRejectsBadValues(t *testing.T) {
+	for _, tc := range []struct{ set, want string }{
+		{"replicas=0", "/replicas"},
+		{"webhook.failurePolicy=Never", "/webhook/failurePolicy"},
+		{"webhook.timeoutSeconds=31", "/webhook/timeoutSeconds"},
+		{"webhook.port=70000", "/webhook/port"},
+		{"webhook.excludedNamespaces={Bad_NS}", "/webhook/excludedNamespaces/0"},
+		{"image.digest=sha256:abc", "/image/digest"},
+		{"image.repository=", "/image/repository"},
+		{"certificates.provider=vault", "/certificates/provider"},
+		{"leaderElection.leaseDuration=15", "/leaderElection/leaseDuration"},
+		{"bundles.files[0].name=gates", "/bundles/files/0"},
+		{"bundles.urls={ftp://example.com/b.tar.gz}", "/bundles/urls/0"},
+		{"bundles.verification.alg=none", "/bundles/verification/alg"},
+		{"logLevel=verbose", "/logLevel"},
+		{"sidecarsetWorkers=0", "/sidecarsetWorkers"},
+		{"extraArgs={leader-elect}", "/extraArgs/0"},
+		{"unknown=1", "additional properties 'unknown' not allowed"},
+		{"webhook.prefiltr=false", "additional properties 'prefiltr' not allowed"},
+	} {
+		t.Run(tc.set, func(t *testing.T) {
+			_, err := render.Chart(t.TempDir(), chartDir, "sidecarops", namespace, nil, tc.set)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
