@@ -1,0 +1,254 @@
+package install
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
+	"github.com/sidecarops/sidecarops/internal/testing/render"
+	"github.com/sidecarops/sidecarops/internal/wiring"
+)
+
+const (
+	root      = "../.."
+	chartDir  = root + "/charts/sidecarops"
+	namespace = "sidecarops-system"
+	release   = "sidecarops"
+)
+
+// cluster is a real kube-apiserver and etcd that routes webhook calls to a Service's endpoints (as
+// kube-proxy and cluster DNS would route them in a cluster) and nothing installed.
+type cluster struct {
+	c          client.Client
+	kubeconfig string
+	admin      []byte
+	helmHome   string
+}
+
+func start(t *testing.T) *cluster {
+	t.Helper()
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run through `make test`, which builds kube-apiserver and etcd")
+	}
+	env := &envtest.Environment{}
+	env.ControlPlane.GetAPIServer().Configure().Set("enable-aggregator-routing", "true")
+	cfg, err := env.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = env.Stop() })
+	scheme, err := wiring.Scheme()
+	require.NoError(t, err)
+	require.NoError(t, apiextensionsv1.AddToScheme(scheme))
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, env.KubeConfig, 0o600))
+	return &cluster{c: c, kubeconfig: kubeconfig, admin: env.KubeConfig, helmHome: t.TempDir()}
+}
+
+// helm runs the README's helm commands against the cluster.
+func (k *cluster) helm(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := render.Helm(k.helmHome, append(args, "--kubeconfig", k.kubeconfig)...)
+	require.NoError(t, err)
+	return string(out)
+}
+
+// manager runs the manager as the installed Deployment's container says, reachable through the
+// installed Service.
+func (k *cluster) manager(ctx context.Context, t *testing.T, bin, ip string) *container {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "sidecarops-manager"}, d))
+	require.Equal(t, "sidecarops-manager", d.Spec.Template.Spec.ServiceAccountName)
+	p := runContainer(t, k.c, d, bin, impersonating(t, k.admin, namespace, d.Spec.Template.Spec.ServiceAccountName), ip)
+	svc := &corev1.Service{}
+	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: wiring.ServiceName}, svc))
+	p.endpoints(ctx, t, k.c, svc, ip)
+	return p
+}
+
+// The README's install, upgrade and uninstall, on a real API server: the chart of an earlier
+// version installs a working sidecarops; upgrading to this one keeps SidecarSets, revisions, the
+// certificates the manager wrote and the webhooks working; uninstalling leaves nothing that would
+// block a pod.
+func TestHelmInstallUpgradeUninstall(t *testing.T) {
+	ctx := t.Context()
+	ip := hostIP(t)
+	k := start(t)
+	bin, err := devcluster.Build(root, "sidecarops-manager", t.TempDir())
+	require.NoError(t, err)
+
+	// An earlier release: this chart packaged with a lower version number.
+	previous := t.TempDir()
+	k.helm(t, "package", chartDir, "--version", "0.0.1", "--destination", previous)
+	out := k.helm(t, "install", release, filepath.Join(previous, "sidecarops-0.0.1.tgz"), "--namespace", namespace, "--create-namespace")
+	assert.Contains(t, out, "STATUS: deployed")
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Name: wiring.CRDName}, crd))
+	assert.Equal(t, "sidecarops-0.0.1", crd.Labels["helm.sh/chart"])
+	applied := false
+	for _, f := range crd.ManagedFields {
+		applied = applied || f.Manager == "helm" && f.Operation == metav1.ManagedFieldsOperationApply
+	}
+	assert.True(t, applied, "helm applies server-side: %+v", crd.ManagedFields)
+
+	mgr := k.manager(ctx, t, bin, ip)
+	waitCABundles(ctx, t, k.c)
+
+	require.NoError(t, k.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web"}}))
+	ss := &v1beta1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "logging"},
+		Spec: v1beta1.SidecarSetSpec{
+			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Containers: []v1beta1.SidecarContainer{{Container: corev1.Container{Name: "log-agent", Image: "example.com/log-agent:1"}}},
+		},
+	}
+	// The SidecarSet webhooks are called through the Service: defaulted and validated on create.
+	require.NoError(t, createEventually(ctx, k.c, ss))
+	assert.NotEmpty(t, ss.Annotations[v1beta1.SidecarSetHashAnnotation], "defaulted by the mutating webhook")
+	// The pod webhook injects once its policy snapshot holds the SidecarSet (compiled a moment
+	// after the SidecarSet is stored): asked with dry runs, which store nothing.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		pod := webPod("dry-run")
+		assert.NoError(c, k.c.Create(ctx, pod, client.DryRunAll))
+		assert.Len(c, pod.Spec.Containers, 2)
+	}, time.Minute, 100*time.Millisecond)
+	assertInjected(ctx, t, k.c, "before-upgrade", true)
+	revisions := waitRevisions(ctx, t, k.c)
+
+	// Upgrade to this chart. Server-side apply leaves what the manager wrote (caBundle, the pod
+	// webhook's match condition) alone; the pod template is unchanged, so the replica keeps running.
+	before := deployment(ctx, t, k.c)
+	out = k.helm(t, "upgrade", release, chartDir, "--namespace", namespace)
+	assert.Contains(t, out, "STATUS: deployed")
+	after := deployment(ctx, t, k.c)
+	assert.Equal(t, before.Spec.Template, after.Spec.Template, "nothing to roll: the manager keeps running")
+	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Name: wiring.CRDName}, crd))
+	assert.Equal(t, "sidecarops-0.1.0", crd.Labels["helm.sh/chart"])
+	assert.NotEmpty(t, crd.Spec.Conversion.Webhook.ClientConfig.CABundle, "the conversion webhook's CA survives the upgrade")
+	mwc := &admissionregv1.MutatingWebhookConfiguration{}
+	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Name: wiring.WebhookConfigurationName}, mwc))
+	for _, w := range mwc.Webhooks {
+		assert.NotEmpty(t, w.ClientConfig.CABundle, "%s: the CA survives the upgrade", w.Name)
+	}
+	assert.NotEmpty(t, mwc.Webhooks[0].MatchConditions, "the prefilter's match condition survives the upgrade")
+	got := &v1beta1.SidecarSet{}
+	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Name: ss.Name}, got))
+	assert.Equal(t, ss.Annotations[v1beta1.SidecarSetHashAnnotation], got.Annotations[v1beta1.SidecarSetHashAnnotation])
+	assert.Equal(t, revisions, waitRevisions(ctx, t, k.c), "the same revisions")
+	assertInjected(ctx, t, k.c, "after-upgrade", true)
+
+	// A restarted replica (a rollout of the upgraded Deployment) serves from the upgraded manifest.
+	mgr.terminate(t)
+	k.manager(ctx, t, bin, ip)
+	assertInjected(ctx, t, k.c, "after-restart", true)
+
+	// Uninstall: no webhook configuration is left to refuse pods; the CRD and its SidecarSets stay.
+	k.helm(t, "uninstall", release, "--namespace", namespace)
+	for _, o := range []client.Object{&admissionregv1.MutatingWebhookConfiguration{}, &admissionregv1.ValidatingWebhookConfiguration{}} {
+		err := k.c.Get(ctx, client.ObjectKey{Name: wiring.WebhookConfigurationName}, o)
+		assert.True(t, apierrors.IsNotFound(err), "%T left behind: %v", o, err)
+	}
+	assertInjected(ctx, t, k.c, "after-uninstall", false)
+	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Name: wiring.CRDName}, crd), "the CRD is kept (crd.keep)")
+	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Name: ss.Name}, got), "and so are the SidecarSets")
+}
+
+func deployment(ctx context.Context, t *testing.T, c client.Client) *appsv1.Deployment {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "sidecarops-manager"}, d))
+	return d
+}
+
+// waitCABundles waits until the manager's certificate rotator has written its CA into both webhook
+// configurations and the CRD's conversion webhook.
+func waitCABundles(ctx context.Context, t *testing.T, c client.Client) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		m, v, crd := &admissionregv1.MutatingWebhookConfiguration{}, &admissionregv1.ValidatingWebhookConfiguration{}, &apiextensionsv1.CustomResourceDefinition{}
+		if c.Get(ctx, client.ObjectKey{Name: wiring.WebhookConfigurationName}, m) != nil ||
+			c.Get(ctx, client.ObjectKey{Name: wiring.WebhookConfigurationName}, v) != nil ||
+			c.Get(ctx, client.ObjectKey{Name: wiring.CRDName}, crd) != nil {
+			return false
+		}
+		for _, w := range m.Webhooks {
+			if len(w.ClientConfig.CABundle) == 0 {
+				return false
+			}
+		}
+		return len(v.Webhooks[0].ClientConfig.CABundle) > 0 && crd.Spec.Conversion.Webhook.ClientConfig != nil &&
+			len(crd.Spec.Conversion.Webhook.ClientConfig.CABundle) > 0
+	}, time.Minute, 200*time.Millisecond, "the rotator writes caBundle")
+}
+
+// createEventually creates obj, retrying while the API server cannot reach a webhook yet (its
+// endpoint informer and the manager's certificate files catch up within seconds).
+func createEventually(ctx context.Context, c client.Client, obj client.Object) error {
+	var err error
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		if err = c.Create(ctx, obj); err == nil || !apierrors.IsInternalError(err) {
+			return err
+		}
+	}
+	return err
+}
+
+// assertInjected creates pod name in namespace web (labelled app=web) and checks whether it was
+// stored with the logging SidecarSet's sidecar.
+func assertInjected(ctx context.Context, t *testing.T, c client.Client, name string, want bool) {
+	t.Helper()
+	pod := webPod(name)
+	require.NoError(t, createEventually(ctx, c, pod))
+	names := []string{}
+	for _, ctr := range pod.Spec.Containers {
+		names = append(names, ctr.Name)
+	}
+	if want {
+		// BeforeAppContainer, the default podInjectPolicy.
+		assert.Equal(t, []string{"log-agent", "app"}, names, "%s: injected", name)
+	} else {
+		assert.Equal(t, []string{"app"}, names, "%s: created as sent", name)
+	}
+}
+
+func webPod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: name, Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.com/app:1"}}},
+	}
+}
+
+// waitRevisions waits for the SidecarSet's ControllerRevisions in the manager's namespace and
+// returns their names.
+func waitRevisions(ctx context.Context, t *testing.T, c client.Client) []string {
+	t.Helper()
+	var names []string
+	require.Eventually(t, func() bool {
+		list := &appsv1.ControllerRevisionList{}
+		if c.List(ctx, list, client.InNamespace(namespace)) != nil {
+			return false
+		}
+		names = names[:0]
+		for _, r := range list.Items {
+			names = append(names, r.Name)
+		}
+		return len(names) > 0
+	}, time.Minute, 200*time.Millisecond, "the controller records the SidecarSet's revision")
+	return names
+}
