@@ -62,6 +62,13 @@ build:
 images:
 	$(GO) run ./hack/images --go '$(GO)' --version '$(VERSION)' --commit '$(COMMIT)' --out dist/images
 
+# Everything a release publishes, into dist/release/$(VERSION) (hack/release.sh: the CLI for linux and
+# darwin, the image archives and digests, the chart, the rendered install YAML, CHANGELOG.md and
+# SHA256SUMS); uploads nothing. VERSION must be given: make release VERSION=v0.1.0.
+.PHONY: release
+release: $(HELM)
+	VERSION='$(VERSION)' GO='$(GO)' HELM='$(HELM)' hack/release.sh
+
 # The README's first command: a local control plane, the manager, the examples, injected pods.
 # DEMO_ARGS=--once runs through and exits (CI); -v shows the manager's logs.
 DEMO_ARGS ?=

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# make release VERSION=vX.Y.Z: everything a release publishes, in dist/release/vX.Y.Z, built from the
+# checked-out commit. Nothing is uploaded anywhere. The directory holds:
+#   sidecarctl-vX.Y.Z-{linux,darwin}-{amd64,arm64}   the CLI, static, stamped with the version
+#   sidecarops-{manager,agent}-vX.Y.Z.oci.tar        the images (OCI layouts, linux/amd64 and arm64)
+#   digests.txt                                      each image by tag and digest
+#   sidecarops-X.Y.Z.tgz                             the Helm chart, its image pinned by tag and digest
+#   install.yaml                                     config/default rendered, image by tag and digest
+#   CHANGELOG.md                                     with this release's entry (checked, not written)
+#   SHA256SUMS                                       of every file above
+# Reproducible: the binaries are built with -trimpath and every time in the images and archives is
+# the commit's (SOURCE_DATE_EPOCH), so two runs on one commit give the same files.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+die() { echo "release: $*" >&2; exit 1; }
+
+version=${VERSION:-}
+[[ $version =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] ||
+  die "VERSION must be a semantic version with a leading v (make release VERSION=v0.1.0), not '${version}'"
+chart_version=${version#v}
+go=${GO:-go}
+helm=${HELM:?the Helm binary (make release passes it)}
+commit=$(git rev-parse HEAD)
+git diff --quiet HEAD -- || [[ ${ALLOW_DIRTY:-} == 1 ]] ||
+  die "the working tree has uncommitted changes: a release is built from a commit (ALLOW_DIRTY=1 to build anyway)"
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
+
+grep -q "^## \[${chart_version}\]" CHANGELOG.md ||
+  die "CHANGELOG.md has no entry for ${chart_version}: add '## [${chart_version}] - $(date -u +%F)' with its changes"
+
+out=dist/release/$version
+rm -rf "$out"
+mkdir -p "$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ldflags="-X github.com/sidecarops/sidecarops/internal/version.Version=$version -X github.com/sidecarops/sidecarops/internal/version.Commit=$commit"
+for os in linux darwin; do
+  for arch in amd64 arm64; do
+    echo "sidecarctl $os/$arch"
+    CGO_ENABLED=0 GOOS=$os GOARCH=$arch "$go" build -trimpath -ldflags "$ldflags" -o "$out/sidecarctl-$version-$os-$arch" ./cmd/sidecarctl
+  done
+done
+
+echo "images"
+"$go" run ./hack/images --go "$go" --version "$version" --commit "$commit" --out "$tmp/images" >/dev/null
+cp "$tmp/images/digests.txt" "$out/"
+for image in manager agent; do
+  tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner --format=ustar \
+    -C "$tmp/images/$image" -cf "$out/sidecarops-$image-$version.oci.tar" .
+done
+manager_digest=$(awk -F@ '/^sidecarops\/manager:/ {print $2}' "$out/digests.txt")
+[[ $manager_digest =~ ^sha256:[0-9a-f]{64}$ ]] || die "no manager digest in digests.txt"
+image_ref="sidecarops/manager:$version@$manager_digest"
+
+echo "chart"
+cp -r charts/sidecarops "$tmp/chart"
+sed -i -e "s|^  tag: \"\"$|  tag: \"$version\"|" -e "s|^  digest: \"\"$|  digest: \"$manager_digest\"|" "$tmp/chart/values.yaml"
+"$helm" template sidecarops "$tmp/chart" --namespace sidecarops-system | grep -qF "image: $image_ref" ||
+  die "the packaged chart does not render the image $image_ref (values.yaml's image.tag/digest lines changed?)"
+"$helm" package "$tmp/chart" --version "$chart_version" --app-version "$version" --destination "$out" >/dev/null
+# helm package stamps the archive with the current time; repack it with the commit's.
+mkdir "$tmp/pkg"
+tar -xzf "$out/sidecarops-$chart_version.tgz" -C "$tmp/pkg"
+tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner -C "$tmp/pkg" -cf - sidecarops |
+  gzip -n -9 > "$out/sidecarops-$chart_version.tgz"
+
+echo "install.yaml"
+overlay=dist/release/.overlay
+rm -rf "$overlay"
+mkdir -p "$overlay"
+cat > "$overlay/kustomization.yaml" <<EOF
+resources:
+  - ../../../config/default
+images:
+  - name: sidecarops/manager
+    newTag: $version
+    digest: $manager_digest
+EOF
+kubectl kustomize "$overlay" > "$out/install.yaml"
+rm -rf "$overlay"
+grep -qF "image: $image_ref" "$out/install.yaml" || die "install.yaml does not name $image_ref"
+
+cp CHANGELOG.md "$out/"
+(cd "$out" && sha256sum -- * > SHA256SUMS)
+echo "release $version of $commit in $out:"
+ls -l "$out"
