@@ -3,7 +3,9 @@ package install
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,6 +70,12 @@ func (k *cluster) helm(t *testing.T, args ...string) string {
 	return string(out)
 }
 
+func (k *cluster) kubectl(t *testing.T, args ...string) {
+	t.Helper()
+	out, err := exec.Command("kubectl", append(args, "--kubeconfig", k.kubeconfig)...).CombinedOutput() // #nosec G204 -- the README's commands
+	require.NoError(t, err, "kubectl %s: %s", strings.Join(args, " "), out)
+}
+
 // manager runs the manager as the installed Deployment's container says, reachable through the
 // installed Service.
 func (k *cluster) manager(ctx context.Context, t *testing.T, bin, ip string) *container {
@@ -110,24 +118,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	mgr := k.manager(ctx, t, bin, ip)
 	waitCABundles(ctx, t, k.c)
 
-	require.NoError(t, k.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web"}}))
-	ss := &v1beta1.SidecarSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "logging"},
-		Spec: v1beta1.SidecarSetSpec{
-			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Containers: []v1beta1.SidecarContainer{{Container: corev1.Container{Name: "log-agent", Image: "example.com/log-agent:1"}}},
-		},
-	}
-	// The SidecarSet webhooks are called through the Service: defaulted and validated on create.
-	require.NoError(t, createEventually(ctx, k.c, ss))
-	assert.NotEmpty(t, ss.Annotations[v1beta1.SidecarSetHashAnnotation], "defaulted by the mutating webhook")
-	// The pod webhook injects once its policy snapshot holds the SidecarSet (compiled a moment
-	// after the SidecarSet is stored): asked with dry runs, which store nothing.
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		pod := webPod("dry-run")
-		assert.NoError(c, k.c.Create(ctx, pod, client.DryRunAll))
-		assert.Len(c, pod.Spec.Containers, 2)
-	}, time.Minute, 100*time.Millisecond)
+	ss := createSidecarSet(ctx, t, k.c)
 	assertInjected(ctx, t, k.c, "before-upgrade", true)
 	revisions := waitRevisions(ctx, t, k.c)
 
@@ -167,6 +158,56 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	assertInjected(ctx, t, k.c, "after-uninstall", false)
 	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Name: wiring.CRDName}, crd), "the CRD is kept (crd.keep)")
 	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Name: ss.Name}, got), "and so are the SidecarSets")
+}
+
+// createSidecarSet creates namespace web and the SidecarSet logging, which injects a log-agent
+// into its pods labelled app=web, through the installed webhooks, and waits until the pod webhook
+// injects it.
+func createSidecarSet(ctx context.Context, t *testing.T, c client.Client) *v1beta1.SidecarSet {
+	t.Helper()
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web"}}))
+	ss := &v1beta1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "logging"},
+		Spec: v1beta1.SidecarSetSpec{
+			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Containers: []v1beta1.SidecarContainer{{Container: corev1.Container{Name: "log-agent", Image: "example.com/log-agent:1"}}},
+		},
+	}
+	// The SidecarSet webhooks are called through the Service: defaulted and validated on create.
+	require.NoError(t, createEventually(ctx, c, ss))
+	assert.NotEmpty(t, ss.Annotations[v1beta1.SidecarSetHashAnnotation], "defaulted by the mutating webhook")
+	// The pod webhook injects once its policy snapshot holds the SidecarSet (compiled a moment
+	// after the SidecarSet is stored): asked with dry runs, which store nothing.
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		pod := webPod("dry-run")
+		assert.NoError(ct, c.Create(ctx, pod, client.DryRunAll))
+		assert.Len(ct, pod.Spec.Containers, 2)
+	}, time.Minute, 100*time.Millisecond)
+	return ss
+}
+
+// The README's other install: kubectl apply of config/default (a release's install.yaml is it,
+// rendered with the image's digest), and kubectl delete of it.
+func TestKubectlApplyInstall(t *testing.T) {
+	ctx := t.Context()
+	ip := hostIP(t)
+	k := start(t)
+	bin, err := devcluster.Build(root, "sidecarops-manager", t.TempDir())
+	require.NoError(t, err)
+	k.kubectl(t, "apply", "--server-side", "-k", root+"/config/default")
+	k.manager(ctx, t, bin, ip)
+	waitCABundles(ctx, t, k.c)
+	createSidecarSet(ctx, t, k.c)
+	assertInjected(ctx, t, k.c, "applied", true)
+	waitRevisions(ctx, t, k.c)
+
+	// The namespace would wait for a namespace controller this API server does not run.
+	k.kubectl(t, "delete", "-k", root+"/config/default", "--wait=false")
+	for _, o := range []client.Object{&admissionregv1.MutatingWebhookConfiguration{}, &admissionregv1.ValidatingWebhookConfiguration{}} {
+		err := k.c.Get(ctx, client.ObjectKey{Name: wiring.WebhookConfigurationName}, o)
+		assert.True(t, apierrors.IsNotFound(err), "%T left behind: %v", o, err)
+	}
+	assertInjected(ctx, t, k.c, "deleted", false)
 }
 
 func deployment(ctx context.Context, t *testing.T, c client.Client) *appsv1.Deployment {
