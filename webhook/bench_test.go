@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,8 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
-
+	"github.com/sidecarops/sidecarops/bundles"
+	"github.com/sidecarops/sidecarops/engine"
+	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/testing/fleet"
+	"github.com/sidecarops/sidecarops/test/bench/perfinputs"
 )
 
 // benchFleet is internal/testing/fleet's SidecarSets, the workload of every benchmark.
@@ -98,4 +102,44 @@ func BenchmarkAdmissionReviewCodec(b *testing.B) {
 	body := review(b, podRequest(b, "shop", fleet.Pod()))
 	require.True(b, post(b, h, body).Allowed)
 	serveLoop(b, h, body)
+}
+
+// BenchmarkPodInjectorPerPod is issue 15's webhook case: the whole handler (no TLS) on the
+// generator's inputs, N = 10 SidecarSets of which one matches, for a stream of distinct pods (no two
+// a cache could answer alike) and for a ReplicaSet's burst of 100 pods of one template.
+// deepcopies/op is the time per review over that of one deep copy of the pod.
+func BenchmarkPodInjectorPerPod(b *testing.B) {
+	in := perfinputs.For(b, 10)
+	snap, _, err := injector.Snapshot(context.Background(), injector.Policies{State: bundles.State{SidecarSets: in.SidecarSets, Namespaces: in.Namespaces}})
+	require.NoError(b, err)
+	eng := &engine.Engine{}
+	eng.Swap(snap)
+	h := &PodInjector{Snapshots: eng, Injector: fixedInjector()}
+	for _, stream := range []struct {
+		name string
+		pods []perfinputs.Variant
+	}{{"distinct", perfinputs.DistinctPods(b, in.Pod, 4096)}, {"burst", perfinputs.BurstPods(b, in.Pod, 100)}} {
+		bodies := make([][]byte, len(stream.pods))
+		for i, v := range stream.pods {
+			bodies[i] = review(b, podRequest(b, v.Pod.Namespace, v.Pod))
+		}
+		resp := post(b, h, bodies[0])
+		require.True(b, resp.Allowed)
+		require.NotEmpty(b, resp.Patch, "the matching SidecarSet is injected")
+		b.Run(fmt.Sprintf("sidecarsets=10/%s", stream.name), func(b *testing.B) {
+			r := httptest.NewRequest(http.MethodPost, PodPath, nil)
+			r.Header.Set("Content-Type", "application/json")
+			rd := &bytes.Reader{}
+			w := &discardWriter{header: http.Header{}}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				rd.Reset(bodies[i%len(bodies)])
+				i++
+				r.Body = io.NopCloser(rd)
+				h.ServeHTTP(w, r)
+			}
+			perfinputs.ReportDeepCopies(b, in.Pod)
+		})
+	}
 }

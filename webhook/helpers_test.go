@@ -30,13 +30,16 @@ import (
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/mutation"
+	"github.com/sidecarops/sidecarops/test/bench/perfinputs"
 )
 
 func TestMain(m *testing.M) {
 	// admission.Webhook logs through controller-runtime's global logger, which complains on stderr
 	// (in the middle of benchmark output) when none was ever set.
 	ctrllog.SetLogger(logr.Discard())
-	os.Exit(m.Run())
+	code := m.Run()
+	perfinputs.Cleanup() // what BenchmarkPodInjectorPerPod generated
+	os.Exit(code)
 }
 
 // Fixtures restate compat §4 "P1" and "SS1"; every test builds its own copy.
