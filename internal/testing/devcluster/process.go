@@ -65,6 +65,13 @@ func (c *Cluster) StartManagerProcess(ctx context.Context, bin string) (*Manager
 		"--kubeconfig=" + c.Kubeconfig,
 		"--leader-elect=" + strconv.FormatBool(o.LeaderElection),
 	}
+	for flag, d := range map[string]time.Duration{
+		"--leader-elect-lease-duration": o.LeaseDuration, "--leader-elect-renew-deadline": o.RenewDeadline, "--leader-elect-retry-period": o.RetryPeriod,
+	} {
+		if d > 0 {
+			args = append(args, flag+"="+d.String())
+		}
+	}
 	log, err := os.CreateTemp("", "sidecarops-manager-*.log")
 	if err != nil {
 		return nil, err
