@@ -68,6 +68,7 @@ type Snapshot struct {
 	sidecarSets    map[string]*v1beta1.SidecarSet
 	revisions      history.Source
 	podProjection  *projection
+	deterministic  bool
 	match          rego.PreparedEvalQuery
 	explain        rego.PreparedEvalQuery
 	conflict       rego.PreparedEvalQuery
@@ -108,6 +109,7 @@ func Prepare(ctx context.Context, in Inputs) (*Snapshot, error) {
 		revision:       in.Core.Manifest.Revision,
 		adminRevisions: adminRevs,
 		podProjection:  podProjection(compiler.Modules),
+		deterministic:  deterministic(compiler.Modules),
 	}
 	s.setObjects(in.SidecarSets, in.ControllerRevisions)
 	for _, q := range []struct {
@@ -150,6 +152,16 @@ func (s *Snapshot) AdminRevisions() []string { return s.adminRevisions }
 
 // History is the snapshot's ControllerRevision history, for mutation.Input and validation.
 func (s *Snapshot) History() history.Source { return s.revisions }
+
+// Deterministic reports whether the snapshot's policies answer the same input the same way every
+// time: none of their modules (administrators' included) calls a builtin OPA marks
+// non-deterministic (time.now_ns, rand.intn, http.send, uuid.rfc4122, ...). Only then may a caller
+// reuse a decision for an input it has seen.
+func (s *Snapshot) Deterministic() bool { return s.deterministic }
+
+// ReadsPod reports whether some policy of the snapshot may read the pod at path (object keys under
+// input.pod): a caller may ignore a difference between two pods' JSON only where it does not.
+func (s *Snapshot) ReadsPod(path ...string) bool { return s.podProjection.reads(path) }
 
 // SidecarSet returns a SidecarSet of the snapshot by name. With it a Snapshot is a validation.Lookup.
 func (s *Snapshot) SidecarSet(name string) (*v1beta1.SidecarSet, bool) {

@@ -361,3 +361,44 @@ func TestConflictsThroughOwnersIndex(t *testing.T) {
 		`spec.patchPodMetadata[1].annotations[fought]: Invalid value: "fought": annotation fought is in conflict with sidecarset existing`,
 	}, lines, "identical 'same' is shared; 'unrelated' selects other pods")
 }
+
+// A policy calling a non-deterministic builtin, in an administrators' bundle too, makes the
+// snapshot non-deterministic, whether the call is an expression of its own or nested in one.
+func TestDeterministic(t *testing.T) {
+	st := bundles.State{SidecarSets: []*v1beta1.SidecarSet{sidecarSet("a", map[string]string{"app": "web"})}}
+	assert.True(t, snapshot(t, st).Deterministic(), "our own policies")
+	assert.True(t, snapshot(t, st, adminBundle(t, gates)).Deterministic(), "gates reading the pod")
+	for _, body := range []string{
+		`deny_injection contains "late" if time.now_ns() > 0`,
+		`deny_injection contains "unlucky" if rand.intn("gate", 10) == 0`,
+		`deny_injection contains "remote" if http.send({"method": "GET", "url": "http://127.0.0.1:1"}).status_code == 500`,
+		`deny_injection contains sprintf("id %s", [uuid.rfc4122("x")]) if input.pod.metadata.labels.block`,
+	} {
+		t.Run(body, func(t *testing.T) {
+			admin := adminBundle(t, map[string]string{
+				".manifest":        `{"revision":"gates-1","roots":["gates"]}`,
+				"gates/gates.rego": "package gates\n\n" + body + "\n",
+			})
+			assert.False(t, snapshot(t, st, admin).Deterministic())
+		})
+	}
+}
+
+func TestReadsPod(t *testing.T) {
+	st := bundles.State{SidecarSets: []*v1beta1.SidecarSet{sidecarSet("a", map[string]string{"app": "web"})}}
+	plain, gated := snapshot(t, st), snapshot(t, st, adminBundle(t, gates))
+	for _, tc := range []struct {
+		path         []string
+		plain, gated bool
+	}{
+		{path: []string{"metadata", "labels"}, plain: true, gated: true},
+		{path: []string{"metadata", "labels", "any"}, plain: true, gated: true},
+		{path: []string{"metadata"}, plain: true, gated: true},
+		{path: []string{"metadata", "name"}},
+		{path: []string{"metadata", "uid"}},
+		{path: []string{"spec", "hostNetwork"}, gated: true},
+	} {
+		assert.Equal(t, tc.plain, plain.ReadsPod(tc.path...), "our policies, %v", tc.path)
+		assert.Equal(t, tc.gated, gated.ReadsPod(tc.path...), "with gates, %v", tc.path)
+	}
+}

@@ -76,6 +76,45 @@ func (p *projection) add(path []string) {
 	n.all, n.children = true, nil
 }
 
+// reads reports whether path, or a part of it, is in the projection.
+func (p *projection) reads(path []string) bool {
+	n := p
+	for _, k := range path {
+		if n.all {
+			return true
+		}
+		if n = n.children[k]; n == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// deterministic reports whether no module calls a builtin OPA marks non-deterministic. A call is
+// an expression's operator or a term nested in one; both are walked.
+func deterministic(modules map[string]*ast.Module) bool {
+	nondeterministic := func(op ast.Ref) bool {
+		b, ok := ast.BuiltinMap[op.String()]
+		return ok && b.Nondeterministic
+	}
+	found := false
+	for _, m := range modules {
+		ast.WalkExprs(m, func(e *ast.Expr) bool {
+			found = found || (e.IsCall() && nondeterministic(e.Operator()))
+			return found
+		})
+		ast.WalkTerms(m, func(t *ast.Term) bool {
+			if c, ok := t.Value.(ast.Call); ok && len(c) > 0 {
+				if op, ok := c[0].Value.(ast.Ref); ok {
+					found = found || nondeterministic(op)
+				}
+			}
+			return found
+		})
+	}
+	return !found
+}
+
 // value converts the projected part of r.
 func (p *projection) value(r gjson.Result) ast.Value {
 	if p.all || !r.IsObject() {
@@ -110,6 +149,11 @@ func input(proj *projection, namespace string, podJSON []byte) (ast.Value, error
 	if !gjson.ValidBytes(podJSON) {
 		return nil, errors.New("engine: pod JSON: not valid JSON")
 	}
+	return decodedInput(proj, namespace, podJSON)
+}
+
+// decodedInput is input for JSON known to be valid.
+func decodedInput(proj *projection, namespace string, podJSON []byte) (ast.Value, error) {
 	root := gjson.ParseBytes(podJSON)
 	if !root.IsObject() {
 		return nil, fmt.Errorf("engine: pod JSON: want an object, got %s", root.Type)

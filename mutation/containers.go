@@ -34,9 +34,19 @@ func mergeContainers(pod []corev1.Container, sidecars []placed) ([]corev1.Contai
 	for i := range pod {
 		index[pod[i].Name] = i
 	}
-	middle := make([]corev1.Container, len(pod))
-	copy(middle, pod)
-	replacedAt := map[int]bool{}
+	// The merged list is allocated once, and the plan's front and back are its ends: a container
+	// is a large struct, and growing three lists copied each several times.
+	front := 0
+	for _, s := range sidecars {
+		if _, ok := index[s.container.Name]; !ok && s.policy == v1beta1.BeforeAppContainerType {
+			front++
+		}
+	}
+	merged := make([]corev1.Container, front, front+len(pod)+len(sidecars))
+	merged = append(merged, pod...)
+	middle := merged[front:]
+	replacedAt := make([]bool, len(pod))
+	next := 0
 	for _, s := range sidecars {
 		if i, ok := index[s.container.Name]; ok {
 			middle[i] = s.container
@@ -44,12 +54,13 @@ func mergeContainers(pod []corev1.Container, sidecars []placed) ([]corev1.Contai
 			continue
 		}
 		if s.policy == v1beta1.BeforeAppContainerType {
-			g.front = append(g.front, s.container)
+			merged[next] = s.container
+			next++
 		} else {
-			g.back = append(g.back, s.container)
+			merged = append(merged, s.container)
 		}
 	}
-	for i := range middle {
+	for i := range pod {
 		// A sidecar identical to the container it replaces is no change: re-injecting an injected
 		// pod must give an empty patch. reflect.DeepEqual, not semantic equality, because a
 		// semantically equal Quantity can still serialise differently.
@@ -57,10 +68,7 @@ func mergeContainers(pod []corev1.Container, sidecars []placed) ([]corev1.Contai
 			g.replaced = append(g.replaced, indexed[corev1.Container]{index: i, value: middle[i]})
 		}
 	}
-	merged := make([]corev1.Container, 0, len(g.front)+len(middle)+len(g.back))
-	merged = append(merged, g.front...)
-	merged = append(merged, middle...)
-	merged = append(merged, g.back...)
+	g.front, g.back = merged[:front], merged[front+len(pod):]
 	return merged, g
 }
 

@@ -171,7 +171,8 @@ func (g gen) sidecarSets() []*v1beta1.SidecarSet {
 }
 
 // TestInjectIdempotent checks inject(inject(p)) == inject(p), with a later clock, over generated
-// inputs; every first injection's patch is also replayed against the original pod.
+// inputs; every first injection's patch is also replayed against the original pod, which must be
+// left as it was.
 func TestInjectIdempotent(t *testing.T) {
 	runs := 1000
 	if testing.Short() {
@@ -183,9 +184,14 @@ func TestInjectIdempotent(t *testing.T) {
 	injected := 0
 	for i := 0; i < runs; i++ {
 		pod, sets := g.pod(), g.sidecarSets()
+		before := mustJSON(t, pod)
 		res, err := first.Inject(Input{Pod: pod, SidecarSets: sets})
 		if err != nil {
 			t.Fatalf("run %d: %v", i, err)
+		}
+		// The result shares memory with the input pod; the input must still read as it did.
+		if after := mustJSON(t, pod); !bytes.Equal(before, after) {
+			t.Fatalf("run %d: the input pod was modified\nbefore: %s\nafter:  %s", i, before, after)
 		}
 		if len(res.Injected) > 0 {
 			injected++

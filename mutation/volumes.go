@@ -84,17 +84,18 @@ func newCatalogue(ss *v1beta1.SidecarSet) catalogue {
 // referenced returns the catalogue volumes a sidecar's own mounts, then own devices, refer to
 // (W38 order). Shared mounts are not looked up: their volumes are the pod's. A reference the
 // catalogue lacks is skipped (W37): validation reports it on the SidecarSet, and refusing the pod
-// here would block its creation for a SidecarSet bug.
+// here would block its creation for a SidecarSet bug. The volumes share their sources with the
+// SidecarSet: nothing writes into them, and the result pod is read-only.
 func (c catalogue) referenced(sc *v1beta1.SidecarContainer) []corev1.Volume {
 	var out []corev1.Volume
 	for _, m := range sc.VolumeMounts {
 		if v, ok := c[m.Name]; ok {
-			out = append(out, *v.DeepCopy())
+			out = append(out, *v)
 		}
 	}
 	for _, d := range sc.VolumeDevices {
 		if v, ok := c[d.Name]; ok {
-			out = append(out, *v.DeepCopy())
+			out = append(out, *v)
 		}
 	}
 	return out

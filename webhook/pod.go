@@ -45,6 +45,8 @@ type PodInjector struct {
 	panics bool
 	// gate holds the server's Limits; Register sets it. Nil: no limits (a handler used directly).
 	gate *gate
+	// cache answers a ReplicaSet's pods after the first (injector.Cache: exact, per snapshot).
+	cache injector.Cache
 }
 
 var defaultInjector = &mutation.Injector{Now: time.Now, Rand: rand.Float64}
@@ -100,7 +102,7 @@ func (p *PodInjector) admit(ctx context.Context, req *reviewRequest, pod *corev1
 	if inj == nil {
 		inj = defaultInjector
 	}
-	res, err := injector.Pod(ctx, snap, inj, injector.PodRequest{Pod: pod, Raw: req.Object, Namespace: req.Namespace})
+	res, err := p.cache.Pod(ctx, snap, inj, injector.PodRequest{Pod: pod, Raw: req.Object, Decoded: true, Namespace: req.Namespace})
 	d.namespace, d.matched, d.denied = res.Namespace, res.Matched, res.Denied
 	if ie := (*injector.InjectionError)(nil); errors.As(err, &ie) {
 		d.err = err

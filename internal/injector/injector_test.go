@@ -46,12 +46,16 @@ func sidecarSet(t *testing.T, name, app string, mutate ...func(*v1beta1.SidecarS
 
 // gates is an administrators' bundle vetoing pods labelled block=yes.
 func gates(t *testing.T) *bundle.Bundle {
+	return gateBundle(t, `deny_injection contains "blocked by label" if input.pod.metadata.labels.block == "yes"`)
+}
+
+// gateBundle is an administrators' bundle of package gates with one rule, body.
+func gateBundle(t *testing.T, body string) *bundle.Bundle {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, ".manifest"), []byte(`{"revision":"gates-1","roots":["gates"]}`), 0o600))
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "gates"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "gates", "gates.rego"), []byte(
-		"package gates\n\ndeny_injection contains \"blocked by label\" if input.pod.metadata.labels.block == \"yes\"\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "gates", "gates.rego"), []byte("package gates\n\n"+body+"\n"), 0o600))
 	b, err := bundles.Read(dir, nil)
 	require.NoError(t, err)
 	return b

@@ -36,6 +36,10 @@ type PodRequest struct {
 	// Raw is the pod's JSON as received, which the decision reads; nil marshals Pod. Passing what
 	// arrived saves a marshal as costly as the decision and cannot lose a field a policy reads.
 	Raw []byte
+	// Decoded says Pod was decoded from Raw without error (the webhook's case): Raw is then known to
+	// be valid JSON, which spares the decision checking it, and to say what Pod says, which lets a
+	// Cache answer it.
+	Decoded bool
 	// Namespace is the namespace the pod is created in (the admission request's), used when the
 	// pod names none.
 	Namespace string
@@ -51,7 +55,8 @@ type PodResult struct {
 	// Withheld are matched SidecarSets left out because they collide with an older one (decision D7).
 	Withheld []engine.Withheld
 	// Pod is the injected pod (Outcome Injected), else the request's pod. Patch turns the request's
-	// pod into it (empty unless Injected). Both share memory: treat them as read-only.
+	// pod into it (empty unless Injected). Both share memory, with the request's pod, the snapshot's
+	// SidecarSets and, through a Cache, other results: treat them as read-only.
 	Pod   *corev1.Pod
 	Patch []jsonpatch.JsonPatchOperation
 }
@@ -68,6 +73,12 @@ func (e *InjectionError) Unwrap() error { return e.Err }
 // webhook does on creation (docs/openkruise-compat.md compat §1.12). An error is either an
 // *InjectionError or a failure to evaluate the policies.
 func Pod(ctx context.Context, snap *engine.Snapshot, m *mutation.Injector, req PodRequest) (PodResult, error) {
+	return (*Cache)(nil).Pod(ctx, snap, m, req)
+}
+
+// Pod is the package's Pod, answering from c what it can. Only a request whose Raw is known to
+// say what Pod says (Decoded, or no Raw at all) is answered from the cache or kept in it.
+func (c *Cache) Pod(ctx context.Context, snap *engine.Snapshot, m *mutation.Injector, req PodRequest) (PodResult, error) {
 	pod := req.Pod
 	if pod.Namespace == "" {
 		pod.Namespace = req.Namespace
@@ -83,16 +94,34 @@ func Pod(ctx context.Context, snap *engine.Snapshot, m *mutation.Injector, req P
 		res.Outcome = Inactive
 		return res, nil
 	}
-	raw := req.Raw
+	raw, decoded := req.Raw, req.Decoded
 	if raw == nil {
 		var err error
 		if raw, err = json.Marshal(pod); err != nil {
 			return res, fmt.Errorf("encoding the pod: %w", err)
 		}
+		decoded = true
 	}
-	dec, err := snap.Decide(ctx, pod.Namespace, raw)
-	if err != nil {
-		return res, err
+	if !decoded {
+		c = nil
+	}
+	key, e, cached := c.lookup(snap, pod.Namespace, raw)
+	if e == nil {
+		decide := snap.Decide
+		if decoded {
+			decide = snap.DecideDecoded
+		}
+		dec, err := decide(ctx, pod.Namespace, raw)
+		if err != nil {
+			return res, err
+		}
+		if e = (&entry{dec: dec}); cached {
+			c.store(snap, key, e)
+		}
+	}
+	dec := e.dec
+	if !cached {
+		e = nil
 	}
 	res.Matched, res.Denied, res.Withheld = dec.MatchedNames(), dec.Denied, dec.Withheld
 	switch {
@@ -103,7 +132,7 @@ func Pod(ctx context.Context, snap *engine.Snapshot, m *mutation.Injector, req P
 		res.Outcome = NotMatched
 		return res, nil
 	}
-	out, err := m.Inject(mutation.Input{Pod: pod, SidecarSets: dec.Matched, History: snap.History()})
+	out, err := c.inject(snap, m, pod, dec, e)
 	if err != nil {
 		return res, &InjectionError{Err: err}
 	}

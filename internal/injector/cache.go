@@ -1,0 +1,144 @@
+package injector
+
+import (
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidwall/gjson"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/engine"
+	"github.com/sidecarops/sidecarops/mutation"
+)
+
+// cacheEntries bounds a Cache. A ReplicaSet's burst needs one entry; pods that all differ need none,
+// and a full cache is emptied rather than searched for a victim.
+const cacheEntries = 256
+
+// Cache reuses what the path answered for a pod for later pods that neither the policies nor the
+// mutation can tell from it: the same snapshot, the same namespace and the same JSON but for the
+// fields nothing reads (name, generateName and uid: a ReplicaSet's pods, unless a policy reads
+// them). The zero value is ready; a nil *Cache caches nothing.
+//
+// It is exact, not approximate. A decision is reused only when the snapshot is Deterministic. An
+// injection is reused only for the same rendering of Injector.Now (the one value of the clock that
+// reaches the pod: an updateTimestamp has whole seconds), and never when a matched SidecarSet may
+// draw a Partial revision at random: then the path runs as without a cache. The clock is read, and
+// the random source drawn, exactly as often as without one.
+type Cache struct {
+	mu      sync.Mutex
+	snap    *engine.Snapshot
+	ignored []string // what the snapshot's policies do not read of metadata.name, generateName, uid
+	entries map[string]*entry
+}
+
+// entry is one pod's answer. plan is the injection for the clock reading planTime.
+type entry struct {
+	dec      engine.Decision
+	planTime string
+	plan     *mutation.Result
+}
+
+// lookup returns the key of (ns, raw) under snap and its entry (nil if none yet); ok is false, and
+// nothing is looked up, when snap's decisions cannot be reused.
+func (c *Cache) lookup(snap *engine.Snapshot, ns string, raw []byte) (key string, e *entry, ok bool) {
+	if c == nil || !snap.Deterministic() {
+		return "", nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.snap != snap {
+		c.snap, c.entries, c.ignored = snap, map[string]*entry{}, nil
+		for _, f := range []string{"name", "generateName", "uid"} {
+			if !snap.ReadsPod("metadata", f) {
+				c.ignored = append(c.ignored, f)
+			}
+		}
+	}
+	key = cacheKey(c.ignored, ns, raw)
+	return key, c.entries[key], true
+}
+
+// store keeps e under key, if snap is still the cache's.
+func (c *Cache) store(snap *engine.Snapshot, key string, e *entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.snap != snap {
+		return
+	}
+	if len(c.entries) >= cacheEntries {
+		clear(c.entries)
+	}
+	c.entries[key] = e
+}
+
+// cacheKey is ns and raw with the values of the ignored metadata fields replaced by a mark that
+// keeps only whether they are empty, which the patch depends on (withParents).
+func cacheKey(ignored []string, ns string, raw []byte) string {
+	type cut struct{ from, to int }
+	var cuts []cut
+	for _, f := range ignored {
+		if v := gjson.GetBytes(raw, "metadata."+f); v.Index > 0 && v.Type == gjson.String && v.Str != "" {
+			cuts = append(cuts, cut{v.Index, v.Index + len(v.Raw)})
+		}
+	}
+	sort.Slice(cuts, func(i, j int) bool { return cuts[i].from < cuts[j].from })
+	var b strings.Builder
+	b.Grow(len(ns) + 1 + len(raw))
+	b.WriteString(ns)
+	b.WriteByte(0)
+	at := 0
+	for _, c := range cuts {
+		b.Write(raw[at:c.from])
+		b.WriteString(`"*"`)
+		at = c.to
+	}
+	b.Write(raw[at:])
+	return b.String()
+}
+
+// inject is the injection of a decided pod through the cache: e's plan when it was made for the
+// same clock reading, else a new one, kept in e.
+func (c *Cache) inject(snap *engine.Snapshot, m *mutation.Injector, pod *corev1.Pod, dec engine.Decision, e *entry) (*mutation.Result, error) {
+	in := mutation.Input{Pod: pod, SidecarSets: dec.Matched, History: snap.History()}
+	if e == nil || m == nil || m.Now == nil || anyRandom(dec.Matched) {
+		out, err := m.Inject(in)
+		return &out, err
+	}
+	now := m.Now()
+	stamp, err := metav1.NewTime(now).MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	plan, planTime := e.plan, e.planTime
+	c.mu.Unlock()
+	if plan == nil || planTime != string(stamp) {
+		pinned := &mutation.Injector{Now: func() time.Time { return now }, Rand: m.Rand}
+		out, err := pinned.Inject(in)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		e.plan, e.planTime = &out, string(stamp)
+		c.mu.Unlock()
+		return &out, nil
+	}
+	// The plan's pod is another pod's: it differs from this one in the ignored fields only.
+	injected := *plan.Pod
+	injected.Name, injected.GenerateName, injected.UID = pod.Name, pod.GenerateName, pod.UID
+	return &mutation.Result{Pod: &injected, Patch: plan.Patch, Injected: plan.Injected}, nil
+}
+
+func anyRandom(sets []*v1beta1.SidecarSet) bool {
+	for _, ss := range sets {
+		if mutation.Random(ss) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,169 @@
+package injector
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/open-policy-agent/opa/v1/bundle"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/mutation"
+)
+
+// cacheGen draws fleets and pods from small vocabularies, so that pods often match, collide, repeat
+// (a ReplicaSet's burst: only name and uid differ) and sometimes cannot be injected.
+type cacheGen struct{ r *rand.Rand }
+
+func (g cacheGen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
+
+func (g cacheGen) fleet(t *testing.T) []*v1beta1.SidecarSet {
+	var sets []*v1beta1.SidecarSet
+	for i := range 1 + g.r.IntN(5) {
+		sets = append(sets, sidecarSet(t, fmt.Sprintf("ss-%d", i), g.pick("web", "db"), func(ss *v1beta1.SidecarSet) {
+			c := &ss.Spec.Containers[0]
+			if g.r.IntN(8) == 0 {
+				c.Name = "shared" // collides with another SidecarSet's: one is withheld
+			}
+			if g.r.IntN(2) == 0 {
+				c.ShareVolumePolicy.Type = v1beta1.ShareVolumePolicyEnabled
+			}
+			if g.r.IntN(3) == 0 {
+				c.TransferEnv = []v1beta1.TransferEnvVar{{SourceContainerName: "app", EnvName: "LEVEL"}}
+			}
+			if g.r.IntN(3) == 0 {
+				ss.Spec.PatchPodMetadata = []v1beta1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"patched": ss.Name}}}
+			}
+			if g.r.IntN(3) == 0 {
+				ss.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{v1beta1.NamespaceNameLabel: "shop"}}
+			}
+			if g.r.IntN(10) == 0 {
+				// A Partial revision draws at random (here: a revision nobody has, an injection error).
+				ss.Spec.InjectionStrategy.Revision = &v1beta1.SidecarSetInjectRevision{RevisionName: ptr.To("gone"), Policy: v1beta1.PartialSidecarSetInjectRevisionPolicy}
+			}
+		}))
+	}
+	return sets
+}
+
+// replica is a pod of template's ReplicaSet, or the template itself renamed: only its name,
+// generateName and uid are its own.
+func (g cacheGen) replica(template *corev1.Pod) *corev1.Pod {
+	p := template.DeepCopy()
+	p.UID = types.UID(fmt.Sprintf("uid-%d", g.r.IntN(1000)))
+	switch g.r.IntN(4) {
+	case 0:
+		p.Name = fmt.Sprintf("p-%d", g.r.IntN(6))
+	case 1, 2:
+		p.GenerateName, p.Name = "web-", fmt.Sprintf("web-%d", g.r.IntN(1000))
+	}
+	return p
+}
+
+func (g cacheGen) pod() *corev1.Pod {
+	p := pod(g.pick("shop", "dev", ""), map[string]string{"app": g.pick("web", "db", "api")}, func(p *corev1.Pod) {
+		p.Name = ""
+		if g.r.IntN(2) == 0 {
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "LEVEL", Value: g.pick("info", "debug")}}
+		}
+		if g.r.IntN(3) == 0 {
+			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "logs", MountPath: "/logs"}}
+			p.Spec.Volumes = []corev1.Volume{{Name: "logs"}}
+		}
+		if g.r.IntN(4) == 0 {
+			p.Annotations = map[string]string{"patched": "mine", v1beta1.SidecarSetHashAnnotation: `{"ss-0":{"hash":"old","sidecarSetName":"ss-0"}}`}
+		}
+	})
+	return p
+}
+
+// ticking is a clock that moves 100 ms per reading, so that plans made in one second meet pods of
+// the next, and a random source counting its draws.
+type ticking struct {
+	now   time.Time
+	draws int
+}
+
+func (c *ticking) injector() *mutation.Injector {
+	return &mutation.Injector{
+		Now:  func() time.Time { c.now = c.now.Add(100 * time.Millisecond); return c.now },
+		Rand: func() float64 { c.draws++; return 0.5 },
+	}
+}
+
+// TestCacheChangesNothing: random fleets and pods through the path with and without a Cache give
+// byte-identical patches and pods, the same answers, and the same readings of the clock and draws
+// of the random source; and the cache does answer some of them.
+func TestCacheChangesNothing(t *testing.T) {
+	g := cacheGen{rand.New(rand.NewPCG(15, 15))}
+	ctx := context.Background()
+	fleets, pods := 24, 60
+	if testing.Short() {
+		fleets = 8
+	}
+	hits := 0
+	for f := range fleets {
+		// A gate vetoing a pod by name makes the name something a decision depends on; one calling
+		// time.now_ns makes decisions unrepeatable, so that the cache must answer none.
+		var admin []*bundle.Bundle
+		switch f % 4 {
+		case 1:
+			admin = []*bundle.Bundle{gateBundle(t, `deny_injection contains "p-3 is vetoed" if input.pod.metadata.name == "p-3"`)}
+		case 2:
+			admin = []*bundle.Bundle{gateBundle(t, `deny_injection contains "odd second" if time.now_ns() < 0`)}
+		}
+		snap := snapshotOf(t, admin, g.fleet(t)...)
+		plainClock := &ticking{now: time.Unix(1700000000, 0)}
+		cachedClock := &ticking{now: plainClock.now}
+		plain, cached := plainClock.injector(), cachedClock.injector()
+		cache := &Cache{}
+		patches := map[unsafe.Pointer]bool{}
+		templates := []*corev1.Pod{g.pod(), g.pod(), g.pod()}
+		for i := range pods {
+			p := g.replica(templates[g.r.IntN(len(templates))])
+			raw, err := json.Marshal(p)
+			require.NoError(t, err)
+			// The request's namespace is the pod's when the pod names none.
+			ns := g.pick("shop", "dev")
+			want, wantErr := Pod(ctx, snap, plain, PodRequest{Pod: p.DeepCopy(), Raw: raw, Decoded: true, Namespace: ns})
+			got, gotErr := cache.Pod(ctx, snap, cached, PodRequest{Pod: p.DeepCopy(), Raw: raw, Decoded: true, Namespace: ns})
+			where := fmt.Sprintf("fleet %d pod %d: %s", f, i, raw)
+			require.Equal(t, fmt.Sprint(wantErr), fmt.Sprint(gotErr), where)
+			require.Equal(t, want.Outcome, got.Outcome, where)
+			require.Equal(t, want.Namespace, got.Namespace, where)
+			require.Equal(t, want.Matched, got.Matched, where)
+			require.Equal(t, want.Denied, got.Denied, where)
+			require.Equal(t, want.Withheld, got.Withheld, where)
+			require.Equal(t, want.Injected, got.Injected, where)
+			require.JSONEq(t, string(mustMarshal(t, want.Pod)), string(mustMarshal(t, got.Pod)), where)
+			require.Equal(t, string(mustMarshal(t, want.Patch)), string(mustMarshal(t, got.Patch)), where)
+			require.Equal(t, plainClock.now, cachedClock.now, "%s: the clock is read as often", where)
+			require.Equal(t, plainClock.draws, cachedClock.draws, "%s: the random source is drawn as often", where)
+			if len(got.Patch) > 0 {
+				at := unsafe.Pointer(unsafe.SliceData(got.Patch))
+				if patches[at] {
+					hits++
+				}
+				patches[at] = true
+			}
+		}
+	}
+	t.Logf("%d of %d pods answered from a plan", hits, fleets*pods)
+	require.Greater(t, hits, fleets, "the generator must make the cache answer pods, or the property proves little")
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
