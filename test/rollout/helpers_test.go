@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -157,6 +158,44 @@ func (f *fleet) update(change func(*v1beta1.SidecarSet)) {
 }
 
 type counts struct{ matched, updated, ready, updatedReady int32 }
+
+// uids records the fleet's pods' UIDs, for upgradedOnce.
+func (f *fleet) uids() map[string]types.UID {
+	out := map[string]types.UID{}
+	for _, p := range f.list() {
+		out[p.Name] = p.UID
+	}
+	return out
+}
+
+// waitPartlyMoved waits until some, not all, of the fleet's pods run img in the sidecar: a rollout
+// between its batches.
+func (f *fleet) waitPartlyMoved(img string) {
+	eventually(f.t, "a first batch upgraded", func() error {
+		moved := 0
+		for _, got := range f.images(sidecar) {
+			if got == img {
+				moved++
+			}
+		}
+		if moved == 0 || moved == len(f.pods) {
+			return fmt.Errorf("%d of %d pods moved", moved, len(f.pods))
+		}
+		return nil
+	})
+}
+
+// upgradedOnce checks every pod of the fleet is the one recorded in uids (none lost or replaced),
+// runs img in the sidecar, and restarted it exactly once (kwok counts in-place restarts).
+func (f *fleet) upgradedOnce(uids map[string]types.UID, img string) {
+	pods := f.list()
+	require.Len(f.t, pods, len(uids), "no pod lost")
+	for _, p := range pods {
+		assert.Equal(f.t, uids[p.Name], p.UID, "%s is the same pod", p.Name)
+		assert.Equal(f.t, img, containerStatus(p, sidecar).Image)
+		assert.Equal(f.t, int32(1), containerStatus(p, sidecar).RestartCount, "%s upgraded exactly once", p.Name)
+	}
+}
 
 func statusCounts(st v1beta1.SidecarSetStatus) counts {
 	return counts{st.MatchedPods, st.UpdatedPods, st.ReadyPods, st.UpdatedReadyPods}

@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -86,27 +85,13 @@ func TestLeaderKilledMidRolloutTheOtherReplicaFinishes(t *testing.T) {
 	f := newFleet(t, "handover", n, func(ss *v1beta1.SidecarSet) {
 		ss.Spec.UpdateStrategy.MaxUnavailable = ptrIntStr(intstr.FromInt32(budget))
 	}, nil)
-	uids := map[string]types.UID{}
-	for _, p := range f.list() {
-		uids[p.Name] = p.UID
-	}
+	uids := f.uids()
 	leader, _ := replicas(t, freePort(t), cluster.Manager.WebhookPort)
 	leaderID := leaseHolder(t)
 
 	pw, peak := budgetWatch(f, image("2"), budget)
 	f.update(func(ss *v1beta1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
-	eventually(t, "the leader upgraded a first batch", func() error {
-		moved := 0
-		for _, img := range f.images(sidecar) {
-			if img == image("2") {
-				moved++
-			}
-		}
-		if moved == 0 || moved == n {
-			return fmt.Errorf("%d of %d pods moved", moved, n)
-		}
-		return nil
-	})
+	f.waitPartlyMoved(image("2"))
 	require.NoError(t, leader.Kill())
 	killed := time.Now()
 
@@ -115,13 +100,7 @@ func TestLeaderKilledMidRolloutTheOtherReplicaFinishes(t *testing.T) {
 	holder := leaseHolder(t)
 	assert.NotEqual(t, leaderID, holder, "the other replica holds the lease")
 	t.Logf("rollout finished %s after the leader was killed; at most %d pods unavailable at once", time.Since(killed).Round(time.Millisecond), *peak)
-	pods := f.list()
-	require.Len(t, pods, n, "no pod lost")
-	for _, p := range pods {
-		assert.Equal(t, uids[p.Name], p.UID, "%s is the same pod", p.Name)
-		assert.Equal(t, image("2"), containerStatus(p, sidecar).Image)
-		assert.Equal(t, int32(1), containerStatus(p, sidecar).RestartCount, "%s upgraded exactly once", p.Name)
-	}
+	f.upgradedOnce(uids, image("2"))
 }
 
 // proxy spreads connections round-robin over backends, as a Service spreads them over its ready

@@ -1,12 +1,9 @@
 package rollout
 
 import (
-	"fmt"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
@@ -23,10 +20,7 @@ func TestManagerKilledMidRollout(t *testing.T) {
 	f := newFleet(t, "restart", n, func(ss *v1beta1.SidecarSet) {
 		ss.Spec.UpdateStrategy.MaxUnavailable = ptrIntStr(intstr.FromInt32(budget))
 	}, nil)
-	uids := map[string]types.UID{}
-	for _, p := range f.list() {
-		uids[p.Name] = p.UID
-	}
+	uids := f.uids()
 	proc, err := cluster.StartManagerProcess(testCtx(t), bin)
 	require.NoError(t, err)
 	killed := false
@@ -43,28 +37,11 @@ func TestManagerKilledMidRollout(t *testing.T) {
 
 	pw, _ := budgetWatch(f, image("2"), budget)
 	f.update(func(ss *v1beta1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
-	eventually(t, "first batch upgraded", func() error {
-		moved := 0
-		for _, img := range f.images(sidecar) {
-			if img == image("2") {
-				moved++
-			}
-		}
-		if moved == 0 || moved == n {
-			return fmt.Errorf("%d of %d pods moved", moved, n)
-		}
-		return nil
-	})
+	f.waitPartlyMoved(image("2"))
 	require.NoError(t, proc.Kill())
 	killed = true
 	require.NoError(t, cluster.RestartManager(testCtx(t)))
 	f.waitStatus(counts{n, n, n, n})
 	pw.check(t)
-	pods := f.list()
-	require.Len(t, pods, n, "no pod lost")
-	for _, p := range pods {
-		assert.Equal(t, uids[p.Name], p.UID, "%s is the same pod", p.Name)
-		assert.Equal(t, image("2"), containerStatus(p, sidecar).Image)
-		assert.Equal(t, int32(1), containerStatus(p, sidecar).RestartCount, "%s upgraded exactly once", p.Name)
-	}
+	f.upgradedOnce(uids, image("2"))
 }
