@@ -125,7 +125,11 @@ func sharedMountsAndEnvs(sc *v1beta1.SidecarContainer, pod *corev1.Pod) ([]corev
 	if sc.ShareVolumePolicy.Type != v1beta1.ShareVolumePolicyEnabled {
 		return nil, nil
 	}
-	var mounts []corev1.VolumeMount
+	n := 0
+	for i := range pod.Spec.Containers {
+		n += len(pod.Spec.Containers[i].VolumeMounts)
+	}
+	mounts := make([]corev1.VolumeMount, 0, n)
 	var envs []corev1.EnvVar
 	for i := range pod.Spec.Containers {
 		app := &pod.Spec.Containers[i]

@@ -40,7 +40,7 @@ func mergeMounts(own []corev1.VolumeMount, shared []corev1.VolumeMount, devices 
 	for _, d := range devices {
 		taken[d.DevicePath] = true
 	}
-	return appendUnclaimed(own, shared, func(m corev1.VolumeMount) string { return m.MountPath }, taken)
+	return appendUnclaimed(slices.Grow(own, len(shared)), shared, func(m corev1.VolumeMount) string { return m.MountPath }, taken)
 }
 
 // mergeDevices is mergeMounts for devices, checked against the already merged mounts.
@@ -81,13 +81,12 @@ func newCatalogue(ss *v1beta1.SidecarSet) catalogue {
 	return c
 }
 
-// referenced returns the catalogue volumes a sidecar's own mounts, then own devices, refer to
-// (W38 order). Shared mounts are not looked up: their volumes are the pod's. A reference the
-// catalogue lacks is skipped (W37): validation reports it on the SidecarSet, and refusing the pod
+// appendReferenced appends to out the catalogue volumes a sidecar's own mounts, then own devices,
+// refer to (W38 order). Shared mounts are not looked up: their volumes are the pod's. A reference
+// the catalogue lacks is skipped (W37): validation reports it on the SidecarSet, and refusing the pod
 // here would block its creation for a SidecarSet bug. The volumes share their sources with the
 // SidecarSet: nothing writes into them, and the result pod is read-only.
-func (c catalogue) referenced(sc *v1beta1.SidecarContainer) []corev1.Volume {
-	var out []corev1.Volume
+func (c catalogue) appendReferenced(out []corev1.Volume, sc *v1beta1.SidecarContainer) []corev1.Volume {
 	for _, m := range sc.VolumeMounts {
 		if v, ok := c[m.Name]; ok {
 			out = append(out, *v)
@@ -109,17 +108,23 @@ func mergeVolumes(pod []corev1.Volume, collected []corev1.Volume) ([]corev1.Volu
 	for i := range pod {
 		seen[pod[i].Name] = true
 	}
+	// The merged list is allocated once; the plan's additions are its end.
+	var merged []corev1.Volume
 	for _, v := range collected {
 		if seen[v.Name] {
 			continue
 		}
 		seen[v.Name] = true
-		g.back = append(g.back, v)
+		if merged == nil {
+			merged = append(make([]corev1.Volume, 0, len(pod)+len(collected)), pod...)
+		}
+		merged = append(merged, v)
 	}
-	if len(g.back) == 0 {
+	if merged == nil {
 		return pod, g
 	}
-	return append(slices.Clip(pod), g.back...), g
+	g.back = merged[len(pod):]
+	return merged, g
 }
 
 // mergeSecrets is OpenKruise's mergeSidecarSecrets: pod secrets first, then the SidecarSets',

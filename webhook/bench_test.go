@@ -118,7 +118,7 @@ func BenchmarkPodInjectorPerPod(b *testing.B) {
 	for _, stream := range []struct {
 		name string
 		pods []perfinputs.Variant
-	}{{"distinct", perfinputs.DistinctPods(b, in.Pod, 4096)}, {"burst", perfinputs.BurstPods(b, in.Pod, 100)}} {
+	}{{"distinct", perfinputs.DistinctPods(b, in.Pod, perfinputs.DistinctStream)}, {"burst", perfinputs.BurstPods(b, in.Pod, 100)}} {
 		bodies := make([][]byte, len(stream.pods))
 		for i, v := range stream.pods {
 			bodies[i] = review(b, podRequest(b, v.Pod.Namespace, v.Pod))
