@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -47,8 +48,16 @@ type Reconciler struct {
 	// Conflicts, when set, reports collisions with other SidecarSets that got past admission
 	// (decision D7): the Conflict condition, an Event, metrics.
 	Conflicts ConflictFinder
+	// RecountInterval is how often a SidecarSet whose status is kept from pod events is counted
+	// over all its pods again, and the two compared (default 5 minutes).
+	RecountInterval time.Duration
 
-	exp       *expectations
+	exp *expectations
+	// tr keeps the status counts from pod events (SetupWithManager makes it; without it every
+	// round counts every pod).
+	tr *tracker
+	// indexed: the pod cache has the podsBySidecarSet index.
+	indexed   bool
 	conflicts *conflicts
 	// lastWaiting is the last RolloutWaiting message per SidecarSet (string by string).
 	lastWaiting sync.Map
@@ -71,10 +80,27 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.conflicts, err = newConflicts(); err != nil {
 		return err
 	}
+	if err := registerRecountMetric(); err != nil {
+		return err
+	}
+	r.tr = newTracker()
+	// The cache calls the index function for every version of a pod it stores, old and new, before
+	// any reader can see that version: marking the pod there means no round can list a version of
+	// a pod that is not marked for counting (the recount's check relies on it).
+	index := func(o client.Object) []string {
+		names := injectedBy(o)
+		r.tr.touch(client.ObjectKeyFromObject(o), names)
+		return names
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podsBySidecarSet, index); err != nil {
+		return fmt.Errorf("indexing pods by SidecarSet: %w", err)
+	}
+	r.indexed = true
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		For(&v1beta1.SidecarSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Pod{}, podEvents{get: cachedSidecarSets(mgr.GetCache()), exp: r.exp}).
+		Watches(&corev1.Namespace{}, namespaceEvents{r.tr}).
 		WatchesRawSource(source.Channel(r.conflicts.enqueue, &handler.TypedEnqueueRequestForObject[*v1beta1.SidecarSet]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
@@ -100,6 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, ss); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.exp.forget(req.Name)
+			r.tr.forget(req.Name)
 			r.lastWaiting.Delete(req.Name)
 			r.forgetConflicts(ctx, req.Name)
 			return ctrl.Result{}, nil
@@ -120,6 +147,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // reconcile is one round of compat §3.2 for ss, writing conds as its conditions.
 func (r *Reconciler) reconcile(ctx context.Context, ss *v1beta1.SidecarSet, conds []metav1.Condition) (ctrl.Result, error) {
 	logger := ctrllog.FromContext(ctx)
+	settled, ok, err := r.settle(ctx, ss)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if ok && r.now().Sub(settled.counted) < r.recountInterval() && !r.needsPods(ss, settled.counts) {
+		status := settled.counts.Status(ss, settled.revision, settled.collisionCount)
+		status.Conditions = conds
+		if err := r.writeStatus(ctx, ss, status); err != nil {
+			return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
+		}
+		return ctrl.Result{RequeueAfter: r.recountInterval() - r.now().Sub(settled.counted)}, nil
+	}
+
 	pods, err := r.matchingPods(ctx, ss)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -130,6 +170,13 @@ func (r *Reconciler) reconcile(ctx context.Context, ss *v1beta1.SidecarSet, cond
 	}
 	status := rollout.Status(ss, pods, latest, collisionCount)
 	status.Conditions = conds
+	if r.tr != nil {
+		if counted, differences := r.tr.reset(ss, pods, latest, collisionCount, r.now()); differences > 0 {
+			recountDifferences.Add(float64(differences))
+			logger.Error(nil, "pods counted differently from pod events than by a count of every pod; the count wins",
+				"pods", differences, "kept", settled.counts, "counted", counted)
+		}
+	}
 	if err := r.writeStatus(ctx, ss, status); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
 	}
@@ -197,9 +244,110 @@ func (r *Reconciler) reconcile(ctx context.Context, ss *v1beta1.SidecarSet, cond
 	return ctrl.Result{}, upgradeErr
 }
 
-// matchingPods lists the pods ss manages (compat §3.3) from the cache.
+// matchingPods lists the pods ss manages (compat §3.3) from the cache: with the podsBySidecarSet
+// index, only the pods that list ss as injected are read.
 func (r *Reconciler) matchingPods(ctx context.Context, ss *v1beta1.SidecarSet) ([]*corev1.Pod, error) {
-	return MatchingPods(ctx, r.Client, ss)
+	if !r.indexed {
+		return MatchingPods(ctx, r.Client, ss)
+	}
+	managed, err := r.managedBy(ctx, ss)
+	if err != nil {
+		return nil, err
+	}
+	var list corev1.PodList
+	if err := r.Client.List(ctx, &list, client.MatchingFields{podsBySidecarSet: ss.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing the pods injected by %s: %w", ss.Name, err)
+	}
+	var pods []*corev1.Pod
+	for i := range list.Items {
+		p := &list.Items[i]
+		if ok, err := managed(p); err != nil {
+			return nil, err
+		} else if ok {
+			pods = append(pods, p)
+		}
+	}
+	return pods, nil
+}
+
+// managedBy returns a test of whether ss manages a pod (compat §3.3: in its scope, and
+// rollout.IsManaged), reading the namespaces' labels from the cache once per namespace.
+func (r *Reconciler) managedBy(ctx context.Context, ss *v1beta1.SidecarSet) (func(*corev1.Pod) (bool, error), error) {
+	scope, err := rollout.ScopeOf(ss)
+	if err != nil {
+		return nil, err
+	}
+	nsLabels := map[string]map[string]string{}
+	return func(p *corev1.Pod) (bool, error) {
+		if !rollout.IsManaged(p, ss) {
+			return false, nil
+		}
+		l, seen := nsLabels[p.Namespace]
+		if !seen && scope.Namespaces != nil {
+			var ns corev1.Namespace
+			if err := r.Client.Get(ctx, client.ObjectKey{Name: p.Namespace}, &ns); client.IgnoreNotFound(err) != nil {
+				return false, fmt.Errorf("reading namespace %s: %w", p.Namespace, err)
+			}
+			l = ns.Labels
+			nsLabels[p.Namespace] = l
+		}
+		return scope.Contains(p, l), nil
+	}, nil
+}
+
+// settled are a SidecarSet's counts kept from pod events, brought up to date.
+type settled struct {
+	counts         rollout.Counts
+	revision       string
+	collisionCount int32
+	counted        time.Time
+}
+
+// settle brings ss's counts kept from pod events up to date, counting the pods that changed since
+// the last round; ok is false when there are none valid for ss as it is now.
+func (r *Reconciler) settle(ctx context.Context, ss *v1beta1.SidecarSet) (settled, bool, error) {
+	if r.tr == nil {
+		return settled{}, false, nil
+	}
+	managed, err := r.managedBy(ctx, ss)
+	if err != nil {
+		return settled{}, false, err
+	}
+	c, revision, collisionCount, at, ok, err := r.tr.settle(ss, func(key types.NamespacedName) (*counted, error) {
+		var pod corev1.Pod
+		if err := r.Client.Get(ctx, key, &pod, client.UnsafeDisableDeepCopy); apierrors.IsNotFound(err) {
+			return nil, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("reading pod %s: %w", key, err)
+		}
+		if ok, err := managed(&pod); err != nil || !ok {
+			return nil, err
+		}
+		return &counted{pod.ResourceVersion, rollout.PodCounts(&pod, ss)}, nil
+	})
+	return settled{c, revision, collisionCount, at}, ok, err
+}
+
+// needsPods reports whether a round must read ss's pods, rather than only keep its status from
+// counts: a rollout in progress (or not started), upgrades awaited in the cache, or a hot-upgrade
+// twin possibly awaiting its reset.
+func (r *Reconciler) needsPods(ss *v1beta1.SidecarSet, c rollout.Counts) bool {
+	if c.Updated < c.Matched || r.exp.pending(ss.Name) {
+		return true
+	}
+	for _, ctr := range ss.Spec.Containers {
+		if ctr.UpgradeStrategy.UpgradeType == v1beta1.SidecarContainerHotUpgrade {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Reconciler) recountInterval() time.Duration {
+	if r.RecountInterval > 0 {
+		return r.RecountInterval
+	}
+	return 5 * time.Minute
 }
 
 // MatchingPods lists the pods ss manages through reader (the informer cache, or an API client

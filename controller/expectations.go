@@ -65,6 +65,13 @@ func (e *expectations) observe(ss string, cached []*corev1.Pod) []types.Namespac
 	return waiting
 }
 
+// pending reports whether writes of ss's pods are awaited in the cache.
+func (e *expectations) pending(ss string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.pods[ss]) > 0
+}
+
 // forgetPod drops a deleted pod from every SidecarSet's expectations.
 func (e *expectations) forgetPod(pod types.NamespacedName) {
 	e.mu.Lock()

@@ -60,6 +60,7 @@ func main() {
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before it gives up leadership")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew the lease")
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "how long the manager waits for its webhook server and controllers to stop after SIGTERM")
+	fs.DurationVar(&o.StatusRecountInterval, "sidecarset-status-recount-interval", 5*time.Minute, "how often a SidecarSet's pods are counted in full while its status is kept from pod events, and the two compared (sidecarops_controller_status_recount_differences_total)")
 	fs.IntVar(&o.SidecarSetWorkers, "sidecarset-workers", 3, "SidecarSets reconciled at once; -1 disables the SidecarSet controller")
 	fs.Var(&bundlePaths, "bundle", "administrators' bundle file (.tar.gz) or directory, watched for changes; repeatable")
 	fs.Var(&bundleURLs, "bundle-url", "OPA bundle service URL of an administrators' bundle, polled with ETag; repeatable")

@@ -16,27 +16,57 @@ import (
 // decision (Revisions). It depends on nothing but its arguments, so the controller can recompute
 // it on any pod event, deletions included (unlike OpenKruise, quirk Q16).
 func Status(ss *v1beta1.SidecarSet, pods []*corev1.Pod, latestRevision string, collisionCount int32) v1beta1.SidecarSetStatus {
-	st := v1beta1.SidecarSetStatus{LatestRevision: latestRevision, CollisionCount: &collisionCount}
+	var c Counts
+	for _, pod := range pods {
+		if pod != nil {
+			c = c.Add(PodCounts(pod, ss))
+		}
+	}
+	return c.Status(ss, latestRevision, collisionCount)
+}
+
+// Counts are the pod counts of a SidecarSet's status: a sum of PodCounts, which the controller keeps
+// per pod so that a pod's change is accounted for without counting the others again.
+type Counts struct {
+	Matched, Updated, Ready, UpdatedReady int32
+}
+
+// PodCounts is what one managed pod adds to ss's status counts.
+func PodCounts(pod *corev1.Pod, ss *v1beta1.SidecarSet) Counts {
+	c := Counts{Matched: 1}
+	updated := IsUpdated(pod, ss)
+	if updated {
+		c.Updated = 1
+	}
+	if IsPodStateConsistent(pod, ss, nil) && IsPodReady(pod, ss) {
+		c.Ready = 1
+		if updated {
+			c.UpdatedReady = 1
+		}
+	}
+	return c
+}
+
+// Add is c plus d.
+func (c Counts) Add(d Counts) Counts {
+	return Counts{c.Matched + d.Matched, c.Updated + d.Updated, c.Ready + d.Ready, c.UpdatedReady + d.UpdatedReady}
+}
+
+// Sub is c minus d.
+func (c Counts) Sub(d Counts) Counts {
+	return Counts{c.Matched - d.Matched, c.Updated - d.Updated, c.Ready - d.Ready, c.UpdatedReady - d.UpdatedReady}
+}
+
+// Status is the SidecarSet status these counts give, with the revision decision's results.
+func (c Counts) Status(ss *v1beta1.SidecarSet, latestRevision string, collisionCount int32) v1beta1.SidecarSetStatus {
+	st := v1beta1.SidecarSetStatus{
+		LatestRevision: latestRevision, CollisionCount: &collisionCount,
+		MatchedPods: c.Matched, UpdatedPods: c.Updated, ReadyPods: c.Ready, UpdatedReadyPods: c.UpdatedReady,
+	}
 	if ss != nil {
 		st.ObservedGeneration = ss.Generation
 		// Conditions are not counted from pods: the controller sets them apart.
 		st.Conditions = ss.Status.Conditions
-	}
-	for _, pod := range pods {
-		if pod == nil {
-			continue
-		}
-		st.MatchedPods++
-		updated := IsUpdated(pod, ss)
-		if updated {
-			st.UpdatedPods++
-		}
-		if IsPodStateConsistent(pod, ss, nil) && IsPodReady(pod, ss) {
-			st.ReadyPods++
-			if updated {
-				st.UpdatedReadyPods++
-			}
-		}
 	}
 	return st
 }

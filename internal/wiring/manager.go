@@ -113,6 +113,9 @@ type Options struct {
 	// RestartableInProcess lets one process start managers more than once (devcluster's
 	// RestartManager): controller-runtime otherwise refuses a second controller of the same name.
 	RestartableInProcess bool
+	// StatusRecountInterval is how often the controller counts a SidecarSet's pods in full while it
+	// keeps the status from pod events, and checks the two agree (zero: 5 minutes).
+	StatusRecountInterval time.Duration
 	// SidecarSetWorkers is the number of SidecarSets reconciled at once (default 3, OpenKruise's
 	// --sidecarset-workers); a negative value disables the controller (a webhook-only replica).
 	SidecarSetWorkers int
@@ -254,6 +257,8 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 			Namespace: revisions,
 			Recorder:  mgr.GetEventRecorder(controller.Name + "-controller"),
 			Conflicts: &injector.ConflictFinder{Snapshots: &eng},
+			// Zero: the controller's default.
+			RecountInterval: o.StatusRecountInterval,
 		}
 		if err := r.SetupWithManager(mgr, o.SidecarSetWorkers); err != nil {
 			return nil, err

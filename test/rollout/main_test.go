@@ -54,7 +54,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	code := m.Run()
+	code := devcluster.CheckRecount(m.Run())
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "kwok output (tail):\n%s\n", kw.Logs())
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/sidecarops/sidecarops/internal/wiring"
 )
@@ -115,6 +116,11 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	if mo.MetricsAddr == "" {
 		mo.MetricsAddr = "0"
+	}
+	if mo.StatusRecountInterval == 0 {
+		// Often enough that every test's SidecarSets are counted in full and checked against the
+		// counts kept from pod events (RecountDifferences).
+		mo.StatusRecountInterval = 2 * time.Second
 	}
 	if mo.ProbeAddr == "" {
 		if mo.ProbeAddr, err = FreeAddr(); err != nil {
@@ -219,4 +225,38 @@ func (c *Cluster) Stop() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// RecountDifferences is what the in-process managers' controllers found wrong in the SidecarSet
+// status counts they keep from pod events (sidecarops_controller_status_recount_differences_total):
+// a suite's TestMain fails when it is not zero.
+func RecountDifferences() (float64, error) {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return 0, err
+	}
+	for _, f := range families {
+		if f.GetName() == "sidecarops_controller_status_recount_differences_total" {
+			var sum float64
+			for _, m := range f.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+			return sum, nil
+		}
+	}
+	return 0, errors.New("devcluster: no sidecarops_controller_status_recount_differences_total: no controller ran in this process")
+}
+
+// CheckRecount turns a suite's exit code into a failure when RecountDifferences is not zero, saying so.
+func CheckRecount(code int) int {
+	n, err := RecountDifferences()
+	switch {
+	case err != nil:
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	case n > 0:
+		fmt.Fprintf(os.Stderr, "the controller's status counts kept from pod events were wrong for %v pods (sidecarops_controller_status_recount_differences_total)\n", n)
+		return 1
+	}
+	return code
 }

@@ -1,0 +1,290 @@
+package controller
+
+import (
+	"context"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/sidecarops/sidecarops/internal/promreg"
+
+	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/controller/rollout"
+)
+
+// podsBySidecarSet is the pod cache's index of the SidecarSets named in each pod's
+// kruise.io/sidecarset-injected-list: a SidecarSet's managed pods are among those it lists, so a
+// round reads them without scanning every pod of its namespaces.
+const podsBySidecarSet = "sidecarops.io/injected-by"
+
+// injectedBy is the podsBySidecarSet index function.
+func injectedBy(o client.Object) []string {
+	list := o.GetAnnotations()[v1beta1.SidecarSetListAnnotation]
+	if list == "" {
+		return nil
+	}
+	return strings.Split(list, ",")
+}
+
+// tracker keeps each SidecarSet's status counts as the sum of its pods' rollout.PodCounts, and the
+// pods whose events arrived since its last round (dirty). A round that finds its counts valid for
+// the SidecarSet as it is now recounts only the dirty pods: a pod event costs work for that pod,
+// not for every pod of the SidecarSet. The counts are valid for one version of the SidecarSet
+// (its generation and annotations, which carry the hashes) and, when it selects namespaces by
+// label, one version of the Namespaces' labels; any other version is counted in full again.
+type tracker struct {
+	mu   sync.Mutex
+	sets map[string]*tracked
+	// nsEpoch moves whenever a Namespace's labels change.
+	nsEpoch uint64
+}
+
+type tracked struct {
+	version trackedVersion
+	pods    map[types.NamespacedName]counted
+	counts  rollout.Counts
+	dirty   map[types.NamespacedName]struct{}
+	// counted is when the counts were last computed over every pod.
+	counted time.Time
+	// revision and collisionCount are the revision decision for version.
+	revision       string
+	collisionCount int32
+}
+
+// counted is what one pod, at one resourceVersion, adds to the counts.
+type counted struct {
+	resourceVersion string
+	counts          rollout.Counts
+}
+
+// trackedVersion is what the pods' counts depend on besides the pods.
+type trackedVersion struct {
+	uid         types.UID
+	generation  int64
+	annotations string
+	nsEpoch     uint64 // 0 unless the SidecarSet has a namespaceSelector
+}
+
+func newTracker() *tracker { return &tracker{sets: map[string]*tracked{}} }
+
+func (t *tracker) versionOf(ss *v1beta1.SidecarSet) trackedVersion {
+	v := trackedVersion{uid: ss.UID, generation: ss.Generation}
+	var b strings.Builder
+	for _, k := range sortedKeys(ss.Annotations) {
+		b.WriteString(k)
+		b.WriteByte(0)
+		b.WriteString(ss.Annotations[k])
+		b.WriteByte(0)
+	}
+	v.annotations = b.String()
+	if ss.Spec.NamespaceSelector != nil {
+		v.nsEpoch = t.nsEpoch
+	}
+	return v
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range maps.Keys(m) {
+		keys = append(keys, k)
+	}
+	// Few keys: insertion sort keeps this allocation-light.
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
+}
+
+// touch marks pod dirty for every SidecarSet in names. A nil tracker (a Reconciler used without
+// SetupWithManager) counts in full every round and needs no marks.
+func (t *tracker) touch(pod types.NamespacedName, names ...[]string) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, list := range names {
+		for _, name := range list {
+			s := t.sets[name]
+			if s == nil {
+				continue // never counted: its first round counts every pod
+			}
+			if s.dirty == nil {
+				s.dirty = map[types.NamespacedName]struct{}{}
+			}
+			s.dirty[pod] = struct{}{}
+		}
+	}
+}
+
+// namespacesChanged invalidates the counts of SidecarSets that select namespaces by label.
+func (t *tracker) namespacesChanged() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.nsEpoch++
+}
+
+func (t *tracker) forget(name string) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.sets, name)
+}
+
+// settle brings ss's counts up to date with its dirty pods, counting each with count (nil for a pod
+// that is gone or no longer managed), and from now on records pod events for ss even before it was
+// ever counted. ok reports whether the counts are valid for ss as it is now; then c is them, with the
+// revision decision recorded with them and when they were last counted over every pod.
+func (t *tracker) settle(ss *v1beta1.SidecarSet, count func(types.NamespacedName) (*counted, error)) (c rollout.Counts, revision string, collisionCount int32, at time.Time, ok bool, err error) {
+	t.mu.Lock()
+	s := t.sets[ss.Name]
+	if s == nil {
+		t.sets[ss.Name] = &tracked{}
+		t.mu.Unlock()
+		return rollout.Counts{}, "", 0, time.Time{}, false, nil
+	}
+	if s.pods == nil || s.version != t.versionOf(ss) {
+		t.mu.Unlock()
+		return rollout.Counts{}, "", 0, time.Time{}, false, nil
+	}
+	dirty := s.dirty
+	s.dirty = nil
+	t.mu.Unlock()
+	// Counted outside the lock: the pod event handler must not wait on a round. A pod that changes
+	// meanwhile is marked dirty again, and counted again next round.
+	fresh := make(map[types.NamespacedName]*counted, len(dirty))
+	for key := range dirty {
+		if fresh[key], err = count(key); err != nil {
+			t.touchAll(ss.Name, dirty)
+			return rollout.Counts{}, "", 0, time.Time{}, false, err
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.sets[ss.Name] != s {
+		return rollout.Counts{}, "", 0, time.Time{}, false, nil
+	}
+	for key, pc := range fresh {
+		if old, had := s.pods[key]; had {
+			s.counts = s.counts.Sub(old.counts)
+			delete(s.pods, key)
+		}
+		if pc != nil {
+			s.pods[key] = *pc
+			s.counts = s.counts.Add(pc.counts)
+		}
+	}
+	return s.counts, s.revision, s.collisionCount, s.counted, true, nil
+}
+
+// touchAll marks keys dirty for name again (a round that could not count them).
+func (t *tracker) touchAll(name string, keys map[types.NamespacedName]struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.sets[name]; s != nil {
+		if s.dirty == nil {
+			s.dirty = map[types.NamespacedName]struct{}{}
+		}
+		maps.Copy(s.dirty, keys)
+	}
+}
+
+// reset records counts computed over pods, every managed pod of ss listed after settle, with the
+// revision decision, and returns them with the number of pods the counts kept from events got
+// wrong: the periodic recount's check. It is exact whatever events are on their way, because the
+// cache marks a pod dirty before any list can show its new version (SetupWithManager): a pod
+// listed at the resourceVersion it was counted at must count the same; one listed at another, or
+// counted and no longer listed, or listed and never counted, must be marked dirty since settle.
+func (t *tracker) reset(ss *v1beta1.SidecarSet, pods []*corev1.Pod, revision string, collisionCount int32, now time.Time) (c rollout.Counts, differences int) {
+	s := &tracked{
+		pods: make(map[types.NamespacedName]counted, len(pods)), counted: now,
+		revision: revision, collisionCount: collisionCount,
+	}
+	for _, p := range pods {
+		pc := counted{p.ResourceVersion, rollout.PodCounts(p, ss)}
+		s.pods[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = pc
+		s.counts = s.counts.Add(pc.counts)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s.version = t.versionOf(ss)
+	old := t.sets[ss.Name]
+	if old == nil {
+		t.sets[ss.Name] = s
+		return s.counts, 0
+	}
+	s.dirty = old.dirty
+	if old.pods != nil && old.version == s.version {
+		for key, pc := range s.pods {
+			kept, ok := old.pods[key]
+			_, marked := old.dirty[key]
+			switch {
+			case ok && kept.resourceVersion == pc.resourceVersion:
+				if kept.counts != pc.counts {
+					differences++
+				}
+			case !marked && (ok || pc.counts != rollout.Counts{}):
+				differences++ // another version, or a new managed pod, that no event marked
+			}
+		}
+		for key := range old.pods {
+			if _, listed := s.pods[key]; !listed {
+				if _, marked := old.dirty[key]; !marked {
+					differences++ // gone, or no longer managed, and no event marked it
+				}
+			}
+		}
+	}
+	t.sets[ss.Name] = s
+	return s.counts, differences
+}
+
+var recountDifferences = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "sidecarops_controller_status_recount_differences_total",
+	Help: "Periodic counts of a SidecarSet's pods that differed from the status counts kept from pod events (the count wins); any is a bug.",
+})
+
+func registerRecountMetric() error {
+	var err error
+	recountDifferences, err = promreg.Register(metrics.Registry, recountDifferences)
+	return err
+}
+
+// namespaceEvents tells the tracker that Namespace labels changed: the counts of SidecarSets that
+// select namespaces by label are then counted again. It enqueues nothing.
+type namespaceEvents struct{ tr *tracker }
+
+var _ handler.EventHandler = namespaceEvents{}
+
+func (h namespaceEvents) Create(context.Context, event.CreateEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.tr.namespacesChanged()
+}
+
+func (h namespaceEvents) Update(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if !apiequality.Semantic.DeepEqual(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) {
+		h.tr.namespacesChanged()
+	}
+}
+
+func (h namespaceEvents) Delete(context.Context, event.DeleteEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.tr.namespacesChanged()
+}
+
+func (h namespaceEvents) Generic(context.Context, event.GenericEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+}
