@@ -329,8 +329,8 @@ func (b *builder) result(origAnnotations map[string]string) Result {
 		pod.Spec.ImagePullSecrets = secrets
 	}
 
-	b.ann[v1beta1.SidecarSetHashAnnotation] = marshalString(b.hashes)
-	b.ann[v1beta1.SidecarSetHashWithoutImageAnnotation] = marshalString(b.hashesWithoutImage)
+	b.ann[v1beta1.SidecarSetHashAnnotation] = marshalUpgradeSpecs(b.hashes)
+	b.ann[v1beta1.SidecarSetHashWithoutImageAnnotation] = marshalUpgradeSpecs(b.hashesWithoutImage)
 	b.ann[v1beta1.SidecarSetListAnnotation] = injectedList(b.ann[v1beta1.SidecarSetListAnnotation], b.processed)
 	if b.hotUpgrade {
 		for k, v := range b.versions {
