@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/tidwall/gjson"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,19 +76,33 @@ func (p *PodInjector) admitPod(ctx context.Context, req *reviewRequest, start ti
 		req.Resource.Group != podResource.Group || req.Resource.Resource != podResource.Resource {
 		return allowed("")
 	}
+	snap := current(p.Snapshots)
+	inj := p.Injector
+	if inj == nil {
+		inj = defaultInjector
+	}
+	if snap != nil {
+		// A ReplicaSet's pods after the first are answered before they are decoded, which costs
+		// more than deciding and injecting.
+		res, ok, next := p.cache.Answer(snap, inj, req.Namespace, req.Object)
+		if ok {
+			resp, d := respond(res, nil, podDecision{namespace: res.Namespace, pod: rawPodName(req.Object), revision: snap.Revision()})
+			return p.finish(req, d, start, resp)
+		}
+		inj = next
+	}
 	pod := &corev1.Pod{}
 	if err := decodeObject(req.Object, "pod", pod); err != nil {
 		d := podDecision{namespace: req.Namespace, pod: req.Name, result: ResultError, err: err}
 		return p.finish(req, d, start, errored(http.StatusBadRequest, err))
 	}
-	resp, d := p.admit(ctx, req, pod)
+	resp, d := p.admit(ctx, req, pod, snap, inj)
 	return p.finish(req, d, start, resp)
 }
 
 // admit runs the one injection path with one snapshot and turns its result into the answer.
-func (p *PodInjector) admit(ctx context.Context, req *reviewRequest, pod *corev1.Pod) (reviewResponse, podDecision) {
+func (p *PodInjector) admit(ctx context.Context, req *reviewRequest, pod *corev1.Pod, snap *engine.Snapshot, inj *mutation.Injector) (reviewResponse, podDecision) {
 	d := podDecision{namespace: pod.Namespace, pod: podName(pod), result: ResultError}
-	snap := current(p.Snapshots)
 	if snap == nil {
 		d.err = errNotLoaded
 		if p.FailOpen {
@@ -98,11 +113,13 @@ func (p *PodInjector) admit(ctx context.Context, req *reviewRequest, pod *corev1
 		return errored(http.StatusServiceUnavailable, errNotLoaded), d
 	}
 	d.revision = snap.Revision()
-	inj := p.Injector
-	if inj == nil {
-		inj = defaultInjector
-	}
 	res, err := p.cache.Pod(ctx, snap, inj, injector.PodRequest{Pod: pod, Raw: req.Object, Decoded: true, Namespace: req.Namespace})
+	return respond(res, err, d)
+}
+
+// respond turns what the injection path answered into the review's answer.
+func respond(res injector.PodResult, err error, d podDecision) (reviewResponse, podDecision) {
+	d.result = ResultError
 	d.namespace, d.matched, d.denied = res.Namespace, res.Matched, res.Denied
 	if ie := (*injector.InjectionError)(nil); errors.As(err, &ie) {
 		d.err = err
@@ -179,4 +196,12 @@ func podName(pod *corev1.Pod) string {
 		return pod.Name
 	}
 	return pod.GenerateName
+}
+
+// rawPodName is podName for a pod not decoded.
+func rawPodName(raw []byte) string {
+	if name := gjson.GetBytes(raw, "metadata.name").Str; name != "" {
+		return name
+	}
+	return gjson.GetBytes(raw, "metadata.generateName").Str
 }

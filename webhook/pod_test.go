@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/engine"
@@ -394,4 +396,39 @@ func latencyCounts(t *testing.T, reg *prometheus.Registry) map[string]uint64 {
 		}
 	}
 	return out
+}
+
+// A ReplicaSet's pods after the first are answered from the handler's cache before they are
+// decoded: each answer, and each decision log line, is what a handler without one gives.
+func TestPodInjectorBurst(t *testing.T) {
+	eng := podEngine(t)
+	var lines []string
+	log := funcr.NewJSON(func(obj string) { lines = append(lines, obj) }, funcr.Options{})
+	h := &PodInjector{Snapshots: eng, Injector: fixedInjector(), DecisionLog: log}
+	template := podP1()
+	template.GenerateName = "web-7d9c8-"
+	nomatch := podP1()
+	nomatch.Labels["app"] = "none"
+	gated := podP1()
+	gated.Spec.HostNetwork = true
+	for i, tmpl := range []*corev1.Pod{template, template, template, nomatch, nomatch, gated, gated} {
+		p := tmpl.DeepCopy()
+		p.Name, p.UID = fmt.Sprintf("web-7d9c8-%d", i), types.UID(fmt.Sprintf("uid-%d", i))
+		req := podRequest(t, "default", p)
+		var fresh []string
+		want := admit(t, &PodInjector{Snapshots: eng, Injector: fixedInjector(),
+			DecisionLog: funcr.NewJSON(func(obj string) { fresh = append(fresh, obj) }, funcr.Options{})}, req)
+		got := admit(t, h, req)
+		assert.Equal(t, want, got, "pod %d", i)
+		require.Len(t, fresh, 1)
+		assert.Equal(t, withoutDuration(t, fresh[0]), withoutDuration(t, lines[len(lines)-1]), "pod %d", i)
+	}
+}
+
+// withoutDuration is a decision log line without the one field that differs between two runs.
+func withoutDuration(t *testing.T, line string) map[string]any {
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(line), &m))
+	delete(m, "duration")
+	return m
 }

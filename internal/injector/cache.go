@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -101,37 +102,92 @@ func cacheKey(ignored []string, ns string, raw []byte) string {
 	return b.String()
 }
 
-// inject is the injection of a decided pod through the cache: e's plan when it was made for the
-// same clock reading, else a new one, kept in e.
-func (c *Cache) inject(snap *engine.Snapshot, m *mutation.Injector, pod *corev1.Pod, dec engine.Decision, e *entry) (*mutation.Result, error) {
+// inject is the injection of a decided pod through the cache, with its final patch (withParents):
+// e's plan when it was made for the same clock reading, else a new one, kept in e. Which parents
+// the patch needs depends on nothing the key leaves out, so the plan keeps the final patch.
+func (c *Cache) inject(snap *engine.Snapshot, m *mutation.Injector, pod *corev1.Pod, raw []byte, dec engine.Decision, e *entry) (*mutation.Result, error) {
 	in := mutation.Input{Pod: pod, SidecarSets: dec.Matched, History: snap.History()}
-	if e == nil || m == nil || m.Now == nil || anyRandom(dec.Matched) {
-		out, err := m.Inject(in)
+	final := func(out mutation.Result, err error) (*mutation.Result, error) {
+		out.Patch = withParents(pod, raw, out.Patch)
 		return &out, err
 	}
+	if e == nil || m == nil || m.Now == nil || anyRandom(dec.Matched) {
+		return final(m.Inject(in))
+	}
 	now := m.Now()
-	stamp, err := metav1.NewTime(now).MarshalJSON()
+	stamp := clockStamp(now)
+	if plan := c.plan(e, stamp); plan != nil {
+		// The plan's pod is another pod's: it differs from this one in the ignored fields only.
+		injected := *plan.Pod
+		injected.Name, injected.GenerateName, injected.UID = pod.Name, pod.GenerateName, pod.UID
+		return &mutation.Result{Pod: &injected, Patch: plan.Patch, Injected: plan.Injected}, nil
+	}
+	out, err := final(pinned(m, now).Inject(in))
 	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
-	plan, planTime := e.plan, e.planTime
+	e.plan, e.planTime = out, stamp
 	c.mu.Unlock()
-	if plan == nil || planTime != string(stamp) {
-		pinned := &mutation.Injector{Now: func() time.Time { return now }, Rand: m.Rand}
-		out, err := pinned.Inject(in)
-		if err != nil {
-			return nil, err
-		}
-		c.mu.Lock()
-		e.plan, e.planTime = &out, string(stamp)
-		c.mu.Unlock()
-		return &out, nil
+	return out, nil
+}
+
+// plan is e's plan if it was made for the clock reading stamp.
+func (c *Cache) plan(e *entry, stamp string) *mutation.Result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.planTime != stamp {
+		return nil
 	}
-	// The plan's pod is another pod's: it differs from this one in the ignored fields only.
-	injected := *plan.Pod
-	injected.Name, injected.GenerateName, injected.UID = pod.Name, pod.GenerateName, pod.UID
-	return &mutation.Result{Pod: &injected, Patch: plan.Patch, Injected: plan.Injected}, nil
+	return e.plan
+}
+
+// clockStamp is how a clock reading appears in a pod: an updateTimestamp, whole seconds in UTC.
+func clockStamp(now time.Time) string {
+	b, _ := metav1.NewTime(now).MarshalJSON() // formats a time, which cannot fail
+	return string(b)
+}
+
+// pinned is m with its clock stopped at now, so that a reading already taken is the one injection
+// uses: the clock is read once per pod, with a cache as without.
+func pinned(m *mutation.Injector, now time.Time) *mutation.Injector {
+	return &mutation.Injector{Now: func() time.Time { return now }, Rand: m.Rand}
+}
+
+// Answer is Pod for a request whose pod is not decoded yet (the webhook's: decoding a pod costs more
+// than deciding and injecting it), answered from c alone. ok says c held the answer; its Pod is then
+// nil. raw must be valid JSON (an AdmissionReview decoded without error) and ns the request's
+// namespace. When ok is false, the request goes through Pod with next as its Injector: m itself, or
+// m with its clock stopped at the reading Answer took.
+func (c *Cache) Answer(snap *engine.Snapshot, m *mutation.Injector, ns string, raw []byte) (res PodResult, ok bool, next *mutation.Injector) {
+	if c == nil {
+		return res, false, m
+	}
+	res.Namespace = gjson.GetBytes(raw, "metadata.namespace").Str
+	if res.Namespace == "" {
+		res.Namespace = ns
+	}
+	if res.Namespace == "" {
+		res.Namespace = metav1.NamespaceDefault
+	}
+	_, e, cached := c.lookup(snap, res.Namespace, raw)
+	if !cached || e == nil {
+		return PodResult{}, false, m
+	}
+	res.Patch = []jsonpatch.JsonPatchOperation{}
+	if decided(&res, e.dec) {
+		return res, true, m
+	}
+	if m == nil || m.Now == nil || anyRandom(e.dec.Matched) {
+		return PodResult{}, false, m
+	}
+	now := m.Now()
+	plan := c.plan(e, clockStamp(now))
+	if plan == nil {
+		return PodResult{}, false, pinned(m, now)
+	}
+	res.Outcome, res.Injected, res.Patch = Injected, plan.Injected, plan.Patch
+	return res, true, m
 }
 
 func anyRandom(sets []*v1beta1.SidecarSet) bool {

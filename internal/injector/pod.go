@@ -87,18 +87,18 @@ func (c *Cache) Pod(ctx context.Context, snap *engine.Snapshot, m *mutation.Inje
 		// OpenKruise looks a namespace-less pod's SidecarSets up under "default" (compat §1.12 step 2).
 		pod.Namespace = metav1.NamespaceDefault
 	}
-	res := PodResult{Namespace: pod.Namespace, Pod: pod, Patch: []jsonpatch.JsonPatchOperation{}}
+	res := &PodResult{Namespace: pod.Namespace, Pod: pod, Patch: []jsonpatch.JsonPatchOperation{}}
 	// A pod that will never run its containers gains nothing from sidecars (compat §1.12 step 1);
 	// deciding for it would only cost an evaluation.
 	if !mutation.IsActive(pod) {
 		res.Outcome = Inactive
-		return res, nil
+		return *res, nil
 	}
 	raw, decoded := req.Raw, req.Decoded
 	if raw == nil {
 		var err error
 		if raw, err = json.Marshal(pod); err != nil {
-			return res, fmt.Errorf("encoding the pod: %w", err)
+			return *res, fmt.Errorf("encoding the pod: %w", err)
 		}
 		decoded = true
 	}
@@ -113,7 +113,7 @@ func (c *Cache) Pod(ctx context.Context, snap *engine.Snapshot, m *mutation.Inje
 		}
 		dec, err := decide(ctx, pod.Namespace, raw)
 		if err != nil {
-			return res, err
+			return *res, err
 		}
 		if e = (&entry{dec: dec}); cached {
 			c.store(snap, key, e)
@@ -123,21 +123,30 @@ func (c *Cache) Pod(ctx context.Context, snap *engine.Snapshot, m *mutation.Inje
 	if !cached {
 		e = nil
 	}
+	if decided(res, dec) {
+		return *res, nil
+	}
+	out, err := c.inject(snap, m, pod, raw, dec, e)
+	if err != nil {
+		return *res, &InjectionError{Err: err}
+	}
+	res.Outcome, res.Injected, res.Pod, res.Patch = Injected, out.Injected, out.Pod, out.Patch
+	return *res, nil
+}
+
+// decided fills in res what dec says, and reports whether that is the whole answer: the gates
+// vetoed the pod, or nothing matched it.
+func decided(res *PodResult, dec engine.Decision) bool {
 	res.Matched, res.Denied, res.Withheld = dec.MatchedNames(), dec.Denied, dec.Withheld
 	switch {
 	case len(dec.Denied) > 0:
 		res.Outcome = Gated
-		return res, nil
 	case len(dec.Matched) == 0:
 		res.Outcome = NotMatched
-		return res, nil
+	default:
+		return false
 	}
-	out, err := c.inject(snap, m, pod, dec, e)
-	if err != nil {
-		return res, &InjectionError{Err: err}
-	}
-	res.Outcome, res.Injected, res.Pod, res.Patch = Injected, out.Injected, out.Pod, withParents(pod, raw, out.Patch)
-	return res, nil
+	return true
 }
 
 // withParents makes patch apply to the pod's own JSON when it has no spec or no metadata at all:
