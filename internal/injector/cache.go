@@ -1,6 +1,7 @@
 package injector
 
 import (
+	"hash/maphash"
 	"sort"
 	"strings"
 	"sync"
@@ -34,11 +35,13 @@ type Cache struct {
 	mu      sync.Mutex
 	snap    *engine.Snapshot
 	ignored []string // what the snapshot's policies do not read of metadata.name, generateName, uid
-	entries map[string]*entry
+	seed    maphash.Seed
+	entries map[uint64]*entry // by the hash of the key, which the entry holds
 }
 
 // entry is one pod's answer. plan is the injection for the clock reading planTime.
 type entry struct {
+	key      string
 	dec      engine.Decision
 	planTime string
 	plan     *mutation.Result
@@ -46,26 +49,31 @@ type entry struct {
 
 // lookup returns the key of (ns, raw) under snap and its entry (nil if none yet); ok is false, and
 // nothing is looked up, when snap's decisions cannot be reused.
-func (c *Cache) lookup(snap *engine.Snapshot, ns string, raw []byte) (key string, e *entry, ok bool) {
+func (c *Cache) lookup(snap *engine.Snapshot, ns string, raw []byte) (k podKey, e *entry, ok bool) {
 	if c == nil || !snap.Deterministic() {
-		return "", nil, false
+		return podKey{}, nil, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.snap != snap {
-		c.snap, c.entries, c.ignored = snap, map[string]*entry{}, nil
+		c.snap, c.entries, c.ignored, c.seed = snap, map[uint64]*entry{}, nil, maphash.MakeSeed()
 		for _, f := range []string{"name", "generateName", "uid"} {
 			if !snap.ReadsPod("metadata", f) {
 				c.ignored = append(c.ignored, f)
 			}
 		}
 	}
-	key = cacheKey(c.ignored, ns, raw)
-	return key, c.entries[key], true
+	k = newPodKey(c.ignored, ns, raw)
+	k.hash = k.sum(c.seed)
+	if e = c.entries[k.hash]; e != nil && !k.equal(e.key) {
+		e = nil // another pod with the same hash: a miss, which store replaces
+	}
+	return k, e, true
 }
 
-// store keeps e under key, if snap is still the cache's.
-func (c *Cache) store(snap *engine.Snapshot, key string, e *entry) {
+// store keeps e under k, if snap is still the cache's.
+func (c *Cache) store(snap *engine.Snapshot, k podKey, e *entry) {
+	e.key = k.String()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.snap != snap {
@@ -74,31 +82,86 @@ func (c *Cache) store(snap *engine.Snapshot, key string, e *entry) {
 	if len(c.entries) >= cacheEntries {
 		clear(c.entries)
 	}
-	c.entries[key] = e
+	c.entries[k.hash] = e
 }
 
-// cacheKey is ns and raw with the values of the ignored metadata fields replaced by a mark that
-// keeps only whether they are empty, which the patch depends on (withParents).
-func cacheKey(ignored []string, ns string, raw []byte) string {
-	type cut struct{ from, to int }
-	var cuts []cut
+// podKey is ns and raw with the values of the ignored metadata fields replaced by a mark that
+// keeps only whether they are empty, which the patch depends on (withParents). It is hashed and
+// compared piece by piece, so that a lookup, which every pod of a distinct stream misses, copies
+// nothing; only a stored key is written out.
+type podKey struct {
+	ns   string
+	raw  []byte
+	cuts [3]struct{ from, to int } // the ignored values, in raw's order
+	n    int
+	hash uint64
+}
+
+// keyMark replaces an ignored non-empty value.
+const keyMark = `"*"`
+
+func newPodKey(ignored []string, ns string, raw []byte) podKey {
+	k := podKey{ns: ns, raw: raw}
 	for _, f := range ignored {
 		if v := gjson.GetBytes(raw, "metadata."+f); v.Index > 0 && v.Type == gjson.String && v.Str != "" {
-			cuts = append(cuts, cut{v.Index, v.Index + len(v.Raw)})
+			k.cuts[k.n].from, k.cuts[k.n].to = v.Index, v.Index+len(v.Raw)
+			k.n++
 		}
 	}
+	cuts := k.cuts[:k.n]
 	sort.Slice(cuts, func(i, j int) bool { return cuts[i].from < cuts[j].from })
-	var b strings.Builder
-	b.Grow(len(ns) + 1 + len(raw))
-	b.WriteString(ns)
-	b.WriteByte(0)
+	return k
+}
+
+// pieces calls f with the key's bytes in order; a false return stops it.
+func (k *podKey) pieces(f func(string, []byte) bool) {
+	if !f(k.ns, nil) || !f("\x00", nil) {
+		return
+	}
 	at := 0
-	for _, c := range cuts {
-		b.Write(raw[at:c.from])
-		b.WriteString(`"*"`)
+	for _, c := range k.cuts[:k.n] {
+		if !f("", k.raw[at:c.from]) || !f(keyMark, nil) {
+			return
+		}
 		at = c.to
 	}
-	b.Write(raw[at:])
+	f("", k.raw[at:])
+}
+
+func (k *podKey) sum(seed maphash.Seed) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	k.pieces(func(s string, b []byte) bool {
+		_, _ = h.WriteString(s)
+		_, _ = h.Write(b)
+		return true
+	})
+	return h.Sum64()
+}
+
+// equal reports whether the key reads stored.
+func (k *podKey) equal(stored string) bool {
+	rest, same := stored, true
+	k.pieces(func(s string, b []byte) bool {
+		// string(b) in a comparison does not copy b.
+		if len(rest) < len(s)+len(b) || rest[:len(s)] != s || rest[len(s):len(s)+len(b)] != string(b) {
+			same = false
+			return false
+		}
+		rest = rest[len(s)+len(b):]
+		return true
+	})
+	return same && rest == ""
+}
+
+func (k *podKey) String() string {
+	var b strings.Builder
+	b.Grow(len(k.ns) + 1 + len(k.raw) + k.n*len(keyMark))
+	k.pieces(func(s string, p []byte) bool {
+		b.WriteString(s)
+		b.Write(p)
+		return true
+	})
 	return b.String()
 }
 

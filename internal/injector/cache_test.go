@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -180,4 +181,33 @@ func mustMarshal(t *testing.T, v any) []byte {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return b
+}
+
+// A pod's key leaves out the values of the ignored fields, keeping whether they are empty, and
+// reads as its String whether compared or hashed.
+func TestPodKey(t *testing.T) {
+	ignored := []string{"name", "generateName", "uid"}
+	seed := maphash.MakeSeed()
+	base := newPodKey(ignored, "shop", []byte(`{"metadata":{"uid":"u1","name":"a","generateName":"w-","labels":{"name":"x"}},"spec":{}}`))
+	for _, tc := range []struct {
+		name, ns, raw string
+		same         bool
+	}{
+		{name: "other name and uid", ns: "shop", raw: `{"metadata":{"uid":"u2","name":"bb","generateName":"w-","labels":{"name":"x"}},"spec":{}}`, same: true},
+		{name: "another label", ns: "shop", raw: `{"metadata":{"uid":"u1","name":"a","generateName":"w-","labels":{"name":"y"}},"spec":{}}`},
+		{name: "no name", ns: "shop", raw: `{"metadata":{"uid":"u1","name":"","generateName":"w-","labels":{"name":"x"}},"spec":{}}`},
+		{name: "another namespace", ns: "dev", raw: `{"metadata":{"uid":"u1","name":"a","generateName":"w-","labels":{"name":"x"}},"spec":{}}`},
+		{name: "a prefix", ns: "shop", raw: `{"metadata":{"uid":"u1","name":"a","generateName":"w-","labels":{"name":"x"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := newPodKey(ignored, tc.ns, []byte(tc.raw))
+			require.Equal(t, tc.same, k.String() == base.String(), "%s\n%s", k.String(), base.String())
+			require.Equal(t, tc.same, k.equal(base.String()))
+			require.Equal(t, tc.same, base.equal(k.String()))
+			require.True(t, k.equal(k.String()))
+			if tc.same {
+				require.Equal(t, base.sum(seed), k.sum(seed))
+			}
+		})
+	}
 }
