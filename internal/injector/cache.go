@@ -2,10 +2,10 @@ package injector
 
 import (
 	"hash/maphash"
-	"sort"
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"gomodules.xyz/jsonpatch/v2"
@@ -102,14 +102,18 @@ const keyMark = `"*"`
 
 func newPodKey(ignored []string, ns string, raw []byte) podKey {
 	k := podKey{ns: ns, raw: raw}
+	// A string view of raw, not a copy (GetBytes copies what it returns): only positions are kept.
+	view := unsafe.String(unsafe.SliceData(raw), len(raw)) //nolint:gosec // G103: read only, and nothing read is kept
 	for _, f := range ignored {
-		if v := gjson.GetBytes(raw, "metadata."+f); v.Index > 0 && v.Type == gjson.String && v.Str != "" {
+		if v := gjson.Get(view, "metadata."+f); v.Index > 0 && v.Type == gjson.String && v.Str != "" {
 			k.cuts[k.n].from, k.cuts[k.n].to = v.Index, v.Index+len(v.Raw)
+			// Kept in raw's order by insertion: three at most.
+			for i := k.n; i > 0 && k.cuts[i].from < k.cuts[i-1].from; i-- {
+				k.cuts[i], k.cuts[i-1] = k.cuts[i-1], k.cuts[i]
+			}
 			k.n++
 		}
 	}
-	cuts := k.cuts[:k.n]
-	sort.Slice(cuts, func(i, j int) bool { return cuts[i].from < cuts[j].from })
 	return k
 }
 

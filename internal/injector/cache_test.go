@@ -191,7 +191,7 @@ func TestPodKey(t *testing.T) {
 	base := newPodKey(ignored, "shop", []byte(`{"metadata":{"uid":"u1","name":"a","generateName":"w-","labels":{"name":"x"}},"spec":{}}`))
 	for _, tc := range []struct {
 		name, ns, raw string
-		same         bool
+		same          bool
 	}{
 		{name: "other name and uid", ns: "shop", raw: `{"metadata":{"uid":"u2","name":"bb","generateName":"w-","labels":{"name":"x"}},"spec":{}}`, same: true},
 		{name: "another label", ns: "shop", raw: `{"metadata":{"uid":"u1","name":"a","generateName":"w-","labels":{"name":"y"}},"spec":{}}`},
