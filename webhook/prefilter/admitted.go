@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
@@ -143,10 +146,16 @@ type Widener struct {
 	Grace time.Duration
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+
+	// mu serializes this replica's widenings: SidecarSets applied together (a GitOps sync, a
+	// Helm release) are admitted concurrently, and every one of their conditional writes but one
+	// would otherwise lose the race each time it is tried.
+	mu sync.Mutex
 }
 
-// retries bounds how often a write that lost a race with another replica's is tried again.
-const retries = 5
+// widenBackoff spaces the retries of a write that lost a race with another replica's, within the
+// webhook's timeout (3 s): about 2.5 s at most.
+var widenBackoff = wait.Backoff{Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 8}
 
 // Widen widens the condition for ss (old is its previous version on an update, else nil). It
 // writes nothing when ss can select no pod that old could not.
@@ -155,10 +164,11 @@ func (w *Widener) Widen(ctx context.Context, ss, old *v1beta1.SidecarSet) error 
 	if term == "false" || (old != nil && termOf(old) == term) {
 		return nil
 	}
-	var err error
-	for range retries {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := retry.OnError(widenBackoff, apierrors.IsConflict, func() error {
 		cfg := &admissionregv1.MutatingWebhookConfiguration{}
-		if err = w.Reader.Get(ctx, types.NamespacedName{Name: w.Configuration}, cfg); err != nil {
+		if err := w.Reader.Get(ctx, types.NamespacedName{Name: w.Configuration}, cfg); err != nil {
 			return fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", w.Configuration, err)
 		}
 		current, found := Registered(cfg, w.Webhook)
@@ -182,11 +192,8 @@ func (w *Widener) Widen(ctx context.Context, ss, old *v1beta1.SidecarSet) error 
 		if current != "" {
 			expr = union(current, added)
 		}
-		err = apply(ctx, w.Writer, w.Configuration, w.Webhook, cfg.ResourceVersion, expr, encodeAdmitted(admitted))
-		if !apierrors.IsConflict(err) {
-			break
-		}
-	}
+		return apply(ctx, w.Writer, w.Configuration, w.Webhook, cfg.ResourceVersion, expr, encodeAdmitted(admitted))
+	})
 	if err != nil {
 		return fmt.Errorf("widening the pod webhook's match condition %s for SidecarSet %s: %w", ConditionName, ss.Name, err)
 	}
