@@ -19,6 +19,8 @@ import (
 type projection struct {
 	all      bool
 	children map[string]*projection
+	// path is the node's key escaped for gjson, computed once: every admission looks it up.
+	path string
 }
 
 // podProjection collects the paths under input.pod referenced by the compiled modules.
@@ -68,7 +70,7 @@ func (p *projection) add(path []string) {
 		}
 		c, ok := n.children[k]
 		if !ok {
-			c = &projection{}
+			c = &projection{path: gjsonPath(k)}
 			n.children[k] = c
 		}
 		n = c
@@ -122,7 +124,7 @@ func (p *projection) value(r gjson.Result) ast.Value {
 	}
 	obj := ast.NewObject()
 	for k, c := range p.children {
-		if v := r.Get(gjsonPath(k)); v.Exists() {
+		if v := r.Get(c.path); v.Exists() {
 			obj.Insert(ast.StringTerm(k), ast.NewTerm(c.value(v)))
 		}
 	}

@@ -63,15 +63,17 @@ func (g *listGrowth[T]) ops(path string, final []T) []jsonpatch.JsonPatchOperati
 	if g.origLen == 0 {
 		return []jsonpatch.JsonPatchOperation{opAdd(path, final)}
 	}
+	// The values point into the plan rather than copy it: a container is a 408-byte struct, and
+	// boxing a copy of each was a tenth of the injection's allocations. They marshal alike.
 	out := make([]jsonpatch.JsonPatchOperation, 0, len(g.replaced)+len(g.front)+len(g.back))
-	for _, r := range g.replaced {
-		out = append(out, opReplace(path+"/"+strconv.Itoa(r.index), r.value))
+	for i := range g.replaced {
+		out = append(out, opReplace(path+"/"+strconv.Itoa(g.replaced[i].index), &g.replaced[i].value))
 	}
-	for _, v := range g.back {
-		out = append(out, opAdd(path+"/-", v))
+	for i := range g.back {
+		out = append(out, opAdd(path+"/-", &g.back[i]))
 	}
-	for i, v := range g.front {
-		out = append(out, opAdd(path+"/"+strconv.Itoa(i), v))
+	for i := range g.front {
+		out = append(out, opAdd(path+"/"+strconv.Itoa(i), &g.front[i]))
 	}
 	return out
 }

@@ -411,7 +411,8 @@ func TestPodInjectorBurst(t *testing.T) {
 	nomatch.Labels["app"] = "none"
 	gated := podP1()
 	gated.Spec.HostNetwork = true
-	for i, tmpl := range []*corev1.Pod{template, template, template, nomatch, nomatch, gated, gated} {
+	// Three of each: the first is seen, the second kept, the third answered from the cache.
+	for i, tmpl := range []*corev1.Pod{template, template, template, nomatch, nomatch, nomatch, gated, gated, gated} {
 		p := tmpl.DeepCopy()
 		p.Name, p.UID = fmt.Sprintf("web-7d9c8-%d", i), types.UID(fmt.Sprintf("uid-%d", i))
 		req := podRequest(t, "default", p)

@@ -18,8 +18,12 @@ import (
 )
 
 // cacheEntries bounds a Cache. A ReplicaSet's burst needs one entry; pods that all differ need none,
-// and a full cache is emptied rather than searched for a victim.
-const cacheEntries = 256
+// and a full cache is emptied rather than searched for a victim. cacheSeen bounds the hashes of pods
+// seen once, which are not kept.
+const (
+	cacheEntries = 256
+	cacheSeen    = 4096
+)
 
 // Cache reuses what the path answered for a pod for later pods that neither the policies nor the
 // mutation can tell from it: the same snapshot, the same namespace and the same JSON but for the
@@ -37,6 +41,7 @@ type Cache struct {
 	ignored []string // what the snapshot's policies do not read of metadata.name, generateName, uid
 	seed    maphash.Seed
 	entries map[uint64]*entry // by the hash of the key, which the entry holds
+	seen    map[uint64]struct{}
 }
 
 // entry is one pod's answer. plan is the injection for the clock reading planTime.
@@ -56,7 +61,7 @@ func (c *Cache) lookup(snap *engine.Snapshot, ns string, raw []byte) (k podKey, 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.snap != snap {
-		c.snap, c.entries, c.ignored, c.seed = snap, map[uint64]*entry{}, nil, maphash.MakeSeed()
+		c.snap, c.entries, c.seen, c.ignored, c.seed = snap, map[uint64]*entry{}, map[uint64]struct{}{}, nil, maphash.MakeSeed()
 		for _, f := range []string{"name", "generateName", "uid"} {
 			if !snap.ReadsPod("metadata", f) {
 				c.ignored = append(c.ignored, f)
@@ -71,18 +76,28 @@ func (c *Cache) lookup(snap *engine.Snapshot, ns string, raw []byte) (k podKey, 
 	return k, e, true
 }
 
-// store keeps e under k, if snap is still the cache's.
-func (c *Cache) store(snap *engine.Snapshot, k podKey, e *entry) {
-	e.key = k.String()
+// store keeps e under k if snap is still the cache's and a pod with k's hash has been seen before,
+// and reports whether it did. A pod seen once is not kept: every pod of a stream of distinct pods
+// would be copied for nothing; a template's second pod is.
+func (c *Cache) store(snap *engine.Snapshot, k podKey, e *entry) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.snap != snap {
-		return
+		return false
+	}
+	if _, again := c.seen[k.hash]; !again {
+		if len(c.seen) >= cacheSeen {
+			clear(c.seen)
+		}
+		c.seen[k.hash] = struct{}{}
+		return false
 	}
 	if len(c.entries) >= cacheEntries {
 		clear(c.entries)
 	}
+	e.key = k.String()
 	c.entries[k.hash] = e
+	return true
 }
 
 // podKey is ns and raw with the values of the ignored metadata fields replaced by a mark that

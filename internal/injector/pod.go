@@ -115,8 +115,9 @@ func (c *Cache) Pod(ctx context.Context, snap *engine.Snapshot, m *mutation.Inje
 		if err != nil {
 			return *res, err
 		}
-		if e = (&entry{dec: dec}); cached {
-			c.store(snap, key, e)
+		e = &entry{dec: dec}
+		if cached && !c.store(snap, key, e) {
+			cached = false
 		}
 	}
 	dec := e.dec
