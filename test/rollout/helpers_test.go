@@ -282,7 +282,7 @@ func unavailableUpgraded(p *corev1.Pod, name, img string) bool {
 }
 
 // buildCommand builds ./cmd/<name> of the repository into the test's temporary directory.
-func buildCommand(t *testing.T, name string) string {
+func buildCommand(t testing.TB, name string) string {
 	t.Helper()
 	bin, err := devcluster.Build("../..", name, t.TempDir())
 	require.NoError(t, err)

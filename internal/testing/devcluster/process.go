@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -94,6 +95,21 @@ func (c *Cluster) StartManagerProcess(ctx context.Context, bin string) (*Manager
 		return nil, fmt.Errorf("%w (the manager's output: %s)", err, p.Log)
 	}
 	return p, nil
+}
+
+// RSS is the process's resident set size now, from /proc (Linux).
+func (p *ManagerProcess) RSS() (int64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("devcluster: no VmRSS in /proc/<pid>/status")
 }
 
 // Kill sends SIGKILL and waits for the process to be gone: no shutdown hooks, no lease release,
