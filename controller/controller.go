@@ -168,15 +168,19 @@ func (r *Reconciler) reconcile(ctx context.Context, ss *v1beta1.SidecarSet, cond
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("registering the latest ControllerRevision: %w", err)
 	}
-	status := rollout.Status(ss, pods, latest, collisionCount)
-	status.Conditions = conds
-	if r.tr != nil {
-		if counted, differences := r.tr.reset(ss, pods, latest, collisionCount, r.now()); differences > 0 {
+	var status v1beta1.SidecarSetStatus
+	if r.tr == nil {
+		status = rollout.Status(ss, pods, latest, collisionCount)
+	} else {
+		counted, differences := r.tr.reset(ss, pods, latest, collisionCount, r.now())
+		if differences > 0 {
 			recountDifferences.Add(float64(differences))
 			logger.Error(nil, "pods counted differently from pod events than by a count of every pod; the count wins",
 				"pods", differences, "kept", settled.counts, "counted", counted)
 		}
+		status = counted.Status(ss, latest, collisionCount)
 	}
+	status.Conditions = conds
 	if err := r.writeStatus(ctx, ss, status); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
 	}
