@@ -184,6 +184,8 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	byObject := loader.CacheByObject(o.Namespace, revisions)
 	// The certificate rotator reads only its own Secret.
 	byObject[&corev1.Secret{}] = cache.ByObject{Namespaces: map[string]cache.Config{o.Namespace: {}}}
+	// Every pod of the cluster is cached for the controller: only what it reads.
+	byObject[&corev1.Pod{}] = cache.ByObject{Transform: controller.PodTransform}
 	maps.Copy(byObject, prefilter.CacheByObject(WebhookConfigurationName))
 
 	server := crwebhook.NewServer(crwebhook.Options{
