@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
 	"github.com/sidecarops/sidecarops/internal/wiring"
 	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )
@@ -113,32 +113,11 @@ func TestSidecarSetsAdmittedConcurrently(t *testing.T) {
 			_ = cluster.Client.Delete(context.Background(), &v1beta1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("e2e-concurrent-%d", i)}})
 		}
 	})
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	next := make(chan int)
-	for range inFlight {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				ss := sidecarSet("e2e-concurrent", map[string]string{"app": fmt.Sprintf("concurrent-%d", i)}, fmt.Sprintf("concurrent-agent-%d", i))
-				ss.Name = fmt.Sprintf("e2e-concurrent-%d", i)
-				if err := cluster.Client.Create(context.Background(), ss); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	errs := devcluster.Parallel(n, inFlight, func(i int) error {
+		ss := sidecarSet("e2e-concurrent", map[string]string{"app": fmt.Sprintf("concurrent-%d", i)}, fmt.Sprintf("concurrent-agent-%d", i))
+		ss.Name = fmt.Sprintf("e2e-concurrent-%d", i)
+		return cluster.Client.Create(context.Background(), ss)
+	})
 	require.Empty(t, errs, "every SidecarSet admitted")
 	expr, _ := registeredCondition(t)
 	for i := range n {

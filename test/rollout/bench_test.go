@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
 )
 
 var benchRuns int
@@ -186,31 +187,7 @@ func allRunning(b *testing.B, ns, name, img string) <-chan struct{} {
 
 // parallel runs do(0..n-1) with benchWriters at a time and fails on any error.
 func parallel(b *testing.B, n int, do func(int) error) {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	next := make(chan int)
-	for range benchWriters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := do(i); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if len(errs) > 0 {
+	if errs := devcluster.Parallel(n, benchWriters, do); len(errs) > 0 {
 		b.Fatalf("%d of %d writes failed, the first: %v", len(errs), n, errs[0])
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 func writeKubeconfig(raw []byte) (string, error) {
@@ -39,4 +40,34 @@ func httpOK(ctx context.Context, url string) (bool, error) {
 	}
 	defer resp.Body.Close()
 	return resp.StatusCode == http.StatusOK, nil
+}
+
+// Parallel runs do(0) … do(n-1) with workers of them at a time, as a client with that many requests
+// in flight, and returns the errors they returned.
+func Parallel(n, workers int, do func(int) error) []error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	next := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := do(i); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return errs
 }
