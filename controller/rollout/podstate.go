@@ -36,7 +36,10 @@ var upgradeSpecs = newMemo(func(raw string) map[string]UpgradeSpec {
 })
 
 // memo memoizes a parse of annotation values, shared read-only. Bounded: when full it starts
-// over, which costs one parse per value again and never a wrong answer.
+// over, which costs one parse per value again and never a wrong answer. The values are per pod (the
+// hash annotations carry each pod's updateTimestamp), and since a pod event reads only that pod
+// (controller's tracker) the memo serves the rounds that plan a rollout: 4,096 entries, about 4 MB,
+// where 16,384 held 16 MB with 10,000 pods.
 type memo[V any] struct {
 	mu    sync.Mutex
 	max   int
@@ -45,7 +48,7 @@ type memo[V any] struct {
 }
 
 func newMemo[V any](parse func(string) V) *memo[V] {
-	return &memo[V]{max: 1 << 14, parse: parse}
+	return &memo[V]{max: 1 << 12, parse: parse}
 }
 
 func (c *memo[V]) get(raw string) V {
