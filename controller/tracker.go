@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -82,7 +83,7 @@ func newTracker() *tracker { return &tracker{sets: map[string]*tracked{}} }
 func (t *tracker) versionOf(ss *v1beta1.SidecarSet) trackedVersion {
 	v := trackedVersion{uid: ss.UID, generation: ss.Generation}
 	var b strings.Builder
-	for _, k := range sortedKeys(ss.Annotations) {
+	for _, k := range slices.Sorted(maps.Keys(ss.Annotations)) {
 		b.WriteString(k)
 		b.WriteByte(0)
 		b.WriteString(ss.Annotations[k])
@@ -93,20 +94,6 @@ func (t *tracker) versionOf(ss *v1beta1.SidecarSet) trackedVersion {
 		v.nsEpoch = t.nsEpoch
 	}
 	return v
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range maps.Keys(m) {
-		keys = append(keys, k)
-	}
-	// Few keys: insertion sort keeps this allocation-light.
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
-	return keys
 }
 
 // touch marks pod dirty for every SidecarSet in names. A nil tracker (a Reconciler used without

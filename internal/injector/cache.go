@@ -245,13 +245,7 @@ func (c *Cache) Answer(snap *engine.Snapshot, m *mutation.Injector, ns string, r
 	if c == nil {
 		return res, false, m
 	}
-	res.Namespace = gjson.GetBytes(raw, "metadata.namespace").Str
-	if res.Namespace == "" {
-		res.Namespace = ns
-	}
-	if res.Namespace == "" {
-		res.Namespace = metav1.NamespaceDefault
-	}
+	res.Namespace = podNamespace(gjson.GetBytes(raw, "metadata.namespace").Str, ns)
 	_, e, cached := c.lookup(snap, res.Namespace, raw)
 	if !cached || e == nil {
 		return PodResult{}, false, m

@@ -76,17 +76,23 @@ func Pod(ctx context.Context, snap *engine.Snapshot, m *mutation.Injector, req P
 	return (*Cache)(nil).Pod(ctx, snap, m, req)
 }
 
+// podNamespace is the namespace a pod's SidecarSets are looked up in: its own, else the request's,
+// else "default", where OpenKruise looks a namespace-less pod's SidecarSets up (compat §1.12 step 2).
+func podNamespace(own, requested string) string {
+	switch {
+	case own != "":
+		return own
+	case requested != "":
+		return requested
+	}
+	return metav1.NamespaceDefault
+}
+
 // Pod is the package's Pod, answering from c what it can. Only a request whose Raw is known to
 // say what Pod says (Decoded, or no Raw at all) is answered from the cache or kept in it.
 func (c *Cache) Pod(ctx context.Context, snap *engine.Snapshot, m *mutation.Injector, req PodRequest) (PodResult, error) {
 	pod := req.Pod
-	if pod.Namespace == "" {
-		pod.Namespace = req.Namespace
-	}
-	if pod.Namespace == "" {
-		// OpenKruise looks a namespace-less pod's SidecarSets up under "default" (compat §1.12 step 2).
-		pod.Namespace = metav1.NamespaceDefault
-	}
+	pod.Namespace = podNamespace(pod.Namespace, req.Namespace)
 	res := &PodResult{Namespace: pod.Namespace, Pod: pod, Patch: []jsonpatch.JsonPatchOperation{}}
 	// A pod that will never run its containers gains nothing from sidecars (compat §1.12 step 1);
 	// deciding for it would only cost an evaluation.
