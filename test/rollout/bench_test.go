@@ -25,43 +25,41 @@ import (
 
 var benchRuns int
 
-// benchPods is the fleet size of the issue's rollout benchmark.
-const benchPods = 1000
-
 // benchWriters is how many writes the floor's client has in flight: the controller's own bound
 // (controller.Reconciler.PodWriters' default), so the floor is the same client shape.
 const benchWriters = 16
 
-// BenchmarkRollout1000 measures a rollout of a sidecar image to 1,000 kwok pods with
+// BenchmarkRollout measures a rollout of a sidecar image to 1,000 and to 10,000 kwok pods with
 // maxUnavailable 100% beside the floor: the same API server, the same pods, one client patching
 // an image of each pod (the app container's) with as many writes in flight as the controller
 // allows itself. Both are timed to two points: every pod's spec written, and every pod's status
-// reporting the new image (kwok, with no restart delay, plays the kubelet). Run it alone:
+// reporting the new image (kwok, with no restart delay, plays the kubelet). Each size has its own
+// namespace and SidecarSet, deleted with their pods at the end of its run. Run it alone, one size
+// at a time (pods=1000 is the figure issue 4 measured as BenchmarkRollout1000):
 //
-//	go test ./test/rollout/ -run '^$' -bench Rollout1000 -benchtime 1x -count 3
-func BenchmarkRollout1000(b *testing.B) {
+//	go test ./test/rollout/ -run '^$' -bench 'Rollout/pods=1000$' -benchtime 1x -count 3
+//	go test ./test/rollout/ -run '^$' -bench 'Rollout/pods=10000$' -benchtime 1x -count 2 -timeout 60m
+func BenchmarkRollout(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) { benchRollout(b, n) })
+	}
+}
+
+func benchRollout(b *testing.B, pods int) {
 	ctx := context.Background()
 	benchRuns++ // -count runs the benchmark again in the same cluster
-	name := fmt.Sprintf("bench-%d", benchRuns)
+	name := fmt.Sprintf("bench-%d-%d", pods, benchRuns)
 	c := cluster.Client
 	require.NoError(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
 	ss := scopedSidecarSet(name)
 	ss.Spec.UpdateStrategy.MaxUnavailable = ptrIntStr(intstr.FromString("100%"))
 	require.NoError(b, c.Create(ctx, ss))
-	waitB(b, "injection", func() error {
-		p := scopedPod(name, -1, nil)
-		if err := c.Create(ctx, p, client.DryRunAll); err != nil {
-			return err
-		}
-		if len(p.Spec.Containers) != 2 {
-			return fmt.Errorf("not injected yet")
-		}
-		return nil
-	})
-	parallel(b, benchPods, func(i int) error { return c.Create(ctx, scopedPod(name, i, nil)) })
+	b.Cleanup(func() { deleteFleet(b, name) })
+	waitInjected(b, name)
+	parallel(b, pods, func(i int) error { return c.Create(ctx, scopedPod(name, i, nil)) })
 	waitB(b, "pods ready and matched", func() error {
 		st := getSS(b, name).Status
-		if st.MatchedPods != benchPods || st.ReadyPods != benchPods {
+		if int(st.MatchedPods) != pods || int(st.ReadyPods) != pods {
 			return fmt.Errorf("matched %d ready %d", st.MatchedPods, st.ReadyPods)
 		}
 		return nil
@@ -83,10 +81,10 @@ func BenchmarkRollout1000(b *testing.B) {
 		tag := fmt.Sprint(i + 2) // the pods start on app and sidecar image "1"
 		// Floor: one client patches every pod's app image.
 		app := "example.com/app:" + tag
-		floorDone := allRunning(b, name, "app", app)
+		floorDone := allRunning(b, name, "app", app, pods)
 		start := time.Now()
 		patch := []byte(fmt.Sprintf(`[{"op":"test","path":"/spec/containers/%d/name","value":"app"},{"op":"replace","path":"/spec/containers/%[1]d/image","value":%q}]`, appIndex, app))
-		parallel(b, benchPods, func(j int) error {
+		parallel(b, pods, func(j int) error {
 			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: fmt.Sprintf("pod-%d", j)}}
 			return c.Patch(ctx, p, client.RawPatch(types.JSONPatchType, patch))
 		})
@@ -96,7 +94,7 @@ func BenchmarkRollout1000(b *testing.B) {
 
 		// Rollout: the controller upgrades the sidecar of every pod.
 		img := image(tag)
-		rolloutDone := allRunning(b, name, sidecar, img)
+		rolloutDone := allRunning(b, name, sidecar, img, pods)
 		start = time.Now()
 		require.NoError(b, retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 			cur := getSS(b, name)
@@ -105,7 +103,7 @@ func BenchmarkRollout1000(b *testing.B) {
 		}))
 		waitB(b, "rollout written", func() error {
 			cur := getSS(b, name)
-			if cur.Status.ObservedGeneration != cur.Generation || cur.Status.UpdatedPods != benchPods {
+			if cur.Status.ObservedGeneration != cur.Generation || int(cur.Status.UpdatedPods) != pods {
 				return fmt.Errorf("updated %d", cur.Status.UpdatedPods)
 			}
 			return nil
@@ -114,7 +112,7 @@ func BenchmarkRollout1000(b *testing.B) {
 		waitDone(b, "rollout applied", rolloutDone, func() string { return runCount(b, name, sidecar, img) })
 		rolloutApplied := time.Since(start)
 		waitB(b, "status updated and ready", func() error {
-			if st := getSS(b, name).Status; st.UpdatedReadyPods != benchPods {
+			if st := getSS(b, name).Status; int(st.UpdatedReadyPods) != pods {
 				return fmt.Errorf("updated and ready %d", st.UpdatedReadyPods)
 			}
 			return nil
@@ -134,11 +132,11 @@ func getSS(b *testing.B, name string) *v1beta1.SidecarSet {
 	return ss
 }
 
-// allRunning returns a channel closed once every pod of ns reports container name running img,
-// followed by an informer (started here, before the change it waits for, so its initial listing
-// is not timed; polling 1,000 pods would load the API server it measures, and a bare watch can
-// end early and lose events).
-func allRunning(b *testing.B, ns, name, img string) <-chan struct{} {
+// allRunning returns a channel closed once all pods of ns (there are pods) report container name
+// running img, followed by an informer (started here, before the change it waits for, so its
+// initial listing is not timed; polling 1,000 pods would load the API server it measures, and a
+// bare watch can end early and lose events).
+func allRunning(b *testing.B, ns, name, img string, pods int) <-chan struct{} {
 	cs, err := kubernetes.NewForConfig(cluster.Config)
 	require.NoError(b, err)
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
@@ -161,7 +159,7 @@ func allRunning(b *testing.B, ns, name, img string) <-chan struct{} {
 				n++
 			}
 		}
-		if n == benchPods && stop != nil {
+		if n == pods && stop != nil {
 			close(done)
 			close(stop)
 			stop = nil
@@ -183,6 +181,42 @@ func allRunning(b *testing.B, ns, name, img string) <-chan struct{} {
 		}
 	})
 	return done
+}
+
+// waitInjected waits until the webhook injects SidecarSet name (scopedSidecarSet) into a pod
+// created in dry run.
+func waitInjected(b *testing.B, name string) {
+	waitB(b, "injection", func() error {
+		p := scopedPod(name, -1, nil)
+		if err := cluster.Client.Create(context.Background(), p, client.DryRunAll); err != nil {
+			return err
+		}
+		if len(p.Spec.Containers) != 2 {
+			return fmt.Errorf("not injected yet")
+		}
+		return nil
+	})
+}
+
+// deleteFleet deletes SidecarSet name and the pods of namespace name (at once: grace period 0),
+// and waits until the API server lists none of them, so that the next benchmark does not share the
+// machine with their deletion.
+func deleteFleet(b *testing.B, name string) {
+	ctx := context.Background()
+	c := cluster.Client
+	_ = c.Delete(ctx, scopedSidecarSet(name))
+	require.NoError(b, c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(name), client.GracePeriodSeconds(0)))
+	waitB(b, "pods deleted", func() error {
+		var l metav1.PartialObjectMetadataList
+		l.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+		if err := c.List(ctx, &l, client.InNamespace(name), client.Limit(1)); err != nil {
+			return err
+		}
+		if len(l.Items) > 0 {
+			return fmt.Errorf("pods left in %s", name)
+		}
+		return nil
+	})
 }
 
 // parallel runs do(0..n-1) with benchWriters at a time and fails on any error.
