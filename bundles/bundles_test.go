@@ -210,7 +210,7 @@ func TestIndexModuleAgreesWithPolicy(t *testing.T) {
 		for p := 0; p < 20; p++ {
 			ns, podLabels := pick(namespaces), randLabels()
 			index, reference := indexAndReference(t, b, ns, podLabels)
-			require.Equal(t, reference, index, "round %d, pod %v in %s\n%s", round, podLabels, ns, IndexModule(sets))
+			require.Equal(t, reference, index, "round %d, pod %v in %s\n%s", round, podLabels, ns, b.Modules)
 			matched += len(index)
 			judged += len(sets)
 		}
@@ -444,7 +444,7 @@ func TestReadDirectoryBundle(t *testing.T) {
 
 // The generated module must stay parseable by the stock parser for any label text.
 func TestIndexModuleParses(t *testing.T) {
-	mod := IndexModule([]*v1beta1.SidecarSet{sidecarSet("x", labels("a/b.c", "\n\t\"'`$\u2028"))})
+	mod := IndexModule(IndexPackage, map[string]string{"x": IndexRules(sidecarSet("x", labels("a/b.c", "\n\t\"'`$\u2028")))})
 	_, err := ast.ParseModuleWithOpts("i.rego", mod, ast.ParserOptions{RegoVersion: ast.RegoV1})
 	require.NoError(t, err, mod)
 }

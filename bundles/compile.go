@@ -11,13 +11,11 @@ import (
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/bundle"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
-	"github.com/sidecarops/sidecarops/policies"
 )
 
 // Root is the data path the compiled bundle owns. Administrators' bundles use other roots.
@@ -38,125 +36,55 @@ type State struct {
 	ControllerRevisions []*appsv1.ControllerRevision
 }
 
-// Compile builds the bundle of a State: data, the embedded static policies and the generated index.
-// Modules are parsed here, once, so that loading the bundle into the engine only compiles.
-func Compile(st State) (*bundle.Bundle, error) {
-	sets := make(map[string]any, len(st.SidecarSets))
-	canaries := map[string]any{}
-	for _, ss := range st.SidecarSets {
-		if base, ok := canaryBase(ss); ok {
-			canaries[ss.Name] = base
-		}
-		if _, dup := sets[ss.Name]; dup {
-			return nil, fmt.Errorf("SidecarSet/%s: metadata.name: duplicate SidecarSet name", ss.Name)
-		}
-		doc, err := Normalize(ss)
-		if err != nil {
-			return nil, err
-		}
-		sets[ss.Name] = doc
-	}
-	ownerIndex, err := owners(st.SidecarSets)
-	if err != nil {
-		return nil, err
-	}
-	namespaces := make(map[string]any, len(st.Namespaces))
-	for _, ns := range st.Namespaces {
-		namespaces[ns.Name] = namespaceDoc(ns)
-	}
-	revs := make(map[string]any, len(st.ControllerRevisions))
-	for _, cr := range st.ControllerRevisions {
-		revs[cr.Name] = revisionDoc(cr)
-	}
-	data := map[string]any{Root: map[string]any{"state": map[string]any{
-		"sidecarsets": sets,
-		"namespaces":  namespaces,
-		"revisions":   revs,
-		"owners":      ownerIndex,
-		"canaries":    canaries,
-	}}}
-
-	sources := policies.Modules()
-	sources[IndexModulePath] = IndexModule(st.SidecarSets)
-
-	b := &bundle.Bundle{
-		Manifest: bundle.Manifest{Roots: &[]string{Root}, RegoVersion: regoV1()},
-		Data:     data,
-	}
-	for _, path := range slices.Sorted(maps.Keys(sources)) {
-		parsed, err := ast.ParseModuleWithOpts(path, sources[path], ast.ParserOptions{RegoVersion: ast.RegoV1})
-		if err != nil {
-			return nil, fmt.Errorf("bundle module %s: %w", path, err)
-		}
-		b.Modules = append(b.Modules, bundle.ModuleFile{
-			URL: "/" + path, Path: "/" + path, RelativePath: path, Raw: []byte(sources[path]), Parsed: parsed,
-		})
-	}
-	rev, err := contentRevision(data, sources)
-	if err != nil {
-		return nil, err
-	}
-	b.Manifest.Revision = rev
-	return b, nil
-}
-
 // owners indexes SidecarSets by the names they could collide on: container and init container
 // names, volume names (grouped by definition digest), and annotation keys they patch with a policy
 // other than Retain. The conflict policy looks a SidecarSet's names up here instead of reading every
-// other SidecarSet, which keeps validating one SidecarSet against 10,000 others cheap.
-func owners(sets []*v1beta1.SidecarSet) (map[string]any, error) {
-	names := map[string]map[string][]any{"containers": {}, "initContainers": {}, "annotations": {}}
-	volumes := map[string]map[string][]any{}
-	add := func(idx map[string][]any, key, owner string) {
+// other SidecarSet, which keeps validating one SidecarSet against 10,000 others cheap. Owners are
+// listed in the order of order, the SidecarSets' names sorted.
+func owners(sets map[string]*setPart, order []string) ast.Object {
+	names := map[string]map[string][]*ast.Term{"containers": {}, "initContainers": {}, "annotations": {}}
+	volumes := map[string]map[string][]*ast.Term{}
+	add := func(idx map[string][]*ast.Term, key string, owner *ast.Term) {
 		list := idx[key]
 		if len(list) > 0 && list[len(list)-1] == owner {
 			return // a SidecarSet naming a key twice is one owner
 		}
 		idx[key] = append(list, owner)
 	}
-	for _, ss := range sets {
-		for _, c := range ss.Spec.Containers {
-			add(names["containers"], c.Name, ss.Name)
+	for _, name := range order {
+		p, owner := sets[name], ast.StringTerm(name)
+		for _, c := range p.owned.containers {
+			add(names["containers"], c, owner)
 		}
-		for _, c := range ss.Spec.InitContainers {
-			add(names["initContainers"], c.Name, ss.Name)
+		for _, c := range p.owned.initContainers {
+			add(names["initContainers"], c, owner)
 		}
-		for i := range ss.Spec.Volumes {
-			digest, err := volumeDigest(&ss.Spec.Volumes[i])
-			if err != nil {
-				return nil, fmt.Errorf("SidecarSet/%s: spec.volumes[%d]: %w", ss.Name, i, err)
-			}
-			name := ss.Spec.Volumes[i].Name
-			if volumes[name] == nil {
-				volumes[name] = map[string][]any{}
-			}
-			add(volumes[name], digest, ss.Name)
+		for _, k := range p.owned.annotations {
+			add(names["annotations"], k, owner)
 		}
-		for _, p := range ss.Spec.PatchPodMetadata {
-			if p.PatchPolicy == v1beta1.SidecarSetRetainPatchPolicy {
-				continue
+		for _, v := range p.owned.volumes {
+			if volumes[v[0]] == nil {
+				volumes[v[0]] = map[string][]*ast.Term{}
 			}
-			for _, k := range slices.Sorted(maps.Keys(p.Annotations)) {
-				add(names["annotations"], k, ss.Name)
-			}
+			add(volumes[v[0]], v[1], owner)
 		}
 	}
-	out := make(map[string]any, len(names)+1)
+	out := ast.NewObject()
 	for kind, idx := range names {
-		out[kind] = generic(idx)
+		out.Insert(ast.StringTerm(kind), ast.NewTerm(lists(idx)))
 	}
-	byName := make(map[string]any, len(volumes))
+	byName := ast.NewObject()
 	for name, byDigest := range volumes {
-		byName[name] = generic(byDigest)
+		byName.Insert(ast.StringTerm(name), ast.NewTerm(lists(byDigest)))
 	}
-	out["volumes"] = byName
-	return out, nil
+	out.Insert(ast.StringTerm("volumes"), ast.NewTerm(byName))
+	return out
 }
 
-func generic(idx map[string][]any) map[string]any {
-	out := make(map[string]any, len(idx))
+func lists(idx map[string][]*ast.Term) ast.Object {
+	out := ast.NewObject()
 	for k, v := range idx {
-		out[k] = v
+		out.Insert(ast.StringTerm(k), ast.ArrayTerm(v...))
 	}
 	return out
 }
@@ -166,8 +94,7 @@ func regoV1() *int {
 	return &v
 }
 
-// contentRevision makes the manifest revision a function of the content only, so identical state
-// compiles to an identical revision on every replica and across restarts.
+// contentRevision makes the manifest revision of a data bundle a function of the content only.
 func contentRevision(data map[string]any, sources map[string]string) (string, error) {
 	h := sha256.New()
 	raw, err := json.Marshal(data) // encoding/json sorts map keys: canonical enough for a hash
@@ -181,31 +108,19 @@ func contentRevision(data map[string]any, sources map[string]string) (string, er
 	return hex.EncodeToString(h.Sum(nil))[:20], nil
 }
 
-// IndexModule generates package sidecarops.index, the compiled form of every SidecarSet's own
-// admission test: one `matches` rule per SidecarSet (one per value of its first In expression when it
-// has no matchLabels) whose body holds its selector, its namespace scope and nothing else, written
-// as Rego over the input. A paused SidecarSet, or one whose selector is unset or empty, gets no rule:
-// it never injects (compat §1.3, compat §1.5).
-//
-// Equality tests between a ground input reference and a constant come first. OPA's rule index turns
-// them into a lookup on the pod's labels and namespace, so the decision costs about the same with 10
-// or 10,000 SidecarSets, and no SidecarSet document is read per admission. The match policy's
-// `applies` states the same judgement over the SidecarSet documents; a test proves the two agree.
-func IndexModule(sets []*v1beta1.SidecarSet) string {
-	sorted := append([]*v1beta1.SidecarSet(nil), sets...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+// IndexPackage is the package of the generated index module of a compiled bundle.
+const IndexPackage = "sidecarops.index"
 
+// IndexModule generates the index module of package pkg from SidecarSets' rules (IndexRules, by
+// name), the compiled form of every SidecarSet's own admission test: `matches` holds the names of
+// the SidecarSets that admit the pod being decided. The engine compiles a few SidecarSets' rules into
+// a module of another package when only they changed.
+func IndexModule(pkg string, rules map[string]string) string {
 	var b strings.Builder
 	b.WriteString("# Code generated by sidecarops bundles.IndexModule. DO NOT EDIT.\n")
-	b.WriteString("package sidecarops.index\n")
-	for _, ss := range sorted {
-		for _, body := range indexRules(ss) {
-			fmt.Fprintf(&b, "\nmatches contains %s if {\n", quote(ss.Name))
-			for _, c := range body {
-				fmt.Fprintf(&b, "\t%s\n", c)
-			}
-			b.WriteString("}\n")
-		}
+	fmt.Fprintf(&b, "package %s\n", pkg)
+	for _, name := range slices.Sorted(maps.Keys(rules)) {
+		b.WriteString(rules[name])
 	}
 	b.WriteString(`
 # Helpers are functions so that a negated test is a negated call: OPA would otherwise hoist the
@@ -217,14 +132,36 @@ _has_label(labels, key) if _ = labels[key]
 	return b.String()
 }
 
+// IndexRules renders a SidecarSet's own admission test as rules of the index module: one `matches`
+// rule (one per value of its first In expression when it has no matchLabels) whose body holds its
+// selector, its namespace scope and nothing else, written as Rego over the input. A paused
+// SidecarSet, or one whose selector is unset or empty, gets no rule: it never injects (compat §1.3,
+// compat §1.5).
+//
+// Equality tests between a ground input reference and a constant come first. OPA's rule index turns
+// them into a lookup on the pod's labels and namespace, so the decision costs about the same with 10
+// or 10,000 SidecarSets, and no SidecarSet document is read per admission. The match policy's
+// `applies` states the same judgement over the SidecarSet documents; a test proves the two agree.
+func IndexRules(ss *v1beta1.SidecarSet) string {
+	var b strings.Builder
+	for _, body := range indexRules(ss) {
+		fmt.Fprintf(&b, "\nmatches contains %s if {\n", quote(ss.Name))
+		for _, c := range body {
+			fmt.Fprintf(&b, "\t%s\n", c)
+		}
+		b.WriteString("}\n")
+	}
+	return b.String()
+}
+
 const (
 	podLabelsRef       = "input.pod.metadata.labels"
-	namespaceLabelsRef = "data.sidecarops.match.namespace_labels"
+	namespaceLabelsRef = "data.sidecarops.labels.namespace"
 	// podLabelsOrEmpty is the pod's labels, {} when it has none. Negated tests read it: an
 	// unlabelled pod satisfies NotIn and DoesNotExist, but `not` over the undefined
 	// input.pod.metadata.labels of a pod without labels fails. Positive tests keep the input
 	// reference, which OPA's rule index looks up.
-	podLabelsOrEmpty = "data.sidecarops.match.pod_labels"
+	podLabelsOrEmpty = "data.sidecarops.labels.pod"
 )
 
 // indexRules returns the bodies of the rules to emit for ss; none when ss can never inject.

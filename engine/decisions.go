@@ -66,6 +66,12 @@ func (s *Snapshot) DecideDecoded(ctx context.Context, ns string, podJSON []byte)
 // DecideInput is Decide for an input already built by Input, so a caller that evaluates several
 // decisions for one pod converts it once.
 func (s *Snapshot) DecideInput(ctx context.Context, in ast.Value) (Decision, error) {
+	if s.delta != nil {
+		var err error
+		if in, err = s.delta.input(ctx, in); err != nil {
+			return Decision{}, err
+		}
+	}
 	v, err := evalOne(ctx, s.match, in)
 	if err != nil {
 		return Decision{}, fmt.Errorf("engine: %s: %w", matchQuery, err)

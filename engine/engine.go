@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
 	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	appsv1 "k8s.io/api/apps/v1"
 
@@ -63,19 +67,23 @@ type Inputs struct {
 
 // Snapshot is one immutable, prepared policy state.
 type Snapshot struct {
-	revision       string
-	adminRevisions []string
-	sidecarSets    map[string]*v1beta1.SidecarSet
-	revisions      history.Source
-	podProjection  *projection
-	deterministic  bool
-	match          rego.PreparedEvalQuery
-	explain        rego.PreparedEvalQuery
-	conflict       rego.PreparedEvalQuery
-	whitelist      rego.PreparedEvalQuery
+	revision        string
+	adminRevisions  []string
+	sidecarSets     map[string]*v1beta1.SidecarSet
+	revisions       history.Source
+	revisionObjects []*appsv1.ControllerRevision
+	podProjection   *projection
+	// delta, when set, holds the index rules compiled apart from match's (Compiler).
+	delta         *delta
+	deterministic bool
+	match         rego.PreparedEvalQuery
+	explain       rego.PreparedEvalQuery
+	conflict      rego.PreparedEvalQuery
+	whitelist     rego.PreparedEvalQuery
 }
 
-// Prepare merges the bundles, compiles their modules once and prepares every decision query.
+// Prepare merges the bundles, compiles their modules once and prepares every decision query. It
+// compiles everything every time; the policy loader keeps a Compiler instead.
 func Prepare(ctx context.Context, in Inputs) (*Snapshot, error) {
 	if in.Core == nil {
 		return nil, fmt.Errorf("engine: no compiled bundle")
@@ -86,54 +94,86 @@ func Prepare(ctx context.Context, in Inputs) (*Snapshot, error) {
 	}
 	modules := map[string]*ast.Module{}
 	data := map[string]any{}
-	adminRevs := make([]string, 0, len(in.Admin))
 	for i, b := range all {
+		parsed := make(map[string]*ast.Module, len(b.Modules))
 		for _, m := range b.Modules {
-			// Prefixing with the bundle's position keeps two bundles' same-named files apart.
-			modules[fmt.Sprintf("bundle%d%s", i, m.Path)] = m.Parsed
+			parsed[m.Path] = m.Parsed
 		}
+		maps.Copy(modules, prefixed(i, parsed))
 		if err := mergeData(data, b.Data); err != nil {
 			return nil, fmt.Errorf("engine: bundle %d: %w", i, err)
 		}
-		if i > 0 {
-			adminRevs = append(adminRevs, b.Manifest.Revision)
-		}
 	}
+	compiler, err := compile(modules)
+	if err != nil {
+		return nil, err
+	}
+	store := inmem.NewFromObjectWithOpts(data, inmem.OptRoundTripOnWrite(true), inmem.OptReturnASTValuesOnRead(true))
+	s := &Snapshot{revision: in.Core.Manifest.Revision, adminRevisions: revisions(in.Admin)}
+	s.podProjection, s.deterministic = podProjection(nil, compiler.Modules), deterministic(compiler.Modules)
+	if err := s.prepare(ctx, compiler, store); err != nil {
+		return nil, err
+	}
+	s.setObjects(in.SidecarSets, in.ControllerRevisions)
+	return s, nil
+}
+
+// prefixed names modules after the position of their bundle, which keeps two bundles' same-named
+// files apart.
+func prefixed(i int, modules map[string]*ast.Module) map[string]*ast.Module {
+	out := make(map[string]*ast.Module, len(modules))
+	for path, m := range modules {
+		out[fmt.Sprintf("bundle%d/%s", i, strings.TrimPrefix(path, "/"))] = m
+	}
+	return out
+}
+
+func compile(modules map[string]*ast.Module) (*ast.Compiler, error) {
 	compiler := ast.NewCompiler()
 	if compiler.Compile(modules); compiler.Failed() {
 		return nil, fmt.Errorf("engine: compiling policies: %w", compiler.Errors)
 	}
-	store := inmem.NewFromObjectWithOpts(data, inmem.OptRoundTripOnWrite(true), inmem.OptReturnASTValuesOnRead(true))
+	return compiler, nil
+}
 
-	s := &Snapshot{
-		revision:       in.Core.Manifest.Revision,
-		adminRevisions: adminRevs,
-		podProjection:  podProjection(compiler.Modules),
-		deterministic:  deterministic(compiler.Modules),
-	}
-	s.setObjects(in.SidecarSets, in.ControllerRevisions)
+// prepare prepares every decision query of s on compiler and store.
+func (s *Snapshot) prepare(ctx context.Context, compiler *ast.Compiler, store storage.Store) error {
 	for _, q := range []struct {
 		query string
 		dst   *rego.PreparedEvalQuery
 	}{{matchQuery, &s.match}, {explainQuery, &s.explain}, {conflictQuery, &s.conflict}, {whitelistQuery, &s.whitelist}} {
 		pq, err := rego.New(rego.Query(q.query), rego.Compiler(compiler), rego.Store(store)).PrepareForEval(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("engine: preparing %s: %w", q.query, err)
+			return fmt.Errorf("engine: preparing %s: %w", q.query, err)
 		}
 		*q.dst = pq
 	}
-	return s, nil
+	return nil
 }
 
-// WithObjects returns a snapshot that decides exactly as s (same prepared queries) but hands out
+// withObjects returns a snapshot that decides exactly as s (same prepared queries) but hands out
 // these SidecarSets and ControllerRevisions. It is only correct when they compile to s's bundle
 // revision: the policies then read nothing that differs, while mutation reads the objects
 // themselves (images, injectionStrategy.revision, status.latestRevision), which a bundle does not
 // record. The loader uses it to skip the OPA compile for such changes.
-func (s *Snapshot) WithObjects(sidecarSets []*v1beta1.SidecarSet, revs []*appsv1.ControllerRevision) *Snapshot {
+func (s *Snapshot) withObjects(sidecarSets []*v1beta1.SidecarSet, revs []*appsv1.ControllerRevision) *Snapshot {
 	c := *s
 	c.setObjects(sidecarSets, revs)
 	return &c
+}
+
+// sameObjects reports whether s hands out exactly these objects (by identity: the loader replaces an
+// object whenever anything injection reads of it changes).
+func (s *Snapshot) sameObjects(sidecarSets []*v1beta1.SidecarSet, revs []*appsv1.ControllerRevision) bool {
+	if len(sidecarSets) != len(s.sidecarSets) || len(revs) != len(s.revisionObjects) {
+		return false
+	}
+	for _, ss := range sidecarSets {
+		if s.sidecarSets[ss.Name] != ss {
+			return false
+		}
+	}
+	return slices.Equal(revs, s.revisionObjects)
 }
 
 func (s *Snapshot) setObjects(sidecarSets []*v1beta1.SidecarSet, revs []*appsv1.ControllerRevision) {
@@ -142,6 +182,16 @@ func (s *Snapshot) setObjects(sidecarSets []*v1beta1.SidecarSet, revs []*appsv1.
 		s.sidecarSets[ss.Name] = ss
 	}
 	s.revisions = history.NewStaticSource(revs...)
+	s.revisionObjects = revs
+}
+
+// Partial is how many SidecarSets' index rules the snapshot compiled apart from the others
+// (Compiler): 0 normally; more after a change in a large fleet, until the Compiler folds them in.
+func (s *Snapshot) Partial() int {
+	if s.delta == nil {
+		return 0
+	}
+	return s.delta.stale.Value.(ast.Set).Len()
 }
 
 // Revision is the compiled bundle's revision.

@@ -306,7 +306,7 @@ x if input[input.namespace]`}, pod},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := input(podProjection(mods(tc.srcs...)), "n", []byte(pod))
+			got, err := input(podProjection(nil, mods(tc.srcs...)), "n", []byte(pod))
 			require.NoError(t, err)
 			want, err := ast.ValueFromReader(strings.NewReader(tc.want))
 			require.NoError(t, err)

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -23,10 +24,11 @@ type projection struct {
 	path string
 }
 
-// podProjection collects the paths under input.pod referenced by the compiled modules.
-func podProjection(modules map[string]*ast.Module) *projection {
-	root := &projection{}
-	for _, m := range modules {
+// podProjection collects the paths under input.pod referenced by the modules, added to those of
+// from (nil: none), which it leaves as it was.
+func podProjection(from *projection, modules ...map[string]*ast.Module) *projection {
+	root := from.clone()
+	for m := range all(modules) {
 		ast.WalkRefs(m, func(r ast.Ref) bool {
 			if !r[0].Equal(ast.InputRootDocument) {
 				return false
@@ -56,6 +58,20 @@ func podProjection(modules map[string]*ast.Module) *projection {
 		})
 	}
 	return root
+}
+
+func (p *projection) clone() *projection {
+	if p == nil {
+		return &projection{}
+	}
+	c := &projection{all: p.all, path: p.path}
+	if p.children != nil {
+		c.children = make(map[string]*projection, len(p.children))
+		for k, child := range p.children {
+			c.children[k] = child.clone()
+		}
+	}
+	return c
 }
 
 // add marks path as read; an empty path is the whole pod.
@@ -94,13 +110,13 @@ func (p *projection) reads(path []string) bool {
 
 // deterministic reports whether no module calls a builtin OPA marks non-deterministic. A call is
 // an expression's operator or a term nested in one; both are walked.
-func deterministic(modules map[string]*ast.Module) bool {
+func deterministic(modules ...map[string]*ast.Module) bool {
 	nondeterministic := func(op ast.Ref) bool {
 		b, ok := ast.BuiltinMap[op.String()]
 		return ok && b.Nondeterministic
 	}
 	found := false
-	for _, m := range modules {
+	for m := range all(modules) {
 		ast.WalkExprs(m, func(e *ast.Expr) bool {
 			found = found || (e.IsCall() && nondeterministic(e.Operator()))
 			return found
@@ -115,6 +131,19 @@ func deterministic(modules map[string]*ast.Module) bool {
 		})
 	}
 	return !found
+}
+
+// all iterates the modules of several module maps.
+func all(sets []map[string]*ast.Module) iter.Seq[*ast.Module] {
+	return func(yield func(*ast.Module) bool) {
+		for _, set := range sets {
+			for _, m := range set {
+				if !yield(m) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // value converts the projected part of r.

@@ -3,6 +3,7 @@
 // (docs/design.md, "Decisions"):
 //
 //	sidecarops.selector   LabelSelector matching and overlap (a library)
+//	sidecarops.labels     the pod's and its namespace's labels, as selector tests read them
 //	sidecarops.match      data.sidecarops.match.decision: which SidecarSets inject into a pod
 //	sidecarops.explain    data.sidecarops.explain.reasons: why each SidecarSet does or does not
 //	sidecarops.conflict   data.sidecarops.conflict.violations: collisions with other SidecarSets

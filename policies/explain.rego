@@ -26,7 +26,7 @@ _why_not(name, sidecarset) := sort(match.obstacles(sidecarset)) if {
 _applicable := {name | some name, sidecarset in data.sidecarops.state.sidecarsets; match.applies(sidecarset)}
 
 _canaries := canaries if {
-	canaries := match.canaries with data.sidecarops.index.matches as _applicable
+	canaries := match.canaries with match.applicable as _applicable
 }
 
 _replaced(name) := sort([sprintf("replaced by canary SidecarSet %s", [canary]) |

@@ -3,7 +3,7 @@
 # description: |-
 #   Which SidecarSets inject into a pod being admitted (compat §1.12 steps 2-5, compat §1.21).
 #
-#   Input: {"namespace": <pod namespace>, "pod": <pod JSON>}.
+#   Input: {"namespace": <pod namespace>, "pod": <pod JSON>}, and "index" (see applicable) from the engine.
 #   This runs on every pod admission with up to 10,000 SidecarSets in data. Whether a SidecarSet
 #   admits the pod on its own account (selector, namespace scope, paused) is compiled by bundles into
 #   the generated module data.sidecarops.index, whose rules OPA's index looks up by the pod's labels;
@@ -11,6 +11,7 @@
 # scope: package
 package sidecarops.match
 
+import data.sidecarops.labels
 import data.sidecarops.selector
 
 # decision: matched names in injection order (by name, decision D1); an administrator's
@@ -74,9 +75,18 @@ default denied := []
 denied := sort(data.gates.deny_injection)
 
 # applicable: SidecarSets that would inject on their own account, before canaries displace bases.
+# When only a few SidecarSets of a large fleet changed, the engine does not recompile the index: it
+# compiles their rules alone, evaluates them first and passes input.index, the names whose rules in
+# data.sidecarops.index are out of date (stale) and those of them that admit the pod (fresh).
 default applicable := set()
 
-applicable := data.sidecarops.index.matches
+applicable := data.sidecarops.index.matches if not input.index
+
+applicable := (_indexed - input.index.stale) | input.index.fresh
+
+default _indexed := set()
+
+_indexed := data.sidecarops.index.matches
 
 # applies is the judgement the generated index compiles, stated over a SidecarSet document: the
 # reference the index is tested against (bundles' tests) and what explain uses. It holds exactly when
@@ -84,13 +94,13 @@ applicable := data.sidecarops.index.matches
 applies(sidecarset) if {
 	not sidecarset.injectionPaused
 	not selector.is_empty(sidecarset.selector)
-	selector.matches(sidecarset.selector, pod_labels)
+	selector.matches(sidecarset.selector, labels.pod)
 	_namespace_matches(object.get(sidecarset, "namespaceSelector", null))
 }
 
 _namespace_matches(null)
 
-_namespace_matches(namespace_selector) if selector.matches(namespace_selector, namespace_labels)
+_namespace_matches(namespace_selector) if selector.matches(namespace_selector, labels.namespace)
 
 # canaries: [canary, base] for each applicable canary; the canary takes the pod from its base
 # (compat §1.12 step 4). bundles lists the canaries in data.sidecarops.state.canaries (canary → base),
@@ -114,25 +124,14 @@ _pod_obstacles(sidecarset) := {"selector: not set (spec.selector is required)"} 
 	object.get(sidecarset, "selector", null) == null
 } else := {"selector: empty (an empty selector matches no pod)"} if {
 	selector.is_empty(sidecarset.selector)
-} else := {sprintf("selector: %s: pod %s", [failure.term, selector.observed(pod_labels, failure.key)]) |
-	some failure in selector.failures(sidecarset.selector, pod_labels)
+} else := {sprintf("selector: %s: pod %s", [failure.term, selector.observed(labels.pod, failure.key)]) |
+	some failure in selector.failures(sidecarset.selector, labels.pod)
 }
 
 # A null namespaceSelector means every namespace (a v1alpha1 spec.namespace reaches the policies
 # as the namespaceSelector it converts into).
 _namespace_obstacles(sidecarset) := set() if {
 	object.get(sidecarset, "namespaceSelector", null) == null
-} else := {sprintf("namespaceSelector: %s: namespace %s %s", [failure.term, input.namespace, selector.observed(namespace_labels, failure.key)]) |
-	some failure in selector.failures(sidecarset.namespaceSelector, namespace_labels)
+} else := {sprintf("namespaceSelector: %s: namespace %s %s", [failure.term, input.namespace, selector.observed(labels.namespace, failure.key)]) |
+	some failure in selector.failures(sidecarset.namespaceSelector, labels.namespace)
 }
-
-# Read through the full path (not object.get on input.pod): the engine converts only the parts of
-# the pod that some policy reads, and a reference to input.pod as a whole would mean all of it.
-default pod_labels := {}
-
-pod_labels := input.pod.metadata.labels
-
-# Offline input often has no Namespace objects; every real Namespace carries its name label.
-namespace_labels := labels if {
-	labels := data.sidecarops.state.namespaces[input.namespace].labels
-} else := {"kubernetes.io/metadata.name": input.namespace}

@@ -93,6 +93,20 @@ test_only_index_matches_inject if {
 	decision.matched == ["s2"]
 }
 
+# The engine's partial recompile: input.index names the SidecarSets whose compiled rules are out of
+# date (stale, whatever those rules say) and those of them that admit the pod (fresh).
+test_stale_index_rules_are_replaced_by_fresh_ones if {
+	sets := [_nginx("kept", {}), _nginx("changed", {}), _nginx("added", {}), _nginx("unselected", {})]
+	decision := match.decision with input as {
+		"namespace": "default", "pod": pod({"app": "nginx"}),
+		"index": {"stale": {"changed", "added", "unselected", "deleted"}, "fresh": {"changed", "added"}},
+	}
+		with data.sidecarops.state.sidecarsets as by_name(sets)
+		with data.sidecarops.state.canaries as canaries(sets)
+		with data.sidecarops.index.matches as {"kept", "changed", "unselected", "deleted"}
+	decision.matched == ["added", "changed", "kept"]
+}
+
 test_no_index_no_match if {
 	decision := match.decision with input as {"namespace": "default", "pod": pod({"app": "nginx"})}
 		with data.sidecarops.state.sidecarsets as by_name([_nginx("s1", {})])

@@ -110,7 +110,7 @@ func BenchmarkAdmissionReviewCodec(b *testing.B) {
 // deepcopies/op is the time per review over that of one deep copy of the pod.
 func BenchmarkPodInjectorPerPod(b *testing.B) {
 	in := perfinputs.For(b, 10)
-	snap, _, err := injector.Snapshot(context.Background(), injector.Policies{State: bundles.State{SidecarSets: in.SidecarSets, Namespaces: in.Namespaces}})
+	snap, err := injector.Snapshot(context.Background(), injector.Policies{State: bundles.State{SidecarSets: in.SidecarSets, Namespaces: in.Namespaces}})
 	require.NoError(b, err)
 	eng := &engine.Engine{}
 	eng.Swap(snap)

@@ -39,7 +39,10 @@ func compileCmd() *cobra.Command {
 			if err := w.err(); err != nil {
 				return errors.Join(err, fmt.Errorf("%s not written", out))
 			}
-			b := w.core
+			b, err := w.compiler.Bundle()
+			if err != nil {
+				return err
+			}
 			if signingKey != "" {
 				key, err := os.ReadFile(signingKey)
 				if err != nil {

@@ -58,8 +58,9 @@ type workspace struct {
 	namespaces []*corev1.Namespace
 	revisions  []*appsv1.ControllerRevision
 	workloads  []*manifest.Object
-	core       *bundle.Bundle
-	snapshot   *engine.Snapshot
+	// compiler prepared snapshot; its Bundle is what `sidecarctl compile` writes.
+	compiler *engine.Compiler
+	snapshot *engine.Snapshot
 	// problems are the documents that did not decode, the SidecarSets a cluster would have refused
 	// and what a command could not do for one object, one line each, in the unified format
 	// FILE: document N (Kind/Name): field: reason. Any of them makes the command exit 1.
@@ -148,12 +149,15 @@ func (f *sourceFlags) load(cmd *cobra.Command, others string) (*workspace, error
 	if len(configMaps) > 0 {
 		configMap = configMaps[0]
 	}
-	build := func(sets []*v1beta1.SidecarSet) (*engine.Snapshot, *bundle.Bundle, error) {
-		return injector.Snapshot(cmd.Context(), injector.Policies{
+	build := func(sets []*v1beta1.SidecarSet) (*engine.Snapshot, *engine.Compiler, error) {
+		c := new(engine.Compiler)
+		snap, err := injector.Snapshot(cmd.Context(), injector.Policies{
 			State:     bundles.State{SidecarSets: sets, Namespaces: w.namespaces, ControllerRevisions: w.revisions},
 			Admin:     admin,
 			Whitelist: func() (*bundle.Bundle, error) { return f.whitelist(configMap) },
+			Compiler:  c,
 		})
+		return snap, c, err
 	}
 	if err := w.admit(cmd.Context(), candidates, build); err != nil {
 		return nil, err
@@ -193,7 +197,7 @@ func (f *sourceFlags) read(cmd *cobra.Command) (*workspace, error) {
 // Each is first validated beside every other SidecarSet given, with one compile. Only one refused
 // there is validated again beside those admitted before it, which takes a compile of its own: of
 // two that collide, the first is then admitted and the second refused, naming the first.
-func (w *workspace) admit(ctx context.Context, candidates []*v1beta1.SidecarSet, build func([]*v1beta1.SidecarSet) (*engine.Snapshot, *bundle.Bundle, error)) error {
+func (w *workspace) admit(ctx context.Context, candidates []*v1beta1.SidecarSet, build func([]*v1beta1.SidecarSet) (*engine.Snapshot, *engine.Compiler, error)) error {
 	all, allCore, err := build(candidates)
 	if err != nil {
 		return err
@@ -201,7 +205,7 @@ func (w *workspace) admit(ctx context.Context, candidates []*v1beta1.SidecarSet,
 	var (
 		admitted     []*v1beta1.SidecarSet
 		earlier      *engine.Snapshot
-		earlierCore  *bundle.Bundle
+		earlierCore  *engine.Compiler
 		earlierHolds = -1 // how many of admitted earlier holds
 	)
 	for _, ss := range candidates {
@@ -231,11 +235,11 @@ func (w *workspace) admit(ctx context.Context, candidates []*v1beta1.SidecarSet,
 	w.sidecarSets = admitted
 	switch len(admitted) {
 	case len(candidates):
-		w.snapshot, w.core = all, allCore
+		w.snapshot, w.compiler = all, allCore
 	case earlierHolds:
-		w.snapshot, w.core = earlier, earlierCore
+		w.snapshot, w.compiler = earlier, earlierCore
 	default:
-		w.snapshot, w.core, err = build(admitted)
+		w.snapshot, w.compiler, err = build(admitted)
 	}
 	return err
 }

@@ -63,9 +63,12 @@ func gateBundle(t *testing.T, body string) *bundle.Bundle {
 
 func snapshotOf(t *testing.T, admin []*bundle.Bundle, sets ...*v1beta1.SidecarSet) *engine.Snapshot {
 	t.Helper()
-	snap, core, err := Snapshot(context.Background(), Policies{State: bundles.State{SidecarSets: sets}, Admin: admin})
+	var c engine.Compiler
+	snap, err := Snapshot(context.Background(), Policies{State: bundles.State{SidecarSets: sets}, Admin: admin, Compiler: &c})
 	require.NoError(t, err)
-	require.Equal(t, core.Manifest.Revision, snap.Revision(), "the snapshot is prepared from the bundle returned")
+	core, err := c.Bundle()
+	require.NoError(t, err)
+	require.Equal(t, core.Manifest.Revision, snap.Revision(), "the Compiler's bundle is the snapshot's")
 	return snap
 }
 
@@ -311,7 +314,7 @@ func TestSnapshotWhitelistFallback(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			called := false
-			snap, _, err := Snapshot(context.Background(), Policies{
+			snap, err := Snapshot(context.Background(), Policies{
 				State: bundles.State{SidecarSets: []*v1beta1.SidecarSet{sidecarSet(t, "log", "web")}},
 				Admin: tc.admin,
 				Whitelist: func() (*bundle.Bundle, error) {
@@ -333,26 +336,24 @@ func TestSnapshotWhitelistFallback(t *testing.T) {
 		})
 	}
 	t.Run("the ConfigMap's error is the snapshot's", func(t *testing.T) {
-		_, _, err := Snapshot(context.Background(), Policies{Whitelist: func() (*bundle.Bundle, error) { return nil, errors.New("bad ConfigMap") }})
+		_, err := Snapshot(context.Background(), Policies{Whitelist: func() (*bundle.Bundle, error) { return nil, errors.New("bad ConfigMap") }})
 		require.EqualError(t, err, "bad ConfigMap")
 	})
 }
 
-func TestSnapshotReuse(t *testing.T) {
+// With a Compiler, Snapshot answers the Compiler's snapshot: the same one again when nothing
+// changed.
+func TestSnapshotWithCompiler(t *testing.T) {
 	sets := []*v1beta1.SidecarSet{sidecarSet(t, "log", "web")}
-	prev := snapshotOf(t, nil, sets...)
-	var seen string
-	snap, core, err := Snapshot(context.Background(), Policies{
-		State: bundles.State{SidecarSets: sets},
-		Reuse: func(core *bundle.Bundle) (*engine.Snapshot, bool) {
-			seen = core.Manifest.Revision
-			return prev, true
-		},
-	})
+	var c engine.Compiler
+	p := Policies{State: bundles.State{SidecarSets: sets}, Compiler: &c}
+	first, err := Snapshot(context.Background(), p)
 	require.NoError(t, err)
-	assert.Same(t, prev, snap, "the engine's compile is skipped")
-	assert.Equal(t, prev.Revision(), seen, "Reuse sees the compiled bundle")
-	assert.Equal(t, seen, core.Manifest.Revision)
+	again, err := Snapshot(context.Background(), p)
+	require.NoError(t, err)
+	assert.Same(t, first, again)
+	whole := snapshotOf(t, nil, sets...)
+	assert.Equal(t, whole.Revision(), first.Revision(), "one Compiler's revision is another's")
 }
 
 // The patch applies to the pod as it arrived, also when its JSON lacks spec or metadata entirely

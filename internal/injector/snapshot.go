@@ -18,10 +18,10 @@ type Policies struct {
 	// Whitelist, when set, supplies the whitelist converted from OpenKruise's kruise-configuration
 	// ConfigMap. It is called only when no bundle of Admin owns the whitelist root.
 	Whitelist func() (*bundle.Bundle, error)
-	// Reuse, when set, sees the compiled bundle before the engine prepares it and may answer a
-	// snapshot instead (ok true; nil means "the snapshot in force already is this one"), which
-	// skips the engine's compile, the expensive half.
-	Reuse func(core *bundle.Bundle) (snap *engine.Snapshot, ok bool)
+	// Compiler, when set, prepares the snapshot from what it compiled for earlier calls, so that a
+	// change costs what it touches (the policy loader keeps one). It answers the snapshot it
+	// answered last when nothing changed.
+	Compiler *engine.Compiler
 }
 
 // NeedsWhitelist reports whether no bundle of admin owns the whitelist root, so that the whitelist
@@ -36,26 +36,20 @@ func NeedsWhitelist(admin []*bundle.Bundle) bool {
 }
 
 // Snapshot compiles p.State and prepares it with the administrators' bundles, adding the
-// ConfigMap's whitelist when none of them provides one. It returns the snapshot and the compiled
-// bundle it was prepared from (sidecarctl compile writes it).
-func Snapshot(ctx context.Context, p Policies) (*engine.Snapshot, *bundle.Bundle, error) {
+// ConfigMap's whitelist when none of them provides one, through p.Compiler (a new one when unset;
+// its Bundle is the compiled bundle, which sidecarctl compile writes).
+func Snapshot(ctx context.Context, p Policies) (*engine.Snapshot, error) {
 	admin := p.Admin
 	if p.Whitelist != nil && NeedsWhitelist(admin) {
 		wl, err := p.Whitelist()
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		admin = append(admin[:len(admin):len(admin)], wl)
 	}
-	core, err := bundles.Compile(p.State)
-	if err != nil {
-		return nil, nil, err
+	c := p.Compiler
+	if c == nil {
+		c = new(engine.Compiler)
 	}
-	if p.Reuse != nil {
-		if snap, ok := p.Reuse(core); ok {
-			return snap, core, nil
-		}
-	}
-	snap, err := engine.Prepare(ctx, engine.Inputs{Core: core, SidecarSets: p.State.SidecarSets, ControllerRevisions: p.State.ControllerRevisions, Admin: admin})
-	return snap, core, err
+	return c.Snapshot(ctx, p.State, admin)
 }

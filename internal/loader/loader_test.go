@@ -20,6 +20,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/engine"
 )
 
 func TestReadyOnlyAfterFirstCompile(t *testing.T) {
@@ -419,4 +420,36 @@ func TestChangesOutsideTheBundleReachInjection(t *testing.T) {
 		return ok && got.Status.LatestRevision == "a-1" && got.Spec.InjectionStrategy.Revision != nil
 	}, "the new SidecarSet served")
 	assert.Equal(t, first.Revision(), h.eng.Current().Revision(), "the policies did not change")
+}
+
+// A change in a large fleet serves at once from a partial compile (the changed SidecarSet's rules
+// apart); once changes have stopped for FoldAfter, the loop folds them into one compile: the same
+// revision, nothing apart, the gauge back to 0.
+func TestPartialCompileFoldedAfterChangesStop(t *testing.T) {
+	h := newHarness(t, Options{FoldAfter: 50 * time.Millisecond})
+	for i := range 300 {
+		require.NoError(t, h.st.SetSidecarSet(sidecarSet(fmt.Sprintf("ss-%03d", i), map[string]string{"app": fmt.Sprint(i)})))
+	}
+	h.start(t)
+	h.st.SetClusterSynced()
+	eventually(t, func() bool { return h.st.Ready() == nil }, "first compile")
+	require.Equal(t, 0, h.eng.Current().Partial())
+
+	require.NoError(t, h.st.SetSidecarSet(sidecarSet("ss-007", map[string]string{"app": "web"})))
+	var partial *engine.Snapshot
+	eventually(t, func() bool {
+		cur := h.eng.Current()
+		if cur.Partial() == 1 {
+			partial = cur
+		}
+		return partial != nil || h.compiles(resultSuccess) >= 2
+	}, "the change compiled")
+	require.NotNil(t, partial, "the change was served from a partial compile")
+	eventually(t, func() bool { return h.eng.Current().Partial() == 0 }, "folded")
+	folded := h.eng.Current()
+	assert.Equal(t, partial.Revision(), folded.Revision())
+	assert.Equal(t, 0.0, testutil.ToFloat64(h.st.metrics.partial))
+	d, err := folded.Decide(context.Background(), "shop", podJSON(t, map[string]string{"app": "web"}, false))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ss-007"}, d.MatchedNames())
 }

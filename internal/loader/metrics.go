@@ -23,6 +23,7 @@ type metrics struct {
 	sourceSuccess   *prometheus.GaugeVec
 	refused         *prometheus.GaugeVec
 	refusedPolls    *prometheus.CounterVec
+	partial         prometheus.Gauge
 }
 
 func newMetrics(r prometheus.Registerer) (*metrics, error) {
@@ -65,6 +66,10 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 			Name: "sidecarops_bundle_refused",
 			Help: "1 while the newest bundle of a source is refused (its last good bundle, if any, serving instead), 0 once one is accepted.",
 		}, []string{"source"}),
+		partial: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sidecarops_policy_partial_sidecarsets",
+			Help: "SidecarSets whose rules the snapshot serving decisions compiled apart after a change (0 once folded into one compile, FoldAfter after changes stop).",
+		}),
 		refusedPolls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sidecarops_bundle_refused_polls_total",
 			Help: "Polls of a bundle source answered while its newest bundle stands refused: the poll that brought it, then each that found it unchanged (logged once, counted every time).",
@@ -99,6 +104,9 @@ func newMetrics(r prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.refusedPolls, err = promreg.Register(r, m.refusedPolls); err != nil {
+		return nil, err
+	}
+	if m.partial, err = promreg.Register(r, m.partial); err != nil {
 		return nil, err
 	}
 	for _, res := range []string{resultSuccess, resultFailure} {

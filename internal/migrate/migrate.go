@@ -267,7 +267,7 @@ func checkVerdicts(ctx context.Context, items []v1beta1.SidecarSet, crs []appsv1
 		if err := defaults.SidecarSetAndHash(ss); err != nil {
 			return fmt.Errorf("SidecarSet %s: %w", ss.Name, err)
 		}
-		snap, _, err := injector.Snapshot(ctx, injector.Policies{State: bundles.State{SidecarSets: earlier, ControllerRevisions: revs}})
+		snap, err := injector.Snapshot(ctx, injector.Policies{State: bundles.State{SidecarSets: earlier, ControllerRevisions: revs}})
 		if err != nil {
 			return err
 		}

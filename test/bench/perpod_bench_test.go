@@ -33,7 +33,7 @@ func BenchmarkPerPod(b *testing.B) {
 		// Inputs are generated inside the size's sub-benchmark, so that -bench selects what is built.
 		b.Run(fmt.Sprintf("sidecarsets=%d", n), func(b *testing.B) {
 			in := perfinputs.For(b, n)
-			snap, _, err := injector.Snapshot(ctx, injector.Policies{State: bundles.State{SidecarSets: in.SidecarSets, Namespaces: in.Namespaces}})
+			snap, err := injector.Snapshot(ctx, injector.Policies{State: bundles.State{SidecarSets: in.SidecarSets, Namespaces: in.Namespaces}})
 			if err != nil {
 				b.Fatal(err)
 			}

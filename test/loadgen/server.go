@@ -50,7 +50,7 @@ type server struct {
 // io.Discard: the encoding is the webhook's cost, writing the line to a terminal is not.
 func startServer(ctx context.Context, sets []*v1beta1.SidecarSet, decisionLog bool) (*server, error) {
 	began := time.Now()
-	snap, _, err := injector.Snapshot(ctx, injector.Policies{State: bundles.State{SidecarSets: sets}})
+	snap, err := injector.Snapshot(ctx, injector.Policies{State: bundles.State{SidecarSets: sets}})
 	if err != nil {
 		return nil, fmt.Errorf("compiling the fleet: %w", err)
 	}

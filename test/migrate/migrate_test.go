@@ -264,7 +264,7 @@ func record(t *testing.T, ss *v1beta1.SidecarSet, number int64) *appsv1.Controll
 // createInjected creates pod game-i as OpenKruise's webhook injected it: the injection is the same
 // code sidecarops serves, which writes OpenKruise's containers and annotations byte for byte.
 func createInjected(t *testing.T, ss *v1beta1.SidecarSet, revs []*appsv1.ControllerRevision, i int) *corev1.Pod {
-	snap, _, err := injector.Snapshot(ctx(t), injector.Policies{State: bundles.State{SidecarSets: []*v1beta1.SidecarSet{ss}, ControllerRevisions: revs}})
+	snap, err := injector.Snapshot(ctx(t), injector.Policies{State: bundles.State{SidecarSets: []*v1beta1.SidecarSet{ss}, ControllerRevisions: revs}})
 	require.NoError(t, err)
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: fmt.Sprintf("game-%d", i), Labels: map[string]string{"app": "game"}},
