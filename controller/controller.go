@@ -61,6 +61,8 @@ type Reconciler struct {
 	conflicts *conflicts
 	// lastWaiting is the last RolloutWaiting message per SidecarSet (string by string).
 	lastWaiting sync.Map
+	// statusWritten is when each SidecarSet's status was last written (string by time.Time).
+	statusWritten sync.Map
 }
 
 // SetupWithManager registers the controller: SidecarSets (creation, deletion, spec changes —
@@ -128,6 +130,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.exp.forget(req.Name)
 			r.tr.forget(req.Name)
 			r.lastWaiting.Delete(req.Name)
+			r.statusWritten.Delete(req.Name)
 			r.forgetConflicts(ctx, req.Name)
 			return ctrl.Result{}, nil
 		}
@@ -154,6 +157,9 @@ func (r *Reconciler) reconcile(ctx context.Context, ss *v1beta1.SidecarSet, cond
 	if ok && r.now().Sub(settled.counted) < r.recountInterval() && !r.needsPods(ss, settled.counts) {
 		status := settled.counts.Status(ss, settled.revision, settled.collisionCount)
 		status.Conditions = conds
+		if wait := r.countersWait(ss, status); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
 		if err := r.writeStatus(ctx, ss, status); err != nil {
 			return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
 		}
@@ -402,7 +408,31 @@ func (r *Reconciler) writeStatus(ctx context.Context, ss *v1beta1.SidecarSet, st
 		return err
 	}
 	ss.Status, ss.ResourceVersion = status, clone.ResourceVersion
+	r.statusWritten.Store(ss.Name, time.Now())
 	return nil
+}
+
+// countersBatch is the least time between two status writes of a SidecarSet that change only its
+// pod counters while no rollout is in progress: a scale-up of thousands of pods reports its
+// progress twice a second, not once per pod turning ready (each write is also a watch event for
+// every client of SidecarSets). A rollout's rounds are not held back: they write at once.
+const countersBatch = 500 * time.Millisecond
+
+// countersWait is how long status must wait before it is written, 0 when at once: when it differs
+// from ss's only in the pod counters and ss's status was written less than countersBatch ago.
+// The wall clock is used, not r.Now, which tests fix.
+func (r *Reconciler) countersWait(ss *v1beta1.SidecarSet, status v1beta1.SidecarSetStatus) time.Duration {
+	last, ok := r.statusWritten.Load(ss.Name)
+	if !ok || rollout.StatusEqual(ss.Status, status) {
+		return 0
+	}
+	counters := ss.Status
+	counters.MatchedPods, counters.UpdatedPods, counters.ReadyPods, counters.UpdatedReadyPods =
+		status.MatchedPods, status.UpdatedPods, status.ReadyPods, status.UpdatedReadyPods
+	if !rollout.StatusEqual(counters, status) {
+		return 0
+	}
+	return max(0, countersBatch-time.Since(last.(time.Time)))
 }
 
 // forEachPod runs write on pods with at most PodWriters at a time.
