@@ -27,11 +27,12 @@ type podEvents struct {
 }
 
 // cachedSidecarSets reads SidecarSets through r, a missing or unreadable one as absent: there is
-// nothing to reconcile for it.
+// nothing to reconcile for it. The SidecarSets returned are the cache's own: callers only read them.
 func cachedSidecarSets(r client.Reader) func(context.Context, string) (*v1beta1.SidecarSet, bool) {
 	return func(ctx context.Context, name string) (*v1beta1.SidecarSet, bool) {
 		ss := &v1beta1.SidecarSet{}
-		if err := r.Get(ctx, client.ObjectKey{Name: name}, ss); err != nil {
+		// Read only, once per pod event and SidecarSet: not worth a deep copy of the SidecarSet.
+		if err := r.Get(ctx, client.ObjectKey{Name: name}, ss, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, false
 		}
 		return ss, true

@@ -194,6 +194,11 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 		CertDir: o.CertDir,
 		TLSOpts: []func(*tls.Config){webhook.TLSOptions(o.EnableHTTP2)},
 	})
+	// Uncompressed: the manager reads every pod's watch events, and gzip on both ends cost the
+	// manager more CPU during a scale-up than its controller did (docs/benchmarks.md, "Scale-up of
+	// 5,000 pods"); it runs beside the API server, where bandwidth is not what is short.
+	cfg = rest.CopyConfig(cfg)
+	cfg.DisableCompression = true
 	mgr, err := ctrl.NewManager(cfg, ctrlmanager.Options{
 		Scheme: scheme,
 		// The controller caches every pod; nothing reads their managedFields, which are often
