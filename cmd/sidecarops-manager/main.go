@@ -18,14 +18,6 @@ import (
 	"github.com/sidecarops/sidecarops/webhook"
 )
 
-// DefaultGCPercent is the manager's GC target (--gc-percent). The manager's live heap is small (the
-// policy snapshot, the informer caches) while every pod admission allocates tens of kilobytes, so
-// with Go's default of 100 the GC runs every few hundred admissions and took about a quarter of the
-// webhook's CPU; at 400 the pod webhook serves ≈ 25 % more admissions per CPU (docs/loadgen.md).
-// The heap may then grow to 5× the live heap between collections: GOMEMLIMIT set from the
-// container's memory limit makes the GC collect sooner when memory, not CPU, runs short.
-const DefaultGCPercent = 400
-
 // repeated is a repeatable string flag.
 type repeated []string
 
@@ -76,7 +68,10 @@ func main() {
 	fs.BoolVar(&o.DefaultsAllowed, "patch-metadata-defaults-allowed", false, "feature gate SidecarSetPatchPodMetadataDefaultsAllowed")
 	fs.DurationVar(&o.Debounce, "compile-debounce", 0, "quiet period after a change before recompiling the policies (0: 200ms)")
 	fs.BoolVar(&o.DecisionLog, "decision-log", true, "log one line per pod admission")
-	gcPercent := fs.Int("gc-percent", DefaultGCPercent, "Go GC target percentage (as GOGC; GOGC in the environment wins); set GOMEMLIMIT from the container's memory limit with it")
+	var mem memoryOptions
+	fs.IntVar(&mem.gcPercent, "gc-percent", DefaultGCPercent, "Go GC target percentage while the heap is small (as GOGC; GOGC in the environment wins over it and --gc-heap-target)")
+	fs.StringVar(&mem.heapTarget, "gc-heap-target", DefaultGCHeapTarget, "heap size past which the GC percent shrinks, after each collection, so that the next is due there (never below 50); 0: --gc-percent throughout")
+	fs.StringVar(&mem.limit, "memory-limit", DefaultMemoryLimit, "Go soft memory limit: a quantity (400Mi), a percentage of the container's cgroup memory limit (none without one), or 0 for none; GOMEMLIMIT in the environment wins")
 	printVersion := fs.Bool("version", false, "print the version, commit, Go and OPA versions, and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -86,9 +81,12 @@ func main() {
 		fmt.Println(info.String("sidecarops-manager"))
 		return
 	}
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(*gcPercent)
+	memory, err := mem.resolve(environment{getenv: os.Getenv, root: "/"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sidecarops-manager:", err)
+		os.Exit(2)
 	}
+	memory.apply()
 	o.Bundles, o.BundleURLs, o.VerificationKeys = bundlePaths, bundleURLs, keys
 	o.NoPodWebhookPrefilter = !*prefilterOn
 	if o.Namespace == "" {
@@ -96,6 +94,8 @@ func main() {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	ctrl.Log.WithName("setup").Info("sidecarops-manager", "version", info.Version, "commit", info.Commit, "goVersion", info.GoVersion, "opaVersion", info.OPA)
+	ctrl.Log.WithName("setup").Info("memory", "gcPercent", memory.gcPercent, "gcHeapTarget", memory.heapTarget,
+		"memoryLimit", debug.SetMemoryLimit(-1), "memoryLimitFrom", memory.limitFrom)
 	if o.PodName == "" {
 		ctrl.Log.WithName("setup").Info("POD_NAME is not set (the downward API's metadata.name): bundle Events are recorded on the manager's Lease",
 			"lease", wiring.LeaderElectionID, "namespace", o.Namespace)

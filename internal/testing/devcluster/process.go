@@ -46,6 +46,21 @@ func (p *ManagerProcess) wait() error {
 // ready. Only the options the rollout tests use are mapped; others are refused rather than
 // silently dropped.
 func (c *Cluster) StartManagerProcess(ctx context.Context, bin string) (*ManagerProcess, error) {
+	return c.StartManagerProcessWith(ctx, bin, ProcessOptions{})
+}
+
+// ProcessOptions are what StartManagerProcessWith passes to the manager process besides the
+// cluster's manager options.
+type ProcessOptions struct {
+	// Args are flags after those of the cluster's manager options (a later flag wins).
+	Args []string
+	// Env is added to this process's environment ("NAME=value"; a later entry wins).
+	Env []string
+}
+
+// StartManagerProcessWith is StartManagerProcess with extra flags and environment variables, such as
+// those a Deployment sets.
+func (c *Cluster) StartManagerProcessWith(ctx context.Context, bin string, po ProcessOptions) (*ManagerProcess, error) {
 	o := c.Manager
 	if len(o.Bundles) > 0 || len(o.BundleURLs) > 0 || len(o.VerificationKeys) > 0 || o.BundlePersistDir != "" {
 		return nil, errors.New("devcluster: StartManagerProcess does not pass bundle options")
@@ -73,12 +88,16 @@ func (c *Cluster) StartManagerProcess(ctx context.Context, bin string) (*Manager
 			args = append(args, flag+"="+d.String())
 		}
 	}
+	args = append(args, po.Args...)
 	log, err := os.CreateTemp("", "sidecarops-manager-*.log")
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...) // #nosec G204 -- the repository's own manager build
 	cmd.Stdout, cmd.Stderr = log, log
+	if len(po.Env) > 0 {
+		cmd.Env = append(os.Environ(), po.Env...)
+	}
 	if err := cmd.Start(); err != nil {
 		_ = log.Close()
 		return nil, fmt.Errorf("devcluster: starting %s: %w", bin, err)
@@ -98,18 +117,25 @@ func (c *Cluster) StartManagerProcess(ctx context.Context, bin string) (*Manager
 }
 
 // RSS is the process's resident set size now, from /proc (Linux).
-func (p *ManagerProcess) RSS() (int64, error) {
+func (p *ManagerProcess) RSS() (int64, error) { return p.status("VmRSS") }
+
+// RSSAnon is the part of RSS that is the process's own memory (heap, stacks, the runtime's), not
+// pages of mapped files such as its executable's code, which the kernel may drop and read again.
+func (p *ManagerProcess) RSSAnon() (int64, error) { return p.status("RssAnon") }
+
+// status is a size field of /proc/<pid>/status, in bytes.
+func (p *ManagerProcess) status(field string) (int64, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			return kb << 10, err
 		}
 	}
-	return 0, errors.New("devcluster: no VmRSS in /proc/<pid>/status")
+	return 0, fmt.Errorf("devcluster: no %s in /proc/<pid>/status", field)
 }
 
 // Kill sends SIGKILL and waits for the process to be gone: no shutdown hooks, no lease release,
