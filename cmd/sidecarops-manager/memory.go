@@ -87,14 +87,15 @@ func (o memoryOptions) resolve(env environment) (memorySettings, error) {
 		if err != nil || pct <= 0 || pct > 100 {
 			return s, fmt.Errorf("--memory-limit %q: want a quantity (512Mi), a percentage of the container's memory limit in (0, 100] (90%%) or 0", o.limit)
 		}
+		// A cgroup file system this cannot read costs the soft limit, not the manager's start.
 		container, err := cgroupMemoryLimit(env.root)
-		if err != nil {
-			return s, fmt.Errorf("--memory-limit %s: reading the container's memory limit: %w", o.limit, err)
-		}
-		if container > 0 {
+		switch {
+		case err != nil:
+			s.limitFrom = fmt.Sprintf("none: the cgroup's memory limit is unreadable (%v)", err)
+		case container > 0:
 			s.limit = int64(float64(container) * pct / 100)
 			s.limitFrom = fmt.Sprintf("%s of the cgroup's %d bytes", o.limit, container)
-		} else {
+		default:
 			s.limitFrom = "no cgroup memory limit"
 		}
 	default:

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -107,6 +108,10 @@ func TestMemoryOptionsResolve(t *testing.T) {
 			want: memorySettings{gcPercent: 200, limit: 400 << 20, limitFrom: "--memory-limit"}},
 		{name: "none", opts: memoryOptions{gcPercent: 400, heapTarget: "128M", limit: "0"}, cgroup: limited,
 			want: memorySettings{gcPercent: 400, heapTarget: 128e6, limitFrom: "--memory-limit"}},
+		{name: "an unreadable cgroup: no limit, and the manager starts", opts: defaults,
+			cgroup: map[string]string{"proc/self/cgroup": "0::/\n", "sys/fs/cgroup/memory.max": "lots\n"},
+			want: memorySettings{gcPercent: 400, heapTarget: 96 << 20,
+				limitFrom: `none: the cgroup's memory limit is unreadable (` + "%ROOT%" + `/sys/fs/cgroup/memory.max: "lots" is not a number of bytes)`}},
 		{name: "a percentage over 100", opts: memoryOptions{heapTarget: "0", limit: "120%"}, wantErr: "a percentage of the container's memory limit in (0, 100]"},
 		{name: "a percentage that is not a number", opts: memoryOptions{heapTarget: "0", limit: "x%"}, wantErr: "--memory-limit"},
 		{name: "a bad quantity", opts: memoryOptions{heapTarget: "0", limit: "lots"}, wantErr: `--memory-limit "lots"`},
@@ -121,6 +126,7 @@ func TestMemoryOptionsResolve(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
+			tc.want.limitFrom = strings.ReplaceAll(tc.want.limitFrom, "%ROOT%", env.root)
 			assert.Equal(t, tc.want, got)
 		})
 	}
