@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -14,7 +13,6 @@ import (
 	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage"
-	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
@@ -30,40 +28,16 @@ const (
 	whitelistQuery = "data.sidecarops.whitelist.violations"
 )
 
-// Engine holds the current Snapshot. The zero value has none; Load or Swap installs one.
+// Engine holds the current Snapshot. The zero value has none; Swap installs one.
 type Engine struct {
 	cur atomic.Pointer[Snapshot]
 }
 
-// Current returns the snapshot in force, or nil before the first Load.
+// Current returns the snapshot in force, or nil before the first Swap.
 func (e *Engine) Current() *Snapshot { return e.cur.Load() }
 
 // Swap installs s; requests already holding the previous snapshot finish with it.
 func (e *Engine) Swap(s *Snapshot) { e.cur.Store(s) }
-
-// Load prepares a snapshot and installs it. On error the previous snapshot keeps serving.
-func (e *Engine) Load(ctx context.Context, in Inputs) (*Snapshot, error) {
-	s, err := Prepare(ctx, in)
-	if err != nil {
-		return nil, err
-	}
-	e.Swap(s)
-	return s, nil
-}
-
-// Inputs are what a snapshot is made of.
-type Inputs struct {
-	// Core is the bundle compiled by bundles.Compile from SidecarSets.
-	Core *bundle.Bundle
-	// SidecarSets are the defaulted, hashed objects Core was compiled from; decisions name them and
-	// the snapshot hands the objects themselves to the caller.
-	SidecarSets []*v1beta1.SidecarSet
-	// ControllerRevisions are those Core was compiled with; injection restores historical
-	// SidecarSets from them (injectionStrategy.revision), so they belong to the same snapshot.
-	ControllerRevisions []*appsv1.ControllerRevision
-	// Admin are administrators' bundles (whitelist, gates), already verified by bundles.Read.
-	Admin []*bundle.Bundle
-}
 
 // Snapshot is one immutable, prepared policy state.
 type Snapshot struct {
@@ -80,42 +54,6 @@ type Snapshot struct {
 	explain       rego.PreparedEvalQuery
 	conflict      rego.PreparedEvalQuery
 	whitelist     rego.PreparedEvalQuery
-}
-
-// Prepare merges the bundles, compiles their modules once and prepares every decision query. It
-// compiles everything every time; the policy loader keeps a Compiler instead.
-func Prepare(ctx context.Context, in Inputs) (*Snapshot, error) {
-	if in.Core == nil {
-		return nil, fmt.Errorf("engine: no compiled bundle")
-	}
-	all := append([]*bundle.Bundle{in.Core}, in.Admin...)
-	if err := checkRoots(all); err != nil {
-		return nil, err
-	}
-	modules := map[string]*ast.Module{}
-	data := map[string]any{}
-	for i, b := range all {
-		parsed := make(map[string]*ast.Module, len(b.Modules))
-		for _, m := range b.Modules {
-			parsed[m.Path] = m.Parsed
-		}
-		maps.Copy(modules, prefixed(i, parsed))
-		if err := mergeData(data, b.Data); err != nil {
-			return nil, fmt.Errorf("engine: bundle %d: %w", i, err)
-		}
-	}
-	compiler, err := compile(modules)
-	if err != nil {
-		return nil, err
-	}
-	store := inmem.NewFromObjectWithOpts(data, inmem.OptRoundTripOnWrite(true), inmem.OptReturnASTValuesOnRead(true))
-	s := &Snapshot{revision: in.Core.Manifest.Revision, adminRevisions: revisions(in.Admin)}
-	s.podProjection, s.deterministic = podProjection(nil, compiler.Modules), deterministic(compiler.Modules)
-	if err := s.prepare(ctx, compiler, store); err != nil {
-		return nil, err
-	}
-	s.setObjects(in.SidecarSets, in.ControllerRevisions)
-	return s, nil
 }
 
 // prefixed names modules after the position of their bundle, which keeps two bundles' same-named
@@ -237,26 +175,6 @@ func checkRoots(bs []*bundle.Bundle) error {
 				}
 			}
 			roots = append(roots, owned{r, i})
-		}
-	}
-	return nil
-}
-
-// mergeData merges src into dst; roots are disjoint, so a clash on a non-object is a bundle error.
-func mergeData(dst, src map[string]any) error {
-	for k, v := range src {
-		cur, exists := dst[k]
-		if !exists {
-			dst[k] = v
-			continue
-		}
-		a, okA := cur.(map[string]any)
-		b, okB := v.(map[string]any)
-		if !okA || !okB {
-			return fmt.Errorf("data key %q is defined by two bundles", k)
-		}
-		if err := mergeData(a, b); err != nil {
-			return err
 		}
 	}
 	return nil

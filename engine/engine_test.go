@@ -53,9 +53,7 @@ func adminBundle(t *testing.T, files map[string]string) *bundle.Bundle {
 
 func snapshot(t *testing.T, st bundles.State, admin ...*bundle.Bundle) *Snapshot {
 	t.Helper()
-	core, err := bundles.Compile(st)
-	require.NoError(t, err)
-	s, err := Prepare(context.Background(), Inputs{Core: core, SidecarSets: st.SidecarSets, Admin: admin})
+	s, err := new(Compiler).Snapshot(context.Background(), st, admin)
 	require.NoError(t, err)
 	return s
 }
@@ -183,51 +181,28 @@ func TestConflictsAndWhitelist(t *testing.T) {
 	assert.Contains(t, denied[0].Message, "other.example.com/y")
 }
 
-func TestPrepareRefusesOverlappingRoots(t *testing.T) {
-	core, err := bundles.Compile(bundles.State{})
-	require.NoError(t, err)
+func TestCompilerRefusesOverlappingRoots(t *testing.T) {
 	hijack := adminBundle(t, map[string]string{
 		".manifest":               `{"revision":"x","roots":["sidecarops/index"]}`,
 		"sidecarops/index/x.rego": "package sidecarops.index\n\ncandidates contains \"evil\"\n",
 	})
-	_, err = Prepare(context.Background(), Inputs{Core: core, Admin: []*bundle.Bundle{hijack}})
+	_, err := new(Compiler).Snapshot(context.Background(), bundles.State{}, []*bundle.Bundle{hijack})
 	require.ErrorContains(t, err, `root "sidecarops/index" overlaps root "sidecarops"`)
-}
-
-func TestLoadKeepsPreviousSnapshotOnError(t *testing.T) {
-	var e Engine
-	require.Nil(t, e.Current())
-	st := bundles.State{SidecarSets: []*v1beta1.SidecarSet{sidecarSet("a", map[string]string{"app": "web"})}}
-	core, err := bundles.Compile(st)
-	require.NoError(t, err)
-	first, err := e.Load(context.Background(), Inputs{Core: core, SidecarSets: st.SidecarSets})
-	require.NoError(t, err)
-
-	broken := adminBundle(t, map[string]string{
-		".manifest":        `{"revision":"bad","roots":["gates"]}`,
-		"gates/gates.rego": "package gates\n\ndeny_injection contains x if x := undefined_function(1)\n",
-	})
-	_, err = e.Load(context.Background(), Inputs{Core: core, SidecarSets: st.SidecarSets, Admin: []*bundle.Bundle{broken}})
-	require.Error(t, err)
-	assert.Same(t, first, e.Current())
 }
 
 // Concurrent decisions while snapshots are swapped: run with -race.
 func TestConcurrentDecideAndSwap(t *testing.T) {
 	var e Engine
 	ctx := context.Background()
-	mk := func(names ...string) Inputs {
+	mk := func(names ...string) *Snapshot {
 		var sets []*v1beta1.SidecarSet
 		for _, n := range names {
 			sets = append(sets, sidecarSet(n, map[string]string{"app": "web"}))
 		}
-		core, err := bundles.Compile(bundles.State{SidecarSets: sets})
-		require.NoError(t, err)
-		return Inputs{Core: core, SidecarSets: sets}
+		return snapshot(t, bundles.State{SidecarSets: sets})
 	}
 	one, two := mk("a"), mk("a", "b")
-	_, err := e.Load(ctx, one)
-	require.NoError(t, err)
+	e.Swap(one)
 	pod := podJSON(t, "dev", map[string]string{"app": "web"})
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {
@@ -245,8 +220,7 @@ func TestConcurrentDecideAndSwap(t *testing.T) {
 		}()
 	}
 	for i := 0; i < 20; i++ {
-		_, err := e.Load(ctx, [2]Inputs{one, two}[i%2])
-		require.NoError(t, err)
+		e.Swap([2]*Snapshot{one, two}[i%2])
 	}
 	wg.Wait()
 }

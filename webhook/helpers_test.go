@@ -120,17 +120,16 @@ type policyState struct {
 }
 
 // newEngine builds a snapshot the way cmd/sidecarctl does (defaulted and hashed SidecarSets,
-// bundles.Compile, engine.Prepare) and installs it in an Engine.
+// engine.Compiler) and installs it in an Engine.
 func newEngine(tb testing.TB, st policyState) *engine.Engine {
 	tb.Helper()
 	for _, ss := range st.sidecarSets {
 		require.NoError(tb, defaults.SidecarSetAndHash(ss))
 	}
-	core, err := bundles.Compile(bundles.State{SidecarSets: st.sidecarSets, ControllerRevisions: st.revisions})
+	snap, err := new(engine.Compiler).Snapshot(context.Background(), bundles.State{SidecarSets: st.sidecarSets, ControllerRevisions: st.revisions}, st.admin)
 	require.NoError(tb, err)
 	var e engine.Engine
-	_, err = e.Load(context.Background(), engine.Inputs{Core: core, SidecarSets: st.sidecarSets, ControllerRevisions: st.revisions, Admin: st.admin})
-	require.NoError(tb, err)
+	e.Swap(snap)
 	return &e
 }
 

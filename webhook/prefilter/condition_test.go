@@ -325,9 +325,7 @@ func TestConditionNeverNarrowerThanThePolicies(t *testing.T) {
 			require.NoError(t, defaults.SidecarSetAndHash(ss))
 			sets = append(sets, ss)
 		}
-		core, err := bundles.Compile(bundles.State{SidecarSets: sets, Namespaces: namespaces})
-		require.NoError(t, err)
-		snap, err := engine.Prepare(context.Background(), engine.Inputs{Core: core, SidecarSets: sets})
+		snap, err := new(engine.Compiler).Snapshot(context.Background(), bundles.State{SidecarSets: sets, Namespaces: namespaces}, nil)
 		require.NoError(t, err)
 		expr, filter, reason := Condition(sets)
 		require.True(t, filter, reason)
