@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -24,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
 	"github.com/sidecarops/sidecarops/webhook"
 )
 
@@ -209,22 +208,14 @@ func apiServerPID(b *testing.B) int {
 	return 0
 }
 
-// processCPU is the user+system CPU time process pid has used, from /proc/PID/stat (clock ticks
-// of 10 ms: USER_HZ is 100 on Linux).
+// processCPU is devcluster.ProcessCPU, failing the benchmark if it cannot be read.
 func processCPU(b *testing.B, pid int) time.Duration {
 	b.Helper()
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	cpu, err := devcluster.ProcessCPU(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	// The command name, field 2, is in parentheses and may hold spaces: fields count after it.
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond
+	return cpu
 }
 
 // selfCPU is the user+system CPU time this process has used.

@@ -391,3 +391,11 @@ func hasEvent(evs []eventsv1.Event, reason string) (eventsv1.Event, bool) {
 	}
 	return eventsv1.Event{}, false
 }
+
+// managerCPU is the CPU time the manager process has used, failing the benchmark if it cannot be read.
+func managerCPU(b *testing.B, proc *devcluster.ManagerProcess) time.Duration {
+	b.Helper()
+	cpu, err := proc.CPU()
+	require.NoError(b, err)
+	return cpu
+}

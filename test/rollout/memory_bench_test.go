@@ -116,10 +116,9 @@ func BenchmarkManagerMemory(b *testing.B) {
 		b.ReportMetric(float64(peak)/(1<<20), run.name+"peak-RSS-MiB")
 		b.ReportMetric(float64(peakAnon)/(1<<20), run.name+"peak-RssAnon-MiB")
 
-		pid := pidOf(b, bin)
 		var mu sync.Mutex
 		latencies := make([]time.Duration, 0, admissions)
-		cpu0 := processCPU(b, pid)
+		cpu0 := managerCPU(b, proc)
 		parallel(b, admissions, func(i int) error {
 			p := pod(fmt.Sprintf("dry-%d", i), i)
 			start := time.Now()
@@ -135,7 +134,7 @@ func BenchmarkManagerMemory(b *testing.B) {
 			mu.Unlock()
 			return nil
 		})
-		cpu := processCPU(b, pid) - cpu0
+		cpu := managerCPU(b, proc) - cpu0
 		slices.Sort(latencies)
 		b.ReportMetric(float64(cpu.Microseconds())/admissions, run.name+"webhook-cpu-µs/admission")
 		b.ReportMetric(float64(latencies[len(latencies)/2].Microseconds())/1000, run.name+"create-p50-ms")

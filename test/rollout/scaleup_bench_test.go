@@ -1,14 +1,9 @@
 package rollout
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -50,7 +45,6 @@ func BenchmarkScaleUp(b *testing.B) {
 		_ = proc.Terminate()
 		require.NoError(b, cluster.RestartManager(ctx))
 	})
-	pid := pidOf(b, bin)
 
 	var webhook, scaleUp time.Duration
 	var wall time.Duration
@@ -71,7 +65,7 @@ func BenchmarkScaleUp(b *testing.B) {
 		time.Sleep(2 * time.Second) // what the SidecarSet's creation set off in the manager is over
 		b.StartTimer()
 
-		cpu0 := processCPU(b, pid)
+		cpu0 := managerCPU(b, proc)
 		parallel(b, pods, func(i int) error {
 			p := scopedPod(name, i, nil)
 			p.Name = fmt.Sprintf("dry-%d", i)
@@ -83,10 +77,10 @@ func BenchmarkScaleUp(b *testing.B) {
 			}
 			return nil
 		})
-		webhook += processCPU(b, pid) - cpu0
+		webhook += managerCPU(b, proc) - cpu0
 		time.Sleep(2 * time.Second) // nothing should follow a dry run; if something does, it is not counted
 
-		cpu0 = processCPU(b, pid)
+		cpu0 = managerCPU(b, proc)
 		start := time.Now()
 		parallel(b, pods, func(i int) error { return c.Create(ctx, scopedPod(name, i, nil)) })
 		waitB(b, "pods matched and ready", func() error {
@@ -96,7 +90,7 @@ func BenchmarkScaleUp(b *testing.B) {
 			}
 			return nil
 		})
-		scaleUp += processCPU(b, pid) - cpu0
+		scaleUp += managerCPU(b, proc) - cpu0
 		wall += time.Since(start)
 	}
 	admissions := float64(b.N * pods)
@@ -104,37 +98,4 @@ func BenchmarkScaleUp(b *testing.B) {
 	b.ReportMetric(float64(scaleUp.Microseconds())/admissions, "manager-cpu-µs/pod")
 	b.ReportMetric(float64(scaleUp)/float64(webhook), "ratio")
 	b.ReportMetric(wall.Seconds()/float64(b.N), "scaleup-s")
-}
-
-// pidOf finds the process running the executable bin (a build in the test's temporary directory,
-// so there is one).
-func pidOf(b *testing.B, bin string) int {
-	dirs, err := os.ReadDir("/proc")
-	require.NoError(b, err)
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
-		if err == nil && strings.SplitN(string(cmdline), "\x00", 2)[0] == bin {
-			return pid
-		}
-	}
-	b.Fatalf("no process runs %s", bin)
-	return 0
-}
-
-// processCPU is the user + system CPU time process pid has used, from /proc/PID/stat (in clock ticks
-// of 10 ms: USER_HZ is 100 on Linux).
-func processCPU(b *testing.B, pid int) time.Duration {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	require.NoError(b, err)
-	// The command, field 2, is in parentheses and may hold spaces: the fields after it are counted.
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	utime, err := strconv.ParseInt(fields[11], 10, 64)
-	require.NoError(b, err)
-	stime, err := strconv.ParseInt(fields[12], 10, 64)
-	require.NoError(b, err)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
