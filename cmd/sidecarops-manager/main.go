@@ -47,6 +47,7 @@ func main() {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8443", "Prometheus metrics address (0 disables); HTTPS for callers allowed GET /metrics unless --metrics-insecure")
 	fs.BoolVar(&o.InsecureMetrics, "metrics-insecure", false, "serve the metrics over plain HTTP without authentication or authorization")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address (0 disables)")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "0", "Go profiles (net/http/pprof) address, loopback only: they are served without authentication (0 disables; e.g. 127.0.0.1:6060 with kubectl port-forward)")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader for controllers (webhooks serve on every replica)")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a leader's lease lasts without renewal (the hand-over time when a leader dies; a stopping leader releases it)")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before it gives up leadership")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -100,6 +101,10 @@ type Options struct {
 	// are HTTPS, and only for callers allowed GET /metrics (metricsOptions).
 	InsecureMetrics bool
 	ProbeAddr       string // "0" disables
+	// PprofAddr serves Go's profiles (net/http/pprof) for diagnosing the manager; "" or "0" (the
+	// default) disables it. The profiles are served without authentication, so only a loopback
+	// address is accepted (reach it with kubectl port-forward).
+	PprofAddr string
 	// LeaderElection makes only the elected replica run the SidecarSet controller; webhooks and
 	// the policy loader run on every replica regardless.
 	LeaderElection bool
@@ -197,6 +202,10 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	// Uncompressed: the manager reads every pod's watch events, and gzip on both ends cost the
 	// manager more CPU during a scale-up than its controller did (docs/benchmarks.md, "Scale-up of
 	// 5,000 pods"); it runs beside the API server, where bandwidth is not what is short.
+	pprofAddr, err := loopbackOnly(o.PprofAddr)
+	if err != nil {
+		return nil, err
+	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.DisableCompression = true
 	mgr, err := ctrl.NewManager(cfg, ctrlmanager.Options{
@@ -206,6 +215,7 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 		Cache:                   cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()},
 		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.ProbeAddr,
+		PprofBindAddress:        pprofAddr,
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: o.Namespace,
@@ -426,4 +436,22 @@ func registerBuildInfo(reg prometheus.Registerer) error {
 	}
 	g.WithLabelValues(info.Version, info.Commit, info.GoVersion, info.OPA).Set(1)
 	return nil
+}
+
+// loopbackOnly checks the profiles' address: "" or "0" disables them (""), anything else must be
+// a loopback host and a port, since net/http/pprof has no authentication.
+func loopbackOnly(addr string) (string, error) {
+	if addr == "" || addr == "0" {
+		return "", nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err == nil {
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			err = errors.New("profiles are served without authentication: the host must be a loopback address (127.0.0.1, [::1] or localhost)")
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("--pprof-bind-address %q: %w", addr, err)
+	}
+	return addr, nil
 }
