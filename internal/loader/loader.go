@@ -450,7 +450,7 @@ func (s *Loader) fold(ctx context.Context) {
 	if err != nil {
 		if ctx.Err() == nil {
 			// Should not happen (the same rules compiled before, in parts); the partial snapshot
-			// keeps serving and is folded again after the next change.
+			// keeps serving, and the loop tries again FoldAfter later.
 			s.log.Error(err, "folding the policy index failed; the partial snapshot keeps serving", "duration", elapsed)
 			s.metrics.compileDuration.WithLabelValues(resultFailure).Observe(elapsed.Seconds())
 			s.metrics.compiles.WithLabelValues(resultFailure).Inc()
