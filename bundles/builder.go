@@ -83,16 +83,6 @@ func ParseModules(sources map[string]string) (map[string]*ast.Module, error) {
 	return out, nil
 }
 
-// Compile builds the bundle of a State from scratch (sidecarctl, tests). The policy loader keeps a
-// Builder instead, so that a change recompiles only what it touches.
-func Compile(st State) (*bundle.Bundle, error) {
-	b, err := new(Builder).Build(st)
-	if err != nil {
-		return nil, err
-	}
-	return b.Bundle()
-}
-
 // setPart is what a SidecarSet contributes to a Build.
 type setPart struct {
 	obj    *v1beta1.SidecarSet

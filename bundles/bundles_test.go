@@ -49,6 +49,15 @@ func sidecarSet(name string, sel *metav1.LabelSelector, mutate ...func(*v1beta1.
 	return ss
 }
 
+// compileBundle is the bundle of st compiled from scratch, as sidecarctl compile writes it.
+func compileBundle(st State) (*bundle.Bundle, error) {
+	b, err := new(Builder).Build(st)
+	if err != nil {
+		return nil, err
+	}
+	return b.Bundle()
+}
+
 func labels(kv ...string) *metav1.LabelSelector {
 	m := map[string]string{}
 	for i := 0; i < len(kv); i += 2 {
@@ -112,7 +121,7 @@ func TestIndexModuleMatches(t *testing.T) {
 		sidecarSet("nil-selector", nil),
 		sidecarSet("empty-selector", &metav1.LabelSelector{}),
 	}
-	b, err := Compile(State{SidecarSets: sets, Namespaces: []*corev1.Namespace{
+	b, err := compileBundle(State{SidecarSets: sets, Namespaces: []*corev1.Namespace{
 		{ObjectMeta: metav1.ObjectMeta{Name: "bank", Labels: map[string]string{"env": "prod"}}},
 	}})
 	require.NoError(t, err)
@@ -205,7 +214,7 @@ func TestIndexModuleAgreesWithPolicy(t *testing.T) {
 		for _, n := range namespaces[:2] { // n3 stays unknown: only its name label
 			nsObjs = append(nsObjs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: randLabels()}})
 		}
-		b, err := Compile(State{SidecarSets: sets, Namespaces: nsObjs})
+		b, err := compileBundle(State{SidecarSets: sets, Namespaces: nsObjs})
 		require.NoError(t, err)
 		for p := 0; p < 20; p++ {
 			ns, podLabels := pick(namespaces), randLabels()
@@ -221,19 +230,19 @@ func TestIndexModuleAgreesWithPolicy(t *testing.T) {
 }
 
 func TestCompileRejectsDuplicateNames(t *testing.T) {
-	_, err := Compile(State{SidecarSets: []*v1beta1.SidecarSet{sidecarSet("a", labels("x", "y")), sidecarSet("a", labels("x", "z"))}})
+	_, err := compileBundle(State{SidecarSets: []*v1beta1.SidecarSet{sidecarSet("a", labels("x", "y")), sidecarSet("a", labels("x", "z"))}})
 	require.ErrorContains(t, err, "SidecarSet/a: metadata.name: duplicate SidecarSet name")
 }
 
 func TestCompileRevisionIsContentHash(t *testing.T) {
 	st := State{SidecarSets: []*v1beta1.SidecarSet{sidecarSet("a", labels("app", "web"))}}
-	b1, err := Compile(st)
+	b1, err := compileBundle(st)
 	require.NoError(t, err)
-	b2, err := Compile(st)
+	b2, err := compileBundle(st)
 	require.NoError(t, err)
 	assert.Equal(t, b1.Manifest.Revision, b2.Manifest.Revision, "same content, same revision")
 	st.SidecarSets = append(st.SidecarSets, sidecarSet("b", labels("app", "api")))
-	b3, err := Compile(st)
+	b3, err := compileBundle(st)
 	require.NoError(t, err)
 	assert.NotEqual(t, b1.Manifest.Revision, b3.Manifest.Revision)
 	assert.Equal(t, []string{Root}, *b3.Manifest.Roots)
@@ -274,7 +283,7 @@ func opaBinary(t *testing.T) string {
 // gives the same match decision as evaluating the in-memory bundle.
 func TestStockOPAReadsBundle(t *testing.T) {
 	opa := opaBinary(t)
-	b, err := Compile(State{SidecarSets: []*v1beta1.SidecarSet{
+	b, err := compileBundle(State{SidecarSets: []*v1beta1.SidecarSet{
 		sidecarSet("logging", labels("app", "web")),
 		sidecarSet("mesh", labels("mesh", "on")),
 		sidecarSet("other-ns", labels("app", "web"), func(ss *v1beta1.SidecarSet) { ss.Spec.NamespaceSelector = v1beta1.NamespaceNamed("elsewhere") }),
@@ -331,7 +340,7 @@ func ecKeys(t *testing.T) (priv, pub string) {
 
 func writeBundle(t *testing.T, sign func(*testing.T, []byte) []byte) []byte {
 	t.Helper()
-	b, err := Compile(State{SidecarSets: []*v1beta1.SidecarSet{sidecarSet("a", labels("app", "web"))}})
+	b, err := compileBundle(State{SidecarSets: []*v1beta1.SidecarSet{sidecarSet("a", labels("app", "web"))}})
 	require.NoError(t, err)
 	var buf bytes.Buffer
 	require.NoError(t, Write(&buf, b))
@@ -377,7 +386,7 @@ func TestSignAndVerify(t *testing.T) {
 	_, otherPub := rsaKeys(t)
 
 	signed := func(priv, alg, kid string) []byte {
-		b, err := Compile(State{SidecarSets: []*v1beta1.SidecarSet{sidecarSet("a", labels("app", "web"))}})
+		b, err := compileBundle(State{SidecarSets: []*v1beta1.SidecarSet{sidecarSet("a", labels("app", "web"))}})
 		require.NoError(t, err)
 		require.NoError(t, Sign(b, priv, alg, kid))
 		var buf bytes.Buffer

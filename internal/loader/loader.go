@@ -205,8 +205,9 @@ func (s *Loader) SetSidecarSet(ss *v1beta1.SidecarSet) error {
 	return nil
 }
 
-// sameSidecarSet compares what bundles.Compile and the mutation read: labels, annotations (canary,
-// base, hashes), the spec, and status.latestRevision (written into injected pods).
+// sameSidecarSet compares what the policy compile (bundles.Builder) and the mutation read: labels,
+// annotations (canary, base, hashes), the spec, and status.latestRevision (written into injected
+// pods).
 func sameSidecarSet(a, b *v1beta1.SidecarSet) bool {
 	return apiequality.Semantic.DeepEqual(a.Labels, b.Labels) &&
 		apiequality.Semantic.DeepEqual(a.Annotations, b.Annotations) &&
