@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
+	"github.com/sidecarops/sidecarops/internal/testing/testfiles"
 )
 
 func sidecarSet(name string, matchLabels map[string]string, mutate ...func(*v1beta1.SidecarSet)) *v1beta1.SidecarSet {
@@ -41,11 +40,7 @@ func sidecarSet(name string, matchLabels map[string]string, mutate ...func(*v1be
 func adminBundle(t *testing.T, files map[string]string) *bundle.Bundle {
 	t.Helper()
 	dir := t.TempDir()
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
-	}
+	testfiles.Write(t, dir, files)
 	b, err := bundles.Read(dir, nil)
 	require.NoError(t, err)
 	return b

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/internal/testing/testfiles"
 	"github.com/sidecarops/sidecarops/mutation"
 	"github.com/sidecarops/sidecarops/test/bench/perfinputs"
 )
@@ -152,15 +152,10 @@ func whitelistBundle(keyExprs ...string) *bundle.Bundle {
 func gatesBundle(tb testing.TB, rego string) *bundle.Bundle {
 	tb.Helper()
 	dir := tb.TempDir()
-	files := map[string]string{
+	testfiles.Write(tb, dir, map[string]string{
 		".manifest":        `{"revision":"gates-1","roots":["gates"]}`,
 		"gates/gates.rego": rego,
-	}
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		require.NoError(tb, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(tb, os.WriteFile(p, []byte(body), 0o600))
-	}
+	})
 	b, err := bundles.Read(dir, nil)
 	require.NoError(tb, err)
 	return b

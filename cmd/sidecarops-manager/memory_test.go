@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -11,17 +9,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sidecarops/sidecarops/internal/testing/testfiles"
 )
 
 // fakeRoot writes files (path relative to the root: content) into a temporary directory.
 func fakeRoot(t *testing.T, files map[string]string) string {
 	t.Helper()
 	root := t.TempDir()
-	for name, content := range files {
-		p := filepath.Join(root, name)
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
-	}
+	testfiles.Write(t, root, files)
 	return root
 }
 

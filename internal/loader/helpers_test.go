@@ -33,6 +33,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
+	"github.com/sidecarops/sidecarops/internal/testing/testfiles"
 )
 
 // harness is a running Loader with its own registry, engine and Event recorder.
@@ -188,11 +189,7 @@ func whitelistFiles(revision, expr string) map[string]string {
 func writeDir(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
 	require.NoError(t, os.RemoveAll(dir))
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
-	}
+	testfiles.Write(t, dir, files)
 }
 
 func tarGz(t testing.TB, files map[string]string) []byte {
