@@ -47,9 +47,8 @@ type Compiler struct {
 	base    *base
 	last    *Snapshot // the snapshot Snapshot (or Fold) returned last
 	lastIn  []*bundle.Bundle
-	rules   map[string]string // of last
-	store   storage.Store     // of last
-	build   *bundles.Build    // of last
+	store   storage.Store  // of last
+	build   *bundles.Build // of last
 }
 
 // base is the compiled policies: ours, administrators' and the index of rules.
@@ -109,7 +108,7 @@ func (c *Compiler) Snapshot(ctx context.Context, st bundles.State, admin []*bund
 	}
 	s.delta = delta
 	s.setObjects(st.SidecarSets, st.ControllerRevisions)
-	c.base, c.last, c.lastIn, c.rules, c.store, c.build = b, s, slices.Clone(admin), build.Rules, store, build
+	c.base, c.last, c.lastIn, c.store, c.build = b, s, slices.Clone(admin), store, build
 	return s, nil
 }
 
@@ -130,7 +129,7 @@ func (c *Compiler) Fold(ctx context.Context) (*Snapshot, error) {
 	if c.last == nil || c.last.delta == nil {
 		return nil, nil
 	}
-	b, err := c.compileBase(c.base.admin, c.rules)
+	b, err := c.compileBase(c.base.admin, c.build.Rules)
 	if err != nil {
 		return nil, err
 	}
