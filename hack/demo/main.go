@@ -118,7 +118,7 @@ func run(root string, once bool, out io.Writer) error {
 	if err := printSidecarSets(ctx, out, c.Client); err != nil {
 		return err
 	}
-	step(out, "the pod webhook's match condition: the API server calls the webhook only for pods it admits")
+	step(out, "the pod webhook's filter: the API server calls the webhook only for pods it lets through")
 	if err := printPrefilter(ctx, out, c.Client); err != nil {
 		return err
 	}
@@ -273,17 +273,25 @@ func printPod(out io.Writer, p *corev1.Pod) error {
 	return nil
 }
 
-// printPrefilter prints the condition package prefilter keeps on the pod webhook.
+// printPrefilter prints the filter package prefilter keeps on the pod webhook.
 func printPrefilter(ctx context.Context, out io.Writer, cl client.Client) error {
 	var cfg admissionregv1.MutatingWebhookConfiguration
 	if err := cl.Get(ctx, client.ObjectKey{Name: wiring.WebhookConfigurationName}, &cfg); err != nil {
 		return err
 	}
-	expr, _ := prefilter.Registered(&cfg, wiring.PodWebhookName)
-	if expr == "" {
-		expr = "(none yet: every pod is sent to the webhook)"
+	f, _ := prefilter.Registered(&cfg, wiring.PodWebhookName)
+	switch {
+	case !f.Filtered():
+		_, err := fmt.Fprintln(out, "(none yet: every pod is sent to the webhook)")
+		return err
+	case f.Selector != nil:
+		fmt.Fprintf(out, "  objectSelector  %s\n", metav1.FormatLabelSelector(f.Selector))
 	}
-	_, err := fmt.Fprintln(out, expr)
+	condition := f.Expression
+	if condition == "" {
+		condition = "(none: the object selector says it all, and costs the API server less)"
+	}
+	_, err := fmt.Fprintf(out, "  matchCondition  %s\n", condition)
 	return err
 }
 

@@ -11,7 +11,12 @@ import (
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
@@ -19,20 +24,28 @@ import (
 	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )
 
-// registeredCondition is the expression of the prefilter's match condition on the pod webhook's
-// registration ("" when there is none), and the field manager that owns it.
+// registeredCondition is the prefilter's filter on the pod webhook's registration as one CEL
+// condition ("" when there is none), and the field manager that owns it.
 func registeredCondition(t *testing.T) (expr, owner string) {
 	t.Helper()
 	var m admissionregv1.MutatingWebhookConfiguration
 	require.NoError(t, cluster.Client.Get(ctx(t), client.ObjectKey{Name: wiring.WebhookConfigurationName}, &m))
-	expr, found := prefilter.Registered(&m, wiring.PodWebhookName)
+	f, found := prefilter.Registered(&m, wiring.PodWebhookName)
 	require.True(t, found, "no pod webhook %s", wiring.PodWebhookName)
+	return f.CEL(), filterOwner(&m)
+}
+
+// filterOwner is the field manager of the match condition or of a non-empty object selector.
+func filterOwner(m *admissionregv1.MutatingWebhookConfiguration) string {
 	for _, f := range m.ManagedFields {
-		if f.FieldsV1 != nil && strings.Contains(f.FieldsV1.GetRawString(), prefilter.ConditionName) {
-			owner = f.Manager
+		if f.FieldsV1 == nil {
+			continue
+		}
+		if raw := f.FieldsV1.GetRawString(); strings.Contains(raw, prefilter.ConditionName) || strings.Contains(raw, `"f:objectSelector"`) {
+			return f.Manager
 		}
 	}
-	return expr, owner
+	return ""
 }
 
 // The manager keeps a match condition on the pod webhook's registration, so the API server sends
@@ -123,4 +136,111 @@ func TestSidecarSetsAdmittedConcurrently(t *testing.T) {
 	for i := range n {
 		assert.Contains(t, expr, fmt.Sprintf(`"concurrent-%d"`, i), "the condition selects every admitted SidecarSet's pods")
 	}
+}
+
+// fleetView is the API server's client, except that it lists the given SidecarSets: the e2e
+// cluster holds every other test's too, and the form of the filter depends on the whole fleet.
+type fleetView struct {
+	client.Client
+	sets []v1beta1.SidecarSet
+}
+
+func (f fleetView) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if l, ok := list.(*v1beta1.SidecarSetList); ok {
+		l.Items = f.sets
+		return nil
+	}
+	return f.Client.List(ctx, list, opts...)
+}
+
+// The filter as the API server stores it: an object selector alone when it says everything, a
+// condition when it cannot, each replaced by the other as the fleet changes, a widening turning
+// the selector into a condition, an administrator's object selector left theirs; and a filter
+// reconciled again writes nothing.
+func TestPodWebhookFilterOnTheAPIServer(t *testing.T) {
+	const name, webhook = "e2e-filter", "mpod.e2e-filter.sidecarops.io"
+	cfg := &admissionregv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Webhooks: []admissionregv1.MutatingWebhook{{
+			Name:                    webhook,
+			AdmissionReviewVersions: []string{"v1"},
+			ClientConfig:            admissionregv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:9/never-called")},
+			// A resource nobody creates: this registration only holds a filter.
+			Rules: []admissionregv1.RuleWithOperations{{
+				Operations: []admissionregv1.OperationType{admissionregv1.Create},
+				Rule:       admissionregv1.Rule{APIGroups: []string{"e2e.sidecarops.io"}, APIVersions: []string{"v1"}, Resources: []string{"nothings"}},
+			}},
+			SideEffects:   ptr.To(admissionregv1.SideEffectClassNone),
+			FailurePolicy: ptr.To(admissionregv1.Ignore),
+		}},
+	}
+	require.NoError(t, cluster.Client.Create(ctx(t), cfg))
+	t.Cleanup(func() { _ = cluster.Client.Delete(context.Background(), cfg) })
+
+	web := *sidecarSet("e2e-filter-web", map[string]string{"app": "web"}, "agent")
+	api := *sidecarSet("e2e-filter-api", map[string]string{"app": "api"}, "agent")
+	tiered := *sidecarSet("e2e-filter-tier", map[string]string{"tier": "front"}, "agent")
+	read := func() (prefilter.Filter, *admissionregv1.MutatingWebhookConfiguration) {
+		t.Helper()
+		var m admissionregv1.MutatingWebhookConfiguration
+		require.NoError(t, cluster.Client.Get(ctx(t), client.ObjectKey{Name: name}, &m))
+		f, found := prefilter.Registered(&m, webhook)
+		require.True(t, found)
+		return f, &m
+	}
+	settle := func(sets ...v1beta1.SidecarSet) (prefilter.Filter, *admissionregv1.MutatingWebhookConfiguration) {
+		t.Helper()
+		r := &prefilter.Reconciler{Client: fleetView{cluster.Client, sets}, Configuration: name, Webhook: webhook}
+		_, err := r.Reconcile(ctx(t), reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+		require.NoError(t, err)
+		f, m := read()
+		// Again, from what it wrote: nothing to write.
+		_, err = r.Reconcile(ctx(t), reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+		require.NoError(t, err)
+		_, again := read()
+		require.Equal(t, m.ResourceVersion, again.ResourceVersion, "a second reconcile rewrote the registration")
+		return f, m
+	}
+	in := func(key string, values ...string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpIn, Values: values}}}
+	}
+
+	f, m := settle(web)
+	assert.Equal(t, prefilter.Filter{Selector: in("app", "web")}, f, "one SidecarSet: its selector, no condition")
+	assert.Equal(t, prefilter.FieldOwner, filterOwner(m))
+
+	f, _ = settle(web, api)
+	assert.Equal(t, prefilter.Filter{Selector: in("app", "api", "web")}, f, "one label listing values: still a selector alone")
+
+	f, _ = settle(web, tiered)
+	assert.Nil(t, f.Selector, "nothing both require: no selector")
+	assert.Contains(t, f.Expression, `"web"`)
+	assert.Contains(t, f.Expression, `"front"`)
+
+	// A SidecarSet admitted while the selector is registered: the filter becomes the condition of
+	// both, which the next reconcile keeps while the admitted term is fresh.
+	settle(web)
+	w := &prefilter.Widener{Reader: cluster.Client, Writer: cluster.Client, Configuration: name, Webhook: webhook}
+	require.NoError(t, w.Widen(ctx(t), &tiered, nil))
+	f, _ = read()
+	assert.Nil(t, f.Selector, "a selector cannot say or")
+	assert.Contains(t, f.Expression, `"web"`)
+	assert.Contains(t, f.Expression, `"front"`)
+	f, _ = settle(web)
+	assert.Nil(t, f.Selector)
+	assert.Contains(t, f.Expression, `"front"`, "the admitted term is kept for its grace period")
+
+	// An administrator's object selector: left as it is, the prefilter keeps to its condition.
+	admin := admissionv1ac.MutatingWebhookConfiguration(name).WithWebhooks(admissionv1ac.MutatingWebhook().WithName(webhook).
+		WithObjectSelector(metav1ac.LabelSelector().WithMatchExpressions(metav1ac.LabelSelectorRequirement().
+			WithKey("sidecarops.io/skip").WithOperator(metav1.LabelSelectorOpDoesNotExist))))
+	// A fresh registration, without the admitted term.
+	require.NoError(t, cluster.Client.Delete(ctx(t), &admissionregv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+	cfg.ResourceVersion = ""
+	require.NoError(t, cluster.Client.Create(ctx(t), cfg))
+	require.NoError(t, cluster.Client.Apply(ctx(t), admin, client.FieldOwner("e2e-admin"), client.ForceOwnership))
+	f, _ = settle(web)
+	want := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "sidecarops.io/skip", Operator: metav1.LabelSelectorOpDoesNotExist}}}
+	assert.Equal(t, want, f.Selector, "the administrator's selector stays")
+	assert.Contains(t, f.Expression, `"web"`, "the prefilter filters by condition")
 }

@@ -135,9 +135,9 @@ func requireFiltered(t *testing.T) {
 		if err := cluster.Client.Get(testCtx(t), client.ObjectKey{Name: wiring.WebhookConfigurationName}, &m); err != nil {
 			return err
 		}
-		expr, _ := prefilter.Registered(&m, wiring.PodWebhookName)
-		if expr == "" || strings.TrimSpace(expr) == "true" {
-			return fmt.Errorf("no condition: %q", expr)
+		f, _ := prefilter.Registered(&m, wiring.PodWebhookName)
+		if expr := f.CEL(); expr == "" || strings.TrimSpace(expr) == "true" {
+			return fmt.Errorf("no filter: %q", expr)
 		}
 		return nil
 	})

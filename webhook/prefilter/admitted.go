@@ -186,13 +186,13 @@ func (w *Widener) Widen(ctx context.Context, ss, old *v1beta1.SidecarSet) error 
 			added = "true"
 			admitted = []Admitted{{SidecarSet: "*", Expression: added, At: now.UTC()}}
 		}
-		expr := ""
-		// No condition now means every pod is sent; the term is still recorded, for the elected
-		// replica's next condition.
-		if current != "" {
-			expr = union(current, added)
+		// No filter now means every pod is sent; the term is still recorded, for the elected
+		// replica's next filter. A selector cannot say "or": the widened filter is a condition.
+		var widened Filter
+		if current.Filtered() {
+			widened.Expression = union(current.CEL(), added)
 		}
-		return apply(ctx, w.Writer, w.Configuration, w.Webhook, cfg.ResourceVersion, expr, encodeAdmitted(admitted))
+		return apply(ctx, w.Writer, w.Configuration, w.Webhook, cfg.ResourceVersion, widened, encodeAdmitted(admitted))
 	})
 	if err != nil {
 		return fmt.Errorf("widening the pod webhook's match condition %s for SidecarSet %s: %w", ConditionName, ss.Name, err)

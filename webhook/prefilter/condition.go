@@ -1,6 +1,7 @@
 package prefilter
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -32,19 +33,35 @@ const podLabels = "object.metadata.labels"
 // spec.namespace becomes); it treats selectors on other namespace labels, which CEL cannot see, as
 // matching.
 func Condition(sets []*v1beta1.SidecarSet) (expr string, filter bool, reason string) {
+	terms, reason := compileAll(sets)
+	if reason != "" {
+		return "", false, reason
+	}
+	return conditionOf(terms, len(sets))
+}
+
+func compileAll(sets []*v1beta1.SidecarSet) ([]term, string) {
+	terms := make([]term, 0, len(sets))
+	for _, ss := range sets {
+		t, err := compile(ss)
+		if err != nil {
+			return nil, fmt.Sprintf("SidecarSet/%s: %v", ss.Name, err)
+		}
+		if !t.never {
+			terms = append(terms, t)
+		}
+	}
+	return terms, ""
+}
+
+// conditionOf is Condition of the SidecarSets whose terms are given (n SidecarSets in all).
+func conditionOf(terms []term, n int) (expr string, filter bool, reason string) {
 	var withLabels, withoutLabels []string
 	// The usual fleet selects by one label (app=…): SidecarSets whose selector is one In term on the
 	// same key, in the same namespace scope, become one term listing all their values.
 	type scopedKey struct{ key, namespace string }
 	listed := map[scopedKey][]string{}
-	for _, ss := range sets {
-		t, err := compile(ss)
-		if err != nil {
-			return "", false, fmt.Sprintf("SidecarSet/%s: %v", ss.Name, err)
-		}
-		if t.never {
-			continue
-		}
+	for _, t := range terms {
 		if t.in != nil {
 			k := scopedKey{t.in.key, and(t.namespace)}
 			listed[k] = append(listed[k], t.in.values...)
@@ -69,7 +86,7 @@ func Condition(sets []*v1beta1.SidecarSet) (expr string, filter bool, reason str
 		expr = fmt.Sprintf("has(%s) ? %s : %s", podLabels, expr, unlabelled)
 	}
 	if len(expr) > MaxExpressionLength {
-		return "", false, fmt.Sprintf("the condition for %d SidecarSets would be %d characters, over %d", len(sets), len(expr), MaxExpressionLength)
+		return "", false, fmt.Sprintf("the condition for %d SidecarSets would be %d characters, over %d", n, len(expr), MaxExpressionLength)
 	}
 	return expr, true, ""
 }
@@ -85,6 +102,8 @@ type term struct {
 	podMatchesNoLabels bool
 	// in is the pod selector when it is a single In term (or one matchLabels pair).
 	in *requirement
+	// reqs are the pod selector's requirements, sorted (Filter's object selector is made of them).
+	reqs []requirement
 }
 
 func compile(ss *v1beta1.SidecarSet) (term, error) {
@@ -94,18 +113,9 @@ func compile(ss *v1beta1.SidecarSet) (term, error) {
 	if ss.Spec.InjectionStrategy.Paused || sel == nil || len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
 		return term{never: true}, nil
 	}
-	t := term{podMatchesNoLabels: true}
-	reqs := requirements(sel)
-	if len(reqs) == 1 && reqs[0].op == metav1.LabelSelectorOpIn && len(reqs[0].values) > 0 {
-		t.in = &reqs[0]
-	}
-	for _, r := range reqs {
-		c, err := r.cel(labelSubject)
-		if err != nil {
-			return term{}, fmt.Errorf("spec.selector: %w", err)
-		}
-		t.pod = append(t.pod, c)
-		t.podMatchesNoLabels = t.podMatchesNoLabels && !r.needsLabel()
+	t, err := compilePod(requirements(sel))
+	if err != nil {
+		return term{}, fmt.Errorf("spec.selector: %w", err)
 	}
 	if ns := ss.Spec.NamespaceSelector; ns != nil {
 		for _, r := range requirements(ns) {
@@ -123,6 +133,23 @@ func compile(ss *v1beta1.SidecarSet) (term, error) {
 		}
 	}
 	slices.Sort(t.namespace)
+	return t, nil
+}
+
+// compilePod is the term of a pod selector's requirements in every namespace.
+func compilePod(reqs []requirement) (term, error) {
+	t := term{podMatchesNoLabels: true, reqs: reqs}
+	if len(reqs) == 1 && reqs[0].op == metav1.LabelSelectorOpIn && len(reqs[0].values) > 0 {
+		t.in = &reqs[0]
+	}
+	for _, r := range reqs {
+		c, err := r.cel(labelSubject)
+		if err != nil {
+			return term{}, err
+		}
+		t.pod = append(t.pod, c)
+		t.podMatchesNoLabels = t.podMatchesNoLabels && !r.needsLabel()
+	}
 	slices.Sort(t.pod)
 	return t, nil
 }
@@ -142,6 +169,10 @@ func requirements(s *metav1.LabelSelector) []requirement {
 	for _, e := range s.MatchExpressions {
 		out = append(out, requirement{key: e.Key, op: e.Operator, values: e.Values})
 	}
+	// Map order is random: sorted, equal selectors give equal registrations.
+	slices.SortFunc(out, func(a, b requirement) int {
+		return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.op, b.op), slices.Compare(a.values, b.values))
+	})
 	return out
 }
 

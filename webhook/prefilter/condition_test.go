@@ -15,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/object"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/utils/ptr"
 
@@ -25,23 +27,43 @@ import (
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 )
 
-// apiServer evaluates a condition with the API server's own match-condition code (the CEL
-// environment, compiler and matcher of k8s.io/apiserver), after checking that the API server
-// would accept it in a webhook registration.
-type apiServer struct{ matcher matchconditions.Matcher }
+// apiServer evaluates a filter with the API server's own code (the object selector matcher; the
+// CEL environment, compiler and matcher of match conditions, of k8s.io/apiserver), after checking
+// that the API server would accept the condition in a webhook registration.
+type apiServer struct {
+	webhook webhook.WebhookAccessor
+	matcher matchconditions.Matcher // nil without a condition
+}
 
 func newAPIServer(t testing.TB, expr string) apiServer {
+	return newFilteringAPIServer(t, Filter{Expression: expr})
+}
+
+func newFilteringAPIServer(t testing.TB, f Filter) apiServer {
 	t.Helper()
+	sel := f.Selector
+	if sel == nil {
+		sel = &metav1.LabelSelector{} // the API server's default
+	}
+	a := apiServer{webhook: webhook.NewMutatingWebhookAccessor("uid", "sidecarops", &admissionregv1.MutatingWebhook{Name: "mpod.sidecarops.io", ObjectSelector: sel})}
+	if f.Selector != nil {
+		_, err := a.webhook.GetParsedObjectSelector()
+		require.NoError(t, err, "the API server would refuse the object selector %v", f.Selector)
+	}
+	if f.Expression == "" {
+		return a
+	}
 	envs := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
-	mc := &matchconditions.MatchCondition{Name: ConditionName, Expression: expr}
+	mc := &matchconditions.MatchCondition{Name: ConditionName, Expression: f.Expression}
 	decls := plugincel.OptionalVariableDeclarations{HasAuthorizer: true}
 	// What validation runs when the registration is written.
 	res := plugincel.NewCompiler(envs).CompileCELExpression(mc, decls, environment.NewExpressions)
-	require.Nil(t, res.Error, "the API server would refuse %s", expr)
+	require.Nil(t, res.Error, "the API server would refuse %s", f.Expression)
 	compiler, err := plugincel.NewCompositedCompiler(envs)
 	require.NoError(t, err)
 	cond := compiler.CompileCondition([]plugincel.ExpressionAccessor{mc}, decls, environment.StoredExpressions)
-	return apiServer{matcher: matchconditions.NewMatcher(cond, ptr.To(admissionregv1.Fail), "webhook", "admit", "mpod.sidecarops.io")}
+	a.matcher = matchconditions.NewMatcher(cond, ptr.To(admissionregv1.Fail), "webhook", "admit", "mpod.sidecarops.io")
+	return a
 }
 
 var (
@@ -49,11 +71,17 @@ var (
 	podResource = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 )
 
-// calls says whether the API server would call the webhook for the creation of p in namespace ns.
-// An evaluation error fails the test: with failurePolicy Fail it would refuse the pod.
+// calls says whether the API server would call the webhook for the creation of p in namespace ns:
+// the object selector first, then the condition. An evaluation error fails the test: with
+// failurePolicy Fail it would refuse the pod.
 func (a apiServer) calls(t testing.TB, ns string, p *corev1.Pod) bool {
 	t.Helper()
 	attrs := admission.NewAttributesRecord(p, nil, podKind, ns, p.Name, podResource, "", admission.Create, &metav1.CreateOptions{}, false, nil)
+	selected, serr := new(object.Matcher).MatchObjectSelector(a.webhook, attrs)
+	require.Nil(t, serr)
+	if !selected || a.matcher == nil {
+		return selected
+	}
 	r := a.matcher.Match(context.Background(), &admission.VersionedAttributes{Attributes: attrs, VersionedKind: podKind, VersionedObject: admission.NewLazyObject(p)}, nil, nil)
 	require.NoError(t, r.Error)
 	return r.Matches
@@ -218,9 +246,12 @@ func TestCondition(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			expr, filter, reason := Condition(tc.sets)
 			require.True(t, filter, reason)
-			api := newAPIServer(t, expr)
+			f, filter, reason := Compile(tc.sets)
+			require.True(t, filter, reason)
+			api, filtered := newAPIServer(t, expr), newFilteringAPIServer(t, f)
 			for _, a := range tc.admissions {
 				require.Equal(t, a.want, api.calls(t, a.ns, labelled(a.labels)), "pod %v in %s with %s", a.labels, a.ns, expr)
+				require.Equal(t, a.want, filtered.calls(t, a.ns, labelled(a.labels)), "pod %v in %s with %+v", a.labels, a.ns, f)
 			}
 		})
 	}
@@ -271,7 +302,7 @@ func TestConditionUnfiltered(t *testing.T) {
 // TestConditionNeverNarrowerThanThePolicies checks Condition against the policies themselves on
 // random fleets: whenever the engine injects a SidecarSet into a pod, the API server calls the
 // webhook; and where namespace scopes only name namespaces (CEL cannot see other namespace
-// labels), it calls it only then.
+// labels), it calls it only then. The filter Compile registers instead sends the same pods.
 func TestConditionNeverNarrowerThanThePolicies(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	keys, values := []string{"app", "tier", "mesh"}, []string{"a", "b", "c"}
@@ -330,8 +361,13 @@ func TestConditionNeverNarrowerThanThePolicies(t *testing.T) {
 		expr, filter, reason := Condition(sets)
 		require.True(t, filter, reason)
 		api := newAPIServer(t, expr)
+		f, _, _ := Compile(sets)
+		filtered, fromCEL := newFilteringAPIServer(t, f), newAPIServer(t, f.CEL())
 		for range 30 {
 			p, ns := labelled(randLabels()), namespaces[rng.IntN(2)].Name
+			// What is registered sends exactly the pods the condition sends, and reads back alike.
+			require.Equal(t, api.calls(t, ns, p), filtered.calls(t, ns, p), "fleet %d: %v in %s:\n%s\n%s\n%+v", fleet, p.Labels, ns, describe(sets), expr, f)
+			require.Equal(t, api.calls(t, ns, p), fromCEL.calls(t, ns, p), "fleet %d: %v in %s: CEL of %+v: %s", fleet, p.Labels, ns, f, f.CEL())
 			raw, err := json.Marshal(p)
 			require.NoError(t, err)
 			d, err := snap.Decide(context.Background(), ns, raw)
@@ -354,4 +390,65 @@ func describe(sets []*v1beta1.SidecarSet) string {
 		fmt.Fprintf(&b, "%s: %s\n", ss.Name, raw)
 	}
 	return b.String()
+}
+
+// Compile registers a selector alone exactly where it says all the condition does.
+func TestCompile(t *testing.T) {
+	in := func(key string, values ...string) metav1.LabelSelectorRequirement {
+		return metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpIn, Values: values}
+	}
+	exists := func(key string) metav1.LabelSelectorRequirement {
+		return metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpExists}
+	}
+	sel := func(rs ...metav1.LabelSelectorRequirement) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchExpressions: rs}
+	}
+	scoped := func(ss *v1beta1.SidecarSet) { ss.Spec.NamespaceSelector = v1beta1.NamespaceNamed("shop") }
+	for _, tc := range []struct {
+		name      string
+		sets      []*v1beta1.SidecarSet
+		selector  *metav1.LabelSelector
+		condition bool
+	}{
+		{name: "none: a condition that is false", condition: true},
+		{name: "one SidecarSet", sets: []*v1beta1.SidecarSet{sidecarSet("a", matchLabels("tier", "front", "app", "web"))},
+			selector: sel(in("app", "web"), in("tier", "front"))},
+		{name: "one SidecarSet, every operator", sets: []*v1beta1.SidecarSet{sidecarSet("a", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "app", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"db", "cache"}}, {Key: "legacy", Operator: metav1.LabelSelectorOpDoesNotExist}}})},
+			selector: sel(metav1.LabelSelectorRequirement{Key: "app", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"cache", "db"}},
+				metav1.LabelSelectorRequirement{Key: "legacy", Operator: metav1.LabelSelectorOpDoesNotExist})},
+		{name: "the same selector twice", sets: []*v1beta1.SidecarSet{sidecarSet("a", matchLabels("app", "web")), sidecarSet("b", expression("app", metav1.LabelSelectorOpIn, "web"))},
+			selector: sel(in("app", "web"))},
+		{name: "one label listing values", sets: []*v1beta1.SidecarSet{sidecarSet("a", matchLabels("app", "web")), sidecarSet("b", expression("app", metav1.LabelSelectorOpIn, "db", "api"))},
+			selector: sel(in("app", "api", "db", "web"))},
+		{name: "paused ones do not count", sets: []*v1beta1.SidecarSet{sidecarSet("a", matchLabels("app", "web")),
+			sidecarSet("b", matchLabels("tier", "x"), func(ss *v1beta1.SidecarSet) { ss.Spec.InjectionStrategy.Paused = true })},
+			selector: sel(in("app", "web"))},
+		{name: "a namespace scope: the condition says it", sets: []*v1beta1.SidecarSet{sidecarSet("a", matchLabels("app", "web"), scoped)},
+			selector: sel(in("app", "web")), condition: true},
+		{name: "labels each requires: a selector narrowing the condition",
+			sets: []*v1beta1.SidecarSet{sidecarSet("a", matchLabels("app", "web", "mesh", "on")), sidecarSet("b", &metav1.LabelSelector{
+				MatchLabels: map[string]string{"app": "db"}, MatchExpressions: []metav1.LabelSelectorRequirement{exists("mesh")}})},
+			selector: sel(in("app", "db", "web"), exists("mesh")), condition: true},
+		{name: "nothing all require: the condition alone", sets: []*v1beta1.SidecarSet{sidecarSet("a", matchLabels("app", "web")), sidecarSet("b", matchLabels("tier", "x"))},
+			condition: true},
+		{name: "a value no label can have: the condition alone", sets: []*v1beta1.SidecarSet{sidecarSet("a", matchLabels("app", `we"b`))},
+			condition: true},
+		{name: "one without labels: the condition alone", sets: []*v1beta1.SidecarSet{sidecarSet("a", matchLabels("app", "web")), sidecarSet("b", expression("app", metav1.LabelSelectorOpNotIn, "x"))},
+			condition: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, filter, reason := Compile(tc.sets)
+			require.True(t, filter, reason)
+			require.Equal(t, tc.selector, f.Selector)
+			require.Equal(t, tc.condition, f.Expression != "", "condition %q", f.Expression)
+			if tc.condition {
+				expr, _, _ := Condition(tc.sets)
+				require.Equal(t, expr, f.Expression, "the condition is Condition's")
+			}
+		})
+	}
+	_, filter, reason := Compile([]*v1beta1.SidecarSet{sidecarSet("odd", expression("app", "Matches", "w.*"))})
+	require.False(t, filter)
+	require.Contains(t, reason, "unsupported operator")
 }

@@ -6,10 +6,12 @@ import (
 	"time"
 
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,12 +24,13 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
-// FieldOwner is the server-side apply manager of the condition: it owns that one match condition
-// and nothing else of the registration.
+// FieldOwner is the server-side apply manager of the filter: it owns that one match condition, the
+// pod webhook's object selector (unless an administrator set one: then it leaves it to them) and
+// nothing else of the registration.
 const FieldOwner = "sidecarops-prefilter"
 
-// Reconciler keeps Condition of the cached SidecarSets on the pod webhook named Webhook of the
-// MutatingWebhookConfiguration named Configuration, and removes it when every pod must be sent.
+// Reconciler keeps the Filter of the cached SidecarSets (Compile) on the pod webhook named Webhook
+// of the MutatingWebhookConfiguration named Configuration, and removes it when every pod must be sent.
 type Reconciler struct {
 	// Client reads the manager's cache and applies the condition.
 	Client        client.Client
@@ -91,19 +94,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 			logger.Error(err, "dropping the admitted terms")
 		}
 	}
-	expr, keep, requeue := merged(computed, admitted, seen, clock(r.Now), grace(r.Grace))
+	expr, keep, requeue := merged(computed.CEL(), admitted, seen, clock(r.Now), grace(r.Grace))
+	// An empty selector (the API server's default) is nobody's to keep.
+	foreign := current.Selector != nil && selectorOwnedByOthers(cfg)
+	if foreign {
+		current.Selector = nil // an administrator's, which stays theirs
+	}
+	want := computed
+	if len(keep) > 0 || foreign {
+		// Terms admitted meanwhile, which the selector may not cover; or no selector of ours to
+		// set: the condition alone says it all.
+		want = Filter{Expression: expr}
+	}
 	annotation := encodeAdmitted(keep)
-	if expr == current && annotation == cfg.Annotations[AdmittedAnnotation] {
+	if want.Expression == current.Expression && apiequality.Semantic.DeepEqual(want.Selector, current.Selector) && annotation == cfg.Annotations[AdmittedAnnotation] {
 		return reconcile.Result{RequeueAfter: requeue}, nil
 	}
 	// Conditional on what was read: a term another replica admitted since is never overwritten.
-	err = apply(ctx, r.Client, r.Configuration, r.Webhook, cfg.ResourceVersion, expr, annotation)
-	if apierrors.IsInvalid(err) && expr != "" {
-		// The API server's CEL limits are its own to judge: a refused condition means every pod is
+	err = apply(ctx, r.Client, r.Configuration, r.Webhook, cfg.ResourceVersion, want, annotation)
+	if apierrors.IsInvalid(err) && want.Filtered() {
+		// The API server's CEL limits are its own to judge: a refused filter means every pod is
 		// sent, as without one.
-		logger.Error(err, "the API server refused the condition: every pod is sent to the webhook", "length", len(expr))
-		expr, reason = "", "refused by the API server"
-		err = apply(ctx, r.Client, r.Configuration, r.Webhook, cfg.ResourceVersion, expr, annotation)
+		logger.Error(err, "the API server refused the filter: every pod is sent to the webhook", "length", len(want.Expression))
+		want, reason = Filter{}, "refused by the API server"
+		err = apply(ctx, r.Client, r.Configuration, r.Webhook, cfg.ResourceVersion, want, annotation)
 	}
 	if apierrors.IsConflict(err) {
 		// The cache has not seen the newer registration yet; its event reconciles again, and this
@@ -111,27 +125,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("applying the pod webhook's match condition: %w", err)
+		return reconcile.Result{}, fmt.Errorf("applying the pod webhook's filter: %w", err)
 	}
-	switch expr {
-	case current:
-	case "":
+	switch {
+	case !want.Filtered():
 		logger.Info("pod webhook unfiltered: every pod is sent to it", "reason", reason)
 	default:
-		logger.Info("pod webhook filtered: only pods a SidecarSet may inject into are sent to it", "length", len(expr), "admittedTerms", len(keep))
+		logger.Info("pod webhook filtered: only pods a SidecarSet may inject into are sent to it",
+			"objectSelector", want.Selector != nil, "conditionLength", len(want.Expression), "admittedTerms", len(keep))
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
 }
 
-// desired is the condition to register ("" for none, with the reason), and each cached
-// SidecarSet's own term by name (what an admitted term is compared with).
-func (r *Reconciler) desired(ctx context.Context) (expr, reason string, seen map[string]string, err error) {
+// desired is the filter to register (none, with the reason, when every pod must be sent), and
+// each cached SidecarSet's own term by name (what an admitted term is compared with).
+func (r *Reconciler) desired(ctx context.Context) (f Filter, reason string, seen map[string]string, err error) {
 	if r.Unfiltered {
-		return "", "the prefilter is off", nil, nil
+		return Filter{}, "the prefilter is off", nil, nil
 	}
 	sets := &v1beta1.SidecarSetList{}
 	if err := r.Client.List(ctx, sets); err != nil {
-		return "", "", nil, err
+		return Filter{}, "", nil, err
 	}
 	ptrs := make([]*v1beta1.SidecarSet, len(sets.Items))
 	seen = make(map[string]string, len(sets.Items))
@@ -139,38 +153,25 @@ func (r *Reconciler) desired(ctx context.Context) (expr, reason string, seen map
 		ptrs[i] = &sets.Items[i]
 		seen[ptrs[i].Name] = termOf(ptrs[i])
 	}
-	expr, filter, reason := Condition(ptrs)
-	if !filter {
-		return "", reason, seen, nil
-	}
-	return expr, "", seen, nil
+	f, _, reason = Compile(ptrs)
+	return f, reason, seen, nil
 }
 
-// Registered is the expression of the prefilter's condition on the named webhook of cfg ("" when
-// it has none) and whether that webhook exists.
-func Registered(cfg *admissionregv1.MutatingWebhookConfiguration, webhook string) (string, bool) {
-	for _, w := range cfg.Webhooks {
-		if w.Name != webhook {
-			continue
-		}
-		for _, c := range w.MatchConditions {
-			if c.Name == ConditionName {
-				return c.Expression, true
-			}
-		}
-		return "", true
-	}
-	return "", false
-}
-
-// apply sets our condition to expr, or removes it when expr is empty, and the admitted terms to
-// annotation (removed when empty): server-side apply drops the fields this manager applied before
-// and no longer applies. A resourceVersion makes it conditional on the registration being the one
-// read (a Conflict otherwise).
-func apply(ctx context.Context, c client.Writer, configuration, webhook, resourceVersion, expr, annotation string) error {
+// apply registers f, removing what f leaves out, and the admitted terms as annotation (removed
+// when empty): server-side apply drops the fields this manager applied before and no longer
+// applies. A resourceVersion makes it conditional on the registration being the one read (a
+// Conflict otherwise).
+func apply(ctx context.Context, c client.Writer, configuration, webhook, resourceVersion string, f Filter, annotation string) error {
 	w := admissionv1ac.MutatingWebhook().WithName(webhook)
-	if expr != "" {
-		w = w.WithMatchConditions(admissionv1ac.MatchCondition().WithName(ConditionName).WithExpression(expr))
+	if f.Expression != "" {
+		w = w.WithMatchConditions(admissionv1ac.MatchCondition().WithName(ConditionName).WithExpression(f.Expression))
+	}
+	if f.Selector != nil {
+		sel := metav1ac.LabelSelector()
+		for _, r := range f.Selector.MatchExpressions {
+			sel = sel.WithMatchExpressions(metav1ac.LabelSelectorRequirement().WithKey(r.Key).WithOperator(r.Operator).WithValues(r.Values...))
+		}
+		w = w.WithObjectSelector(sel)
 	}
 	cfg := admissionv1ac.MutatingWebhookConfiguration(configuration).WithWebhooks(w)
 	if resourceVersion != "" {
