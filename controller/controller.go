@@ -154,7 +154,8 @@ func (r *Reconciler) reconcile(ctx context.Context, ss *v1beta1.SidecarSet, cond
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if ok && r.now().Sub(settled.counted) < r.recountInterval() && !r.needsPods(ss, settled.counts) {
+	fresh := ok && r.now().Sub(settled.counted) < r.recountInterval()
+	if fresh && !r.needsPods(ss, settled.counts) {
 		status := settled.counts.Status(ss, settled.revision, settled.collisionCount)
 		status.Conditions = conds
 		if wait := r.countersWait(ss, status); wait > 0 {
@@ -165,6 +166,9 @@ func (r *Reconciler) reconcile(ctx context.Context, ss *v1beta1.SidecarSet, cond
 		}
 		return ctrl.Result{RequeueAfter: r.recountInterval() - r.now().Sub(settled.counted)}, nil
 	}
+	if fresh && rollout.PlansFromCounts(ss) {
+		return r.roundFromCounts(ctx, ss, conds, settled)
+	}
 
 	pods, err := r.matchingPods(ctx, ss)
 	if err != nil {
@@ -174,18 +178,21 @@ func (r *Reconciler) reconcile(ctx context.Context, ss *v1beta1.SidecarSet, cond
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("registering the latest ControllerRevision: %w", err)
 	}
-	var status v1beta1.SidecarSetStatus
+	var counts rollout.Counts
 	if r.tr == nil {
-		status = rollout.Status(ss, pods, latest, collisionCount)
+		for _, p := range pods {
+			counts = counts.Add(rollout.PodCounts(p, ss))
+		}
 	} else {
-		counted, differences := r.tr.reset(ss, pods, latest, collisionCount, r.now())
+		var differences int
+		counts, differences = r.tr.reset(ss, pods, latest, collisionCount, r.now())
 		if differences > 0 {
 			recountDifferences.Add(float64(differences))
 			logger.Error(nil, "pods counted differently from pod events than by a count of every pod; the count wins",
-				"pods", differences, "kept", settled.counts, "counted", counted)
+				"pods", differences, "kept", settled.counts, "counted", counts)
 		}
-		status = counted.Status(ss, latest, collisionCount)
 	}
+	status := counts.Status(ss, latest, collisionCount)
 	status.Conditions = conds
 	if err := r.writeStatus(ctx, ss, status); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
@@ -195,8 +202,73 @@ func (r *Reconciler) reconcile(ctx context.Context, ss *v1beta1.SidecarSet, cond
 		logger.V(1).Info("waiting for the cache to show pods written in an earlier round", "pods", waiting)
 		return ctrl.Result{RequeueAfter: requeueExpectations}, nil
 	}
+	return r.run(ctx, ss, rollout.NextRound(ss, pods), "every_pod", counts, latest, collisionCount)
+}
 
-	round := rollout.NextRound(ss, pods)
+// roundFromCounts is a round during a rollout of a SidecarSet whose counts are kept from pod
+// events: it reads the pods left to upgrade and those written in the last round, not every pod.
+func (r *Reconciler) roundFromCounts(ctx context.Context, ss *v1beta1.SidecarSet, conds []metav1.Condition, s settled) (ctrl.Result, error) {
+	status := s.counts.Status(ss, s.revision, s.collisionCount)
+	status.Conditions = conds
+	if err := r.writeStatus(ctx, ss, status); err != nil {
+		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
+	}
+	written, err := r.cachedPods(ctx, ss, r.exp.expected(ss.Name))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if waiting := r.exp.observe(ss.Name, written); len(waiting) > 0 {
+		ctrllog.FromContext(ctx).V(1).Info("waiting for the cache to show pods written in an earlier round", "pods", waiting)
+		return ctrl.Result{RequeueAfter: requeueExpectations}, nil
+	}
+	// Counted again now that the cache shows the last round's writes: counts settled before they
+	// arrived would leave their pods out of the budget in use, and the round would take too many.
+	s, ok, err := r.settle(ctx, ss)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	keys, listed := r.tr.notUpdated(ss)
+	if !ok || !listed {
+		return ctrl.Result{RequeueAfter: requeueExpectations}, nil // to be counted in full first
+	}
+	candidates, err := r.cachedPods(ctx, ss, keys)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.run(ctx, ss, rollout.NextRoundOf(ss, candidates, s.counts), "kept_counts", s.counts, s.revision, s.collisionCount)
+}
+
+// cachedPods reads the pods named by keys that ss manages from the cache, in the order of keys; a
+// pod that is gone is left out.
+func (r *Reconciler) cachedPods(ctx context.Context, ss *v1beta1.SidecarSet, keys []types.NamespacedName) ([]*corev1.Pod, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	managed, err := r.managedBy(ctx, ss)
+	if err != nil {
+		return nil, err
+	}
+	pods := make([]*corev1.Pod, 0, len(keys))
+	for _, key := range keys {
+		pod := &corev1.Pod{}
+		if err := r.Client.Get(ctx, key, pod, client.UnsafeDisableDeepCopy); apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return nil, fmt.Errorf("reading pod %s: %w", key, err)
+		}
+		if ok, err := managed(pod); err != nil {
+			return nil, err
+		} else if ok {
+			pods = append(pods, pod)
+		}
+	}
+	return pods, nil
+}
+
+// run carries out round for ss, planned from what plannedFrom says (rolloutRounds), whose status
+// counts were c with the revision decision latest and collisionCount: resets, or the upgrades the
+// plan allows, then the status they give and the pods' SidecarSetUpgradable condition.
+func (r *Reconciler) run(ctx context.Context, ss *v1beta1.SidecarSet, round rollout.Round, plannedFrom string, c rollout.Counts, latest string, collisionCount int32) (ctrl.Result, error) {
 	switch {
 	case round.Plan.Stopped == rollout.StoppedNotUpdate || round.Plan.Stopped == rollout.StoppedPaused:
 		return ctrl.Result{}, nil
@@ -204,9 +276,10 @@ func (r *Reconciler) reconcile(ctx context.Context, ss *v1beta1.SidecarSet, cond
 		return ctrl.Result{}, r.forEachPod(ctx, round.Reset, func(ctx context.Context, pod *corev1.Pod) error {
 			return r.reset(ctx, ss, pod)
 		})
-	case status.UpdatedPods >= status.MatchedPods:
+	case c.Updated >= c.Matched:
 		return ctrl.Result{}, nil
 	}
+	rolloutRounds.WithLabelValues(plannedFrom).Inc()
 
 	if err := r.markNotUpgradable(ctx, ss, round.Plan.NotUpgradable); err != nil {
 		return ctrl.Result{}, err
@@ -231,17 +304,15 @@ func (r *Reconciler) reconcile(ctx context.Context, ss *v1beta1.SidecarSet, cond
 		return err
 	})
 	if len(written) > 0 {
-		logger.V(1).Info("upgraded pods in place", "pods", len(written))
-		after := make([]*corev1.Pod, len(pods))
+		ctrllog.FromContext(ctx).V(1).Info("upgraded pods in place", "pods", len(written))
 		upgraded := make([]*corev1.Pod, 0, len(written))
-		for i, p := range pods {
-			after[i] = p
+		for _, p := range round.Plan.Upgrade {
 			if w, ok := written[p]; ok {
-				after[i] = w
+				c = c.Sub(rollout.PodCounts(p, ss)).Add(rollout.PodCounts(w, ss))
 				upgraded = append(upgraded, w)
 			}
 		}
-		if err := r.writeStatus(ctx, ss, rollout.Status(ss, after, latest, collisionCount)); err != nil {
+		if err := r.writeStatus(ctx, ss, c.Status(ss, latest, collisionCount)); err != nil {
 			upgradeErr = errors.Join(upgradeErr, fmt.Errorf("writing status: %w", err))
 		}
 		// A quarter of the writers: the kubelets are reporting the new images meanwhile, and the

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -63,6 +65,13 @@ func (e *expectations) observe(ss string, cached []*corev1.Pod) []types.Namespac
 		delete(e.pods, ss)
 	}
 	return waiting
+}
+
+// expected lists the pods whose writes for ss are awaited.
+func (e *expectations) expected(ss string) []types.NamespacedName {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Collect(maps.Keys(e.pods[ss]))
 }
 
 // pending reports whether writes of ss's pods are awaited in the cache.

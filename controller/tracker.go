@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
@@ -56,7 +57,10 @@ type tracked struct {
 	version trackedVersion
 	pods    map[types.NamespacedName]counted
 	counts  rollout.Counts
-	dirty   map[types.NamespacedName]struct{}
+	// notUpdated are the counted pods not on the SidecarSet's hash: a rollout's candidates, from
+	// which its rounds are planned (rollout.NextRoundOf) without reading the other pods.
+	notUpdated map[types.NamespacedName]struct{}
+	dirty      map[types.NamespacedName]struct{}
 	// counted is when the counts were last computed over every pod.
 	counted time.Time
 	// revision and collisionCount are the revision decision for version.
@@ -171,13 +175,37 @@ func (t *tracker) settle(ss *v1beta1.SidecarSet, count func(types.NamespacedName
 		if old, had := s.pods[key]; had {
 			s.counts = s.counts.Sub(old.counts)
 			delete(s.pods, key)
+			delete(s.notUpdated, key)
 		}
 		if pc != nil {
-			s.pods[key] = *pc
-			s.counts = s.counts.Add(pc.counts)
+			s.add(key, *pc)
 		}
 	}
 	return s.counts, s.revision, s.collisionCount, s.counted, true, nil
+}
+
+// add counts a pod that is not counted yet.
+func (s *tracked) add(key types.NamespacedName, pc counted) {
+	s.pods[key] = pc
+	s.counts = s.counts.Add(pc.counts)
+	if pc.counts.Updated == 0 {
+		s.notUpdated[key] = struct{}{}
+	}
+}
+
+// notUpdated lists the pods of name's counts not on its hash, as of its last settle (sorted, so
+// that a round's ties are broken alike every time); ok is false when name has no valid counts.
+func (t *tracker) notUpdated(ss *v1beta1.SidecarSet) (keys []types.NamespacedName, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.sets[ss.Name]
+	if s == nil || s.pods == nil || s.version != t.versionOf(ss) {
+		return nil, false
+	}
+	keys = slices.SortedFunc(maps.Keys(s.notUpdated), func(a, b types.NamespacedName) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return keys, true
 }
 
 // touchAll marks keys dirty for name again (a round that could not count them).
@@ -200,13 +228,11 @@ func (t *tracker) touchAll(name string, keys map[types.NamespacedName]struct{}) 
 // counted and no longer listed, or listed and never counted, must be marked dirty since settle.
 func (t *tracker) reset(ss *v1beta1.SidecarSet, pods []*corev1.Pod, revision string, collisionCount int32, now time.Time) (c rollout.Counts, differences int) {
 	s := &tracked{
-		pods: make(map[types.NamespacedName]counted, len(pods)), counted: now,
-		revision: revision, collisionCount: collisionCount,
+		pods: make(map[types.NamespacedName]counted, len(pods)), notUpdated: map[types.NamespacedName]struct{}{},
+		counted: now, revision: revision, collisionCount: collisionCount,
 	}
 	for _, p := range pods {
-		pc := counted{p.ResourceVersion, rollout.PodCounts(p, ss)}
-		s.pods[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = pc
-		s.counts = s.counts.Add(pc.counts)
+		s.add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, counted{p.ResourceVersion, rollout.PodCounts(p, ss)})
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -247,9 +273,20 @@ var recountDifferences = prometheus.NewCounter(prometheus.CounterOpts{
 	Help: "Periodic counts of a SidecarSet's pods that differed from the status counts kept from pod events (the count wins); any is a bug.",
 })
 
+// rolloutRounds counts the rounds that planned upgrades, by what they read: the pods left to
+// upgrade with the counts kept from pod events (kept_counts), or every managed pod (every_pod:
+// the first round after a change, a recount, a scatterStrategy, hot upgrades).
+var rolloutRounds = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "sidecarops_controller_rollout_rounds_total",
+	Help: "SidecarSet controller rounds that planned in-place upgrades, by what they read: kept_counts (the pods left to upgrade) or every_pod.",
+}, []string{"planned_from"})
+
 func registerRecountMetric() error {
 	var err error
-	recountDifferences, err = promreg.Register(metrics.Registry, recountDifferences)
+	if recountDifferences, err = promreg.Register(metrics.Registry, recountDifferences); err != nil {
+		return err
+	}
+	rolloutRounds, err = promreg.Register(metrics.Registry, rolloutRounds)
 	return err
 }
 

@@ -268,3 +268,9 @@ func NextRound(ss *v1beta1.SidecarSet, pods []*corev1.Pod) Round {
 	}
 	return r
 }
+
+// NextRoundOf is NextRound from what the controller keeps as pods come and go (NextUpgradeOf):
+// for a SidecarSet passing PlansFromCounts, which has nothing to reset.
+func NextRoundOf(ss *v1beta1.SidecarSet, notUpdated []*corev1.Pod, c Counts) Round {
+	return Round{Plan: NextUpgradeOf(ss, notUpdated, c)}
+}

@@ -75,6 +75,47 @@ type Plan struct {
 //     ready, plus ready candidates taken) stays below maxUnavailable; the walk stops at the first
 //     ready candidate that does not fit.
 func NextUpgrade(ss *v1beta1.SidecarSet, pods []*corev1.Pod) Plan {
+	all := make([]*corev1.Pod, 0, len(pods))
+	unavailable := 0
+	for _, pod := range pods {
+		if pod == nil {
+			continue
+		}
+		all = append(all, pod)
+		if ss != nil && IsUnavailableUpdated(pod, ss) {
+			unavailable++
+		}
+	}
+	return nextUpgrade(ss, all, all, len(all), unavailable)
+}
+
+// PlansFromCounts reports whether NextRoundOf can plan ss's rounds: not with a scatterStrategy,
+// which orders the candidates by how every pod is spread, nor with hot upgrades, whose finished
+// upgrades are found among every pod (NextRound's resets).
+func PlansFromCounts(ss *v1beta1.SidecarSet) bool {
+	if ss == nil || ss.Spec.UpdateStrategy.ScatterStrategy != nil {
+		return false
+	}
+	for i := range ss.Spec.Containers {
+		if isHot(&ss.Spec.Containers[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// NextUpgradeOf plans the same round as NextUpgrade from what the controller keeps as pods come and
+// go, rather than from every managed pod: notUpdated are the managed pods not on ss's hash, and c
+// the status counts over all of them (the budget's size is c.Matched; the updated pods taking a
+// slot, c.Updated − c.UpdatedReady: updated and not both consistent and ready). Plan.Updated is
+// then empty. ss must pass PlansFromCounts.
+func NextUpgradeOf(ss *v1beta1.SidecarSet, notUpdated []*corev1.Pod, c Counts) Plan {
+	return nextUpgrade(ss, notUpdated, nil, int(c.Matched), int(c.Updated-c.UpdatedReady))
+}
+
+// nextUpgrade plans over pods, total managed pods of which unavailable updated ones take a budget
+// slot; all are every managed pod, which only a scatterStrategy reads.
+func nextUpgrade(ss *v1beta1.SidecarSet, pods, all []*corev1.Pod, total, unavailable int) Plan {
 	var p Plan
 	if ss == nil {
 		p.Warnings = append(p.Warnings, "no SidecarSet")
@@ -99,12 +140,8 @@ func NextUpgrade(ss *v1beta1.SidecarSet, pods []*corev1.Pod) Plan {
 		}
 	}
 
-	var all, candidates []*corev1.Pod
+	var candidates []*corev1.Pod
 	for _, pod := range pods {
-		if pod == nil {
-			continue
-		}
-		all = append(all, pod)
 		switch {
 		case IsUpdated(pod, ss):
 			p.Updated = append(p.Updated, pod)
@@ -125,7 +162,6 @@ func NextUpgrade(ss *v1beta1.SidecarSet, pods []*corev1.Pod) Plan {
 
 	candidates = Order(strategy, all, candidates)
 
-	total := len(all)
 	var err error
 	if p.Partition, err = PartitionReplicas(strategy.Partition, total); err != nil {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("updateStrategy.partition: %v (treated as 0)", err))
@@ -137,11 +173,7 @@ func NextUpgrade(ss *v1beta1.SidecarSet, pods []*corev1.Pod) Plan {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("updateStrategy.maxUnavailable: %v (treated as 0)", err))
 		}
 	}
-	for _, pod := range all {
-		if IsUnavailableUpdated(pod, ss) {
-			p.Unavailable++
-		}
-	}
+	p.Unavailable = unavailable
 
 	keep := max(len(candidates)-max(p.Partition, 0), 0)
 	p.HeldByPartition = candidates[keep:]
@@ -151,7 +183,6 @@ func NextUpgrade(ss *v1beta1.SidecarSet, pods []*corev1.Pod) Plan {
 		p.HeldByMaxUnavailable = candidates
 		return p
 	}
-	unavailable := p.Unavailable
 	for i, pod := range candidates {
 		if !IsPodReady(pod, ss) {
 			p.Upgrade = append(p.Upgrade, pod)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -240,43 +241,57 @@ func TestBadStrategyFieldsWarn(t *testing.T) {
 // TestPlanProperties checks on random fleets: each pod is in exactly one list, no pod is chosen
 // twice, no chosen pod is not upgradable or already updated, and ready pods are only chosen while
 // the unavailable count stays within maxUnavailable.
+// randomRound is a SidecarSet C13 and pods in random states (upgraded or not, ready or not,
+// upgradable or not, spread over zones), with a random strategy (budget, partition, selector, and a
+// scatter and priority order when scatter is true).
+func randomRound(r *rand.Rand, scatter bool) (*v1beta1.SidecarSet, []*corev1.Pod) {
+	n := r.IntN(40)
+	pods := c13Pods(n, 0, 0)
+	for i, p := range pods {
+		switch r.IntN(6) {
+		case 0:
+			upgraded(p)
+		case 1:
+			upgradedAndReady(p)
+		case 2:
+			p.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation] = hashAnn("test-sidecarset", "other")
+		}
+		if r.IntN(4) == 0 {
+			notReady(p)
+		}
+		if r.IntN(3) == 0 {
+			p.Labels["zone"] = fmt.Sprint(i % 3)
+		}
+		p.Status.ContainerStatuses[0].RestartCount = int32(r.IntN(3))
+	}
+	ss := ssC13()
+	us := &ss.Spec.UpdateStrategy
+	us.MaxUnavailable = ip(intstr.FromInt32(int32(r.IntN(6))))
+	if r.IntN(2) == 0 {
+		us.MaxUnavailable = ip(intstr.FromString(fmt.Sprintf("%d%%", r.IntN(60))))
+	}
+	if r.IntN(2) == 0 {
+		us.Partition = ip(intstr.FromString(fmt.Sprintf("%d%%", r.IntN(101))))
+	}
+	if scatter && r.IntN(2) == 0 {
+		us.ScatterStrategy = v1beta1.UpdateScatterStrategy{{Key: "zone", Value: "*"}}
+	}
+	if r.IntN(3) == 0 {
+		us.PriorityStrategy = &v1beta1.UpdatePriorityStrategy{OrderPriority: []v1beta1.UpdatePriorityOrderTerm{{OrderedKey: "zone"}}}
+	}
+	if r.IntN(4) == 0 {
+		us.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "zone", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"1"}}}}
+	}
+	if r.IntN(8) == 0 {
+		us.Paused = true
+	}
+	return ss, pods
+}
+
 func TestPlanProperties(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for iter := 0; iter < 300; iter++ {
-		n := r.IntN(40)
-		pods := c13Pods(n, 0, 0)
-		for i, p := range pods {
-			switch r.IntN(6) {
-			case 0:
-				upgraded(p)
-			case 1:
-				upgradedAndReady(p)
-			case 2:
-				p.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation] = hashAnn("test-sidecarset", "other")
-			}
-			if r.IntN(4) == 0 {
-				notReady(p)
-			}
-			if r.IntN(3) == 0 {
-				p.Labels["zone"] = fmt.Sprint(i % 3)
-			}
-			p.Status.ContainerStatuses[0].RestartCount = int32(r.IntN(3))
-		}
-		ss := ssC13()
-		us := &ss.Spec.UpdateStrategy
-		us.MaxUnavailable = ip(intstr.FromInt32(int32(r.IntN(6))))
-		if r.IntN(2) == 0 {
-			us.MaxUnavailable = ip(intstr.FromString(fmt.Sprintf("%d%%", r.IntN(60))))
-		}
-		if r.IntN(2) == 0 {
-			us.Partition = ip(intstr.FromString(fmt.Sprintf("%d%%", r.IntN(101))))
-		}
-		if r.IntN(2) == 0 {
-			us.ScatterStrategy = v1beta1.UpdateScatterStrategy{{Key: "zone", Value: "*"}}
-		}
-		if r.IntN(3) == 0 {
-			us.PriorityStrategy = &v1beta1.UpdatePriorityStrategy{OrderPriority: []v1beta1.UpdatePriorityOrderTerm{{OrderedKey: "zone"}}}
-		}
+		ss, pods := randomRound(r, true)
 		p := NextUpgrade(ss, pods)
 
 		seen := map[*corev1.Pod]int{}
@@ -303,4 +318,33 @@ func TestPlanProperties(t *testing.T) {
 			assert.LessOrEqual(t, p.Unavailable+readyTaken, p.MaxUnavailable, "iter %d", iter)
 		}
 	}
+}
+
+// NextUpgradeOf, given the pods not updated and the counts over all, plans what NextUpgrade plans
+// from every pod: the controller's rounds during a rollout read only the pods left to upgrade.
+func TestNextUpgradeOfIsNextUpgrade(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for iter := 0; iter < 500; iter++ {
+		ss, pods := randomRound(r, false)
+		require.True(t, PlansFromCounts(ss))
+		var (
+			notUpdated []*corev1.Pod
+			c          Counts
+		)
+		for _, p := range pods {
+			c = c.Add(PodCounts(p, ss))
+			if !IsUpdated(p, ss) {
+				notUpdated = append(notUpdated, p)
+			}
+		}
+		want, got := NextUpgrade(ss, pods), NextRoundOf(ss, notUpdated, c).Plan
+		want.Updated = nil
+		require.Equal(t, want, got, "iter %d", iter)
+	}
+	ss := ssC13()
+	ss.Spec.UpdateStrategy.ScatterStrategy = v1beta1.UpdateScatterStrategy{{Key: "zone", Value: "*"}}
+	require.False(t, PlansFromCounts(ss), "a scatter order reads every pod")
+	ss = ssC13()
+	ss.Spec.Containers[0].UpgradeStrategy.UpgradeType = v1beta1.SidecarContainerHotUpgrade
+	require.False(t, PlansFromCounts(ss), "hot upgrades are reset from every pod")
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
@@ -398,4 +399,25 @@ func managerCPU(b *testing.B, proc *devcluster.ManagerProcess) time.Duration {
 	cpu, err := proc.CPU()
 	require.NoError(b, err)
 	return cpu
+}
+
+// roundsPlannedFrom is the in-process controller's sidecarops_controller_rollout_rounds_total for
+// planned_from.
+func roundsPlannedFrom(t *testing.T, from string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != "sidecarops_controller_rollout_rounds_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "planned_from" && l.GetValue() == from {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

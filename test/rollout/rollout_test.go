@@ -45,6 +45,7 @@ func TestImageChangeRollsOutWithinMaxUnavailable(t *testing.T) {
 		ss.Spec.UpdateStrategy.MaxUnavailable = ptrIntStr(intstr.FromInt32(budget))
 	}, nil)
 	pw, peak := budgetWatch(f, image("2"), budget)
+	fromCounts := roundsPlannedFrom(t, "kept_counts")
 	f.update(func(ss *v1beta1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })
 
 	// Status follows compat §3.4 at every state the SidecarSet is stored in.
@@ -71,6 +72,8 @@ func TestImageChangeRollsOutWithinMaxUnavailable(t *testing.T) {
 	})
 	pw.check(t)
 	assert.Equal(t, budget, *peak, "the controller uses the whole budget in each batch (the watch saw %d at once)", *peak)
+	// The first round after the change counts every pod; later ones read only the pods left.
+	assert.Greater(t, roundsPlannedFrom(t, "kept_counts"), fromCounts, "no round planned from the pods left to upgrade")
 	for name, img := range f.images(sidecar) {
 		assert.Equal(t, image("2"), img, name)
 	}
