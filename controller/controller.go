@@ -413,15 +413,7 @@ func (r *Reconciler) settle(ctx context.Context, ss *v1beta1.SidecarSet) (settle
 // counts: a rollout in progress (or not started), upgrades awaited in the cache, or a hot-upgrade
 // twin possibly awaiting its reset.
 func (r *Reconciler) needsPods(ss *v1beta1.SidecarSet, c rollout.Counts) bool {
-	if c.Updated < c.Matched || r.exp.pending(ss.Name) {
-		return true
-	}
-	for _, ctr := range ss.Spec.Containers {
-		if ctr.UpgradeStrategy.UpgradeType == v1beta1.SidecarContainerHotUpgrade {
-			return true
-		}
-	}
-	return false
+	return c.Updated < c.Matched || r.exp.pending(ss.Name) || rollout.HotUpgrades(ss)
 }
 
 func (r *Reconciler) recountInterval() time.Duration {

@@ -63,10 +63,33 @@ func (h podEvents) Update(ctx context.Context, e event.UpdateEvent, q workqueue.
 		return
 	}
 	for _, ss := range h.sidecarSets(ctx, pod) {
-		if podChangeMatters(old, pod, ss) {
+		switch {
+		case !podChangeMatters(old, pod, ss):
+		case countersOnly(old, pod, ss):
+			q.AddAfter(request(ss.Name), createBatch)
+		default:
 			q.Add(request(ss.Name))
 		}
 	}
+}
+
+// countersOnly reports whether the change of pod can move nothing but ss's status counters: a pod
+// on ss's hash turning ready or not, or consistent or not, while ss rolls nothing out (its status
+// counts every pod updated, for its current generation) and has no hot upgrade (whose twins are
+// reset on such a change). Such changes are batched as creations are: a scale-up's pods turning
+// ready cost one round per batch, not one each. During a rollout every change goes at once, since
+// a pod turning ready frees the budget for the next batch.
+func countersOnly(old, pod *corev1.Pod, ss *v1beta1.SidecarSet) bool {
+	st := ss.Status
+	switch {
+	case st.ObservedGeneration != ss.Generation || st.UpdatedPods != st.MatchedPods || rollout.HotUpgrades(ss):
+		return false
+	case old.DeletionTimestamp == nil && pod.DeletionTimestamp != nil:
+		return false
+	case rollout.PodHash(old, ss.Name) != rollout.PodHash(pod, ss.Name) || !rollout.IsUpdated(pod, ss):
+		return false
+	}
+	return true
 }
 
 // Delete enqueues too (OpenKruise only clears expectations, quirk Q16): matchedPods must drop.

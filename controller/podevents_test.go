@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/controller/rollout"
 )
 
 func testSidecarSet(name string) *v1beta1.SidecarSet {
@@ -79,6 +80,15 @@ func newQueue() *recordingQueue {
 }
 
 func queued(q *recordingQueue) []string { return q.added }
+
+// hotTwins gives p the two containers of a hot-upgraded test-sidecar instead of the one.
+func hotTwins(p *corev1.Pod) *corev1.Pod {
+	first, second := rollout.HotUpgradeNames("test-sidecar")
+	p.Spec.Containers[1].Name = first
+	p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: second, Image: "empty:1"})
+	p.Annotations[v1beta1.SidecarSetWorkingHotUpgradeContainer] = `{"test-sidecar":"` + first + `"}`
+	return p
+}
 
 // C21: the pod's injected-list names the SidecarSets; missing ones are skipped.
 func TestCreateEnqueuesInjectedSidecarSetsC21(t *testing.T) {
@@ -150,6 +160,51 @@ func TestUpdateAndDeleteEventsC20(t *testing.T) {
 				assert.Equal(t, []string{"test-sidecarset"}, queued(q))
 			} else {
 				assert.Empty(t, queued(q))
+			}
+		})
+	}
+
+	// Outside a rollout, a pod on the SidecarSet's hash turning ready or not moves only the status
+	// counters: batched as creations are. During one, or for a pod not updated, at once.
+	idle := func(mutate ...func(*v1beta1.SidecarSet)) *v1beta1.SidecarSet {
+		ss := testSidecarSet("test-sidecarset")
+		ss.Generation, ss.Annotations = 2, map[string]string{v1beta1.SidecarSetHashAnnotation: "h2"}
+		ss.Status = v1beta1.SidecarSetStatus{ObservedGeneration: 2, MatchedPods: 5, UpdatedPods: 5}
+		for _, m := range mutate {
+			m(ss)
+		}
+		return ss
+	}
+	onHash := func(h string) *corev1.Pod {
+		p := injectedPod("test-sidecarset")
+		p.Annotations[v1beta1.SidecarSetHashAnnotation] = `{"test-sidecarset":{"hash":"` + h + `"}}`
+		return p
+	}
+	for _, tc := range []struct {
+		name    string
+		ss      *v1beta1.SidecarSet
+		pod     *corev1.Pod
+		delayed bool
+	}{
+		{"no rollout, pod updated: batched", idle(), onHash("h2"), true},
+		{"a rollout in progress: at once", idle(func(ss *v1beta1.SidecarSet) { ss.Status.UpdatedPods = 4 }), onHash("h2"), false},
+		{"a generation not observed yet: at once", idle(func(ss *v1beta1.SidecarSet) { ss.Generation = 3 }), onHash("h2"), false},
+		{"the pod not updated: at once", idle(), onHash("h1"), false},
+		{"hot upgrades: at once", idle(func(ss *v1beta1.SidecarSet) {
+			ss.Spec.Containers[0].UpgradeStrategy.UpgradeType = v1beta1.SidecarContainerHotUpgrade
+		}), hotTwins(onHash("h2")), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := tc.pod.DeepCopy()
+			pod.ResourceVersion = "2"
+			pod.Status.Conditions[0].Status = corev1.ConditionFalse
+			q := newQueue()
+			handlerWith(tc.ss).Update(context.Background(), event.UpdateEvent{ObjectOld: tc.pod, ObjectNew: pod}, q)
+			assert.Equal(t, []string{"test-sidecarset"}, queued(q))
+			if tc.delayed {
+				assert.Equal(t, createBatch, q.delayed["test-sidecarset"])
+			} else {
+				assert.NotContains(t, q.delayed, "test-sidecarset")
 			}
 		})
 	}

@@ -93,15 +93,17 @@ func NextUpgrade(ss *v1beta1.SidecarSet, pods []*corev1.Pod) Plan {
 // which orders the candidates by how every pod is spread, nor with hot upgrades, whose finished
 // upgrades are found among every pod (NextRound's resets).
 func PlansFromCounts(ss *v1beta1.SidecarSet) bool {
-	if ss == nil || ss.Spec.UpdateStrategy.ScatterStrategy != nil {
-		return false
-	}
+	return ss != nil && ss.Spec.UpdateStrategy.ScatterStrategy == nil && !HotUpgrades(ss)
+}
+
+// HotUpgrades reports whether ss has a sidecar upgraded hot (compat §3.9).
+func HotUpgrades(ss *v1beta1.SidecarSet) bool {
 	for i := range ss.Spec.Containers {
 		if isHot(&ss.Spec.Containers[i]) {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // NextUpgradeOf plans the same round as NextUpgrade from what the controller keeps as pods come and
