@@ -1,9 +1,11 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -348,6 +350,11 @@ func (r *Reconciler) matchingPods(ctx context.Context, ss *v1beta1.SidecarSet) (
 			pods = append(pods, p)
 		}
 	}
+	// The index lists in no particular order; a round's ties are broken by this one, as the rounds
+	// planned from the pods left to upgrade break them (tracker.notUpdated).
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
 	return pods, nil
 }
 
