@@ -7,9 +7,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
+	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -370,4 +372,26 @@ func TestReadsPod(t *testing.T) {
 		assert.Equal(t, tc.plain, plain.ReadsPod(tc.path...), "our policies, %v", tc.path)
 		assert.Equal(t, tc.gated, gated.ReadsPod(tc.path...), "with gates, %v", tc.path)
 	}
+}
+
+// A decision whose request goes away stops evaluating: an administrator's gate that would run for
+// minutes ends with the request's context, with OPA's cancellation error.
+func TestDecideStopsWithItsContext(t *testing.T) {
+	st := bundles.State{SidecarSets: []*v1beta1.SidecarSet{sidecarSet("a", map[string]string{"app": "web"})}}
+	slow := snapshot(t, st, adminBundle(t, map[string]string{
+		".manifest": `{"revision":"gates-1","roots":["gates"]}`,
+		"gates/gates.rego": `package gates
+
+deny_injection contains "never" if {
+	some i in numbers.range(1, 1000000000)
+	i < 0
+}
+`,
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := slow.Decide(ctx, "default", podJSON(t, "default", map[string]string{"app": "web"}))
+	var tErr *topdown.Error
+	require.ErrorAs(t, err, &tErr, "evaluated to the end")
+	assert.Equal(t, topdown.CancelErr, tErr.Code)
 }
