@@ -3,7 +3,6 @@ package rollout
 import (
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -41,16 +40,7 @@ func BenchmarkRoundLateInARollout(b *testing.B) {
 	all := intstr.FromString("100%")
 	ss.Spec.UpdateStrategy.MaxUnavailable = &all
 	pods := c13Pods(10000, 9900, 9800)
-	var (
-		left []*corev1.Pod
-		c    Counts
-	)
-	for _, p := range pods {
-		c = c.Add(PodCounts(p, ss))
-		if !IsUpdated(p, ss) {
-			left = append(left, p)
-		}
-	}
+	left, c := kept(ss, pods)
 	b.Run("every_pod", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

@@ -107,3 +107,15 @@ func names(pods []*corev1.Pod) []string {
 }
 
 func runtimeRaw(s string) runtime.RawExtension { return runtime.RawExtension{Raw: []byte(s)} }
+
+// kept is what the controller keeps of pods as they come and go, for NextRoundOf: the pods not on
+// ss's hash, in order, and the status counts over all.
+func kept(ss *v1beta1.SidecarSet, pods []*corev1.Pod) (notUpdated []*corev1.Pod, c Counts) {
+	for _, p := range pods {
+		c = c.Add(PodCounts(p, ss))
+		if !IsUpdated(p, ss) {
+			notUpdated = append(notUpdated, p)
+		}
+	}
+	return notUpdated, c
+}

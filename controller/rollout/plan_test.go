@@ -327,16 +327,7 @@ func TestNextUpgradeOfIsNextUpgrade(t *testing.T) {
 	for iter := 0; iter < 500; iter++ {
 		ss, pods := randomRound(r, false)
 		require.True(t, PlansFromCounts(ss))
-		var (
-			notUpdated []*corev1.Pod
-			c          Counts
-		)
-		for _, p := range pods {
-			c = c.Add(PodCounts(p, ss))
-			if !IsUpdated(p, ss) {
-				notUpdated = append(notUpdated, p)
-			}
-		}
+		notUpdated, c := kept(ss, pods)
 		want, got := NextUpgrade(ss, pods), NextRoundOf(ss, notUpdated, c).Plan
 		want.Updated = nil
 		require.Equal(t, want, got, "iter %d", iter)
