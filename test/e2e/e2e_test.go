@@ -251,7 +251,7 @@ func TestTwinRegistrationsNeverDoubleInject(t *testing.T) {
 	for _, w := range m.Webhooks {
 		if strings.HasPrefix(w.Name, "mpod.") {
 			w.Name = "mpod-twin.sidecarops.io"
-			w.MatchConditions = nil // the manager keeps ours current, not the twin's
+			w.MatchConditions, w.ObjectSelector = nil, nil // the manager keeps ours current, not the twin's
 			twin.Webhooks = append(twin.Webhooks, w)
 		}
 	}
@@ -289,7 +289,7 @@ func TestFailurePolicyWhenWebhookIsDown(t *testing.T) {
 		w.Name = "mpod-down-" + strings.ToLower(string(policy)) + ".sidecarops.io"
 		w.ClientConfig.URL = &dead
 		w.FailurePolicy = &policy
-		w.MatchConditions = nil // the pod is one no SidecarSet selects: the prefilter would skip the call
+		w.MatchConditions, w.ObjectSelector = nil, nil // the pod is one no SidecarSet selects: the prefilter would skip the call
 		w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}
 		cfg := &admissionregv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "sidecarops-down-" + strings.ToLower(string(policy))}, Webhooks: []admissionregv1.MutatingWebhook{*w}}
 		require.NoError(t, cluster.Client.Create(ctx(t), cfg))

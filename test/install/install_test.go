@@ -24,6 +24,7 @@ import (
 	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
 	"github.com/sidecarops/sidecarops/internal/testing/render"
 	"github.com/sidecarops/sidecarops/internal/wiring"
+	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )
 
 const (
@@ -123,7 +124,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	revisions := waitRevisions(ctx, t, k.c)
 
 	// Upgrade to this chart. Server-side apply leaves what the manager wrote (caBundle, the pod
-	// webhook's match condition) alone; the pod template is unchanged, so the replica keeps running.
+	// webhook's filter) alone; the pod template is unchanged, so the replica keeps running.
 	before := deployment(ctx, t, k.c)
 	out = k.helm(t, "upgrade", release, chartDir, "--namespace", namespace)
 	assert.Contains(t, out, "STATUS: deployed")
@@ -137,7 +138,9 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	for _, w := range mwc.Webhooks {
 		assert.NotEmpty(t, w.ClientConfig.CABundle, "%s: the CA survives the upgrade", w.Name)
 	}
-	assert.NotEmpty(t, mwc.Webhooks[0].MatchConditions, "the prefilter's match condition survives the upgrade")
+	// One SidecarSet: the prefilter's filter is its selector, registered as the object selector.
+	filter, _ := prefilter.Registered(mwc, wiring.PodWebhookName)
+	assert.NotNil(t, filter.Selector, "the prefilter's object selector survives the upgrade: %+v", filter)
 	got := &v1beta1.SidecarSet{}
 	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Name: ss.Name}, got))
 	assert.Equal(t, ss.Annotations[v1beta1.SidecarSetHashAnnotation], got.Annotations[v1beta1.SidecarSetHashAnnotation])
