@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
@@ -39,8 +40,19 @@ func recordUpgrade(specs map[string]upgradeSpec, next upgradeSpec) {
 // reflection over that map was a quarter of the injection's CPU with ten SidecarSets. Strings that
 // encoding/json would escape go through it.
 func marshalUpgradeSpecs(specs map[string]upgradeSpec) string {
+	// Sized once: with a SidecarSet per entry, growing the builder by doubling allocated twice
+	// what it wrote (docs/benchmarks.md). Escapes, rare, may still grow it.
+	size := 2
+	for name, s := range specs {
+		size += len(name) + len(s.Hash) + len(s.SidecarSetName) + len(s.ControllerRevision) + len(upgradeSpecFixed)
+		for _, c := range s.SidecarList {
+			size += len(c) + 3
+		}
+	}
 	var b strings.Builder
+	b.Grow(size)
 	b.WriteByte('{')
+	var stamp [len(time.RFC3339) + 2]byte
 	for i, name := range slices.Sorted(maps.Keys(specs)) {
 		s := specs[name]
 		if i > 0 {
@@ -48,8 +60,14 @@ func marshalUpgradeSpecs(specs map[string]upgradeSpec) string {
 		}
 		writeJSONString(&b, name)
 		b.WriteString(`:{"updateTimestamp":`)
-		stamp, _ := s.UpdateTimestamp.MarshalJSON() // formats a time, which cannot fail
-		b.Write(stamp)
+		// metav1.Time.MarshalJSON, without its allocation.
+		if s.UpdateTimestamp.IsZero() {
+			b.WriteString("null")
+		} else {
+			b.WriteByte('"')
+			b.Write(s.UpdateTimestamp.UTC().AppendFormat(stamp[:0], time.RFC3339))
+			b.WriteByte('"')
+		}
 		b.WriteString(`,"hash":`)
 		writeJSONString(&b, s.Hash)
 		b.WriteString(`,"sidecarSetName":`)
@@ -76,6 +94,10 @@ func marshalUpgradeSpecs(specs map[string]upgradeSpec) string {
 	b.WriteByte('}')
 	return b.String()
 }
+
+// upgradeSpecFixed is what an entry of marshalUpgradeSpecs writes besides its strings: the keys,
+// quotes and punctuation, the longest time, and the controllerRevision key.
+const upgradeSpecFixed = `"":{"updateTimestamp":"2006-01-02T15:04:05Z07:00","hash":"","sidecarSetName":"","sidecarList":[]},"controllerRevision":""}`
 
 // writeJSONString writes s as encoding/json does: quoted as it is when it holds only printable
 // ASCII that needs no escape (names, hashes), else by encoding/json itself.
