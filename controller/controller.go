@@ -182,9 +182,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ss *v1beta1.SidecarSet, cond
 	}
 	var counts rollout.Counts
 	if r.tr == nil {
-		for _, p := range pods {
-			counts = counts.Add(rollout.PodCounts(p, ss))
-		}
+		counts = rollout.CountPods(ss, pods)
 	} else {
 		var differences int
 		counts, differences = r.tr.reset(ss, pods, latest, collisionCount, r.now())

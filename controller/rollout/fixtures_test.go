@@ -112,10 +112,9 @@ func runtimeRaw(s string) runtime.RawExtension { return runtime.RawExtension{Raw
 // ss's hash, in order, and the status counts over all.
 func kept(ss *v1beta1.SidecarSet, pods []*corev1.Pod) (notUpdated []*corev1.Pod, c Counts) {
 	for _, p := range pods {
-		c = c.Add(PodCounts(p, ss))
 		if !IsUpdated(p, ss) {
 			notUpdated = append(notUpdated, p)
 		}
 	}
-	return notUpdated, c
+	return notUpdated, CountPods(ss, pods)
 }

@@ -16,13 +16,18 @@ import (
 // decision (Revisions). It depends on nothing but its arguments, so the controller can recompute
 // it on any pod event, deletions included (unlike OpenKruise, quirk Q16).
 func Status(ss *v1beta1.SidecarSet, pods []*corev1.Pod, latestRevision string, collisionCount int32) v1beta1.SidecarSetStatus {
+	return CountPods(ss, pods).Status(ss, latestRevision, collisionCount)
+}
+
+// CountPods is the sum of the pods' PodCounts.
+func CountPods(ss *v1beta1.SidecarSet, pods []*corev1.Pod) Counts {
 	var c Counts
 	for _, pod := range pods {
 		if pod != nil {
 			c = c.Add(PodCounts(pod, ss))
 		}
 	}
-	return c.Status(ss, latestRevision, collisionCount)
+	return c
 }
 
 // Counts are the pod counts of a SidecarSet's status: a sum of PodCounts, which the controller keeps
