@@ -88,8 +88,7 @@ func selectorOf(terms []term) (sel *metav1.LabelSelector, exact bool) {
 		for _, t := range terms {
 			values = append(values, t.in.values...)
 		}
-		slices.Sort(values)
-		return selector([]requirement{{key: first.in.key, op: metav1.LabelSelectorOpIn, values: slices.Compact(values)}}), !scoped
+		return selector([]requirement{{key: first.in.key, op: metav1.LabelSelectorOpIn, values: values}}), !scoped
 	}
 	// What each of them requires of a label: its presence, and, when each lists values, one of
 	// them. The condition says the rest.
@@ -118,9 +117,6 @@ func selectorOf(terms []term) (sel *metav1.LabelSelector, exact bool) {
 			continue
 		case metav1.LabelSelectorOpExists:
 			req.values = nil
-		default:
-			slices.Sort(req.values)
-			req.values = slices.Compact(req.values)
 		}
 		common = append(common, req)
 	}
@@ -130,7 +126,8 @@ func selectorOf(terms []term) (sel *metav1.LabelSelector, exact bool) {
 	return selector(common), false
 }
 
-// selector writes requirements as a LabelSelector, every one a match expression, in their order.
+// selector writes requirements as a LabelSelector, every one a match expression, in their order,
+// each one's values sorted and once.
 func selector(reqs []requirement) *metav1.LabelSelector {
 	s := &metav1.LabelSelector{MatchExpressions: make([]metav1.LabelSelectorRequirement, len(reqs))}
 	for i, r := range reqs {
