@@ -1,7 +1,6 @@
 package mutation
 
 import (
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,16 +87,24 @@ func annotationOps(orig, final map[string]string) []jsonpatch.JsonPatchOperation
 		}
 		return []jsonpatch.JsonPatchOperation{opAdd(pathAnnotations, final)}
 	}
-	var out []jsonpatch.JsonPatchOperation
-	for _, k := range slices.Sorted(maps.Keys(final)) {
-		v := final[k]
-		old, ok := orig[k]
-		switch {
-		case !ok:
-			out = append(out, opAdd(pathAnnotations+"/"+pointerToken(k), v))
-		case old != v:
-			out = append(out, opReplace(pathAnnotations+"/"+pointerToken(k), v))
+	// Only the changed keys are sorted: a pod carries many annotations, injection sets a few.
+	var changed []string
+	for k, v := range final {
+		if old, ok := orig[k]; !ok || old != v {
+			changed = append(changed, k)
 		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	slices.Sort(changed)
+	out := make([]jsonpatch.JsonPatchOperation, 0, len(changed))
+	for _, k := range changed {
+		op := opReplace
+		if _, ok := orig[k]; !ok {
+			op = opAdd
+		}
+		out = append(out, op(pathAnnotations+"/"+pointerToken(k), final[k]))
 	}
 	return out
 }
