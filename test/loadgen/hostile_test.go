@@ -26,12 +26,12 @@ import (
 	"github.com/sidecarops/sidecarops/internal/testing/fleet"
 )
 
-// containerLimit is the manager container's memory limit (config/manager/deployment.yaml), which
-// the deployment also hands the Go runtime as GOMEMLIMIT.
+// containerLimit is the manager container's memory limit (config/manager/deployment.yaml), of which
+// the manager sets 90% as the Go soft memory limit (--memory-limit's default).
 const containerLimit = 512 << 20
 
 // BenchmarkHostilePeers reports the peak resident memory of this process — a webhook server
-// configured as the manager's (default webhook.Limits, GOMEMLIMIT at the container limit) plus the
+// configured as the manager's (default webhook.Limits, the soft memory limit at 90% of the container limit) plus the
 // attacking client — while peers that can reach the port try to exhaust its memory:
 //
 //   - trickle: 200 TLS connections each declare a 7 MiB review, send 64 KiB, then 1 KiB every
