@@ -71,12 +71,12 @@ func run(m *testing.M) int {
 		VerificationKeys:   []string{pubPath},
 		BundlePersistDir:   filepath.Join(dir, "persist"),
 		Debounce:           50 * time.Millisecond,
-	}})
+	}, LogToFile: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	code := devcluster.CheckRecount(m.Run())
+	code := cluster.Report(devcluster.CheckRecount(m.Run()))
 	if err := cluster.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the cluster:", err)
 		return 1

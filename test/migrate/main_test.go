@@ -30,7 +30,7 @@ func run(m *testing.M) int {
 		RestartableInProcess:  true,
 		SidecarSetWorkers:     -1,
 		NoPodWebhookPrefilter: true,
-	}})
+	}, LogToFile: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -45,7 +45,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	code := m.Run()
+	code := cluster.Report(m.Run())
 	if err := kw.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping kwok:", err)
 		return 1

@@ -36,7 +36,7 @@ func run(m *testing.M) int {
 		// The production default: a benchmark measures what a pod event costs, not the check.
 		opts.StatusRecountInterval = 5 * time.Minute
 	}
-	cluster, err = devcluster.Start(ctx, devcluster.Options{Root: "../..", Manager: opts})
+	cluster, err = devcluster.Start(ctx, devcluster.Options{Root: "../..", Manager: opts, LogToFile: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -56,7 +56,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	code := devcluster.CheckRecount(m.Run())
+	code := cluster.Report(devcluster.CheckRecount(m.Run()))
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "kwok output (tail):\n%s\n", kw.Logs())
 	}

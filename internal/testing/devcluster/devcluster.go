@@ -14,10 +14,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/sidecarops/sidecarops/internal/testing/testfiles"
 	"github.com/sidecarops/sidecarops/internal/wiring"
 )
 
@@ -34,8 +37,9 @@ type Cluster struct {
 	// Manager are the options the manager was started with.
 	Manager wiring.Options
 
-	cancel context.CancelFunc
-	done   chan error
+	cancel     context.CancelFunc
+	done       chan error
+	managerLog string
 }
 
 // Options configure Start.
@@ -53,6 +57,10 @@ type Options struct {
 	// SelfManagedCerts runs the manager with its own certificate rotation (cert-controller) in a
 	// fresh directory instead of envtest's certificate.
 	SelfManagedCerts bool
+	// LogToFile sends controller-runtime's log — the in-process manager's — to a temporary file,
+	// whose end Report prints when a suite fails. A process sets that logger once: a caller with a logger of its
+	// own leaves this false.
+	LogToFile bool
 }
 
 // Start boots etcd and kube-apiserver, installs the CRD and the webhook configurations (rewritten
@@ -84,6 +92,16 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	fail := func(err error) (*Cluster, error) {
 		_ = c.Stop()
 		return nil, err
+	}
+	if o.LogToFile {
+		// Without a logger the manager's errors would be lost, which controller-runtime reports
+		// with a stack trace in the middle of the test output.
+		f, err := os.CreateTemp("", "sidecarops-manager-*.log")
+		if err != nil {
+			return fail(err)
+		}
+		c.managerLog = f.Name()
+		ctrl.SetLogger(zap.New(zap.WriteTo(f)))
 	}
 	if c.Client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		return fail(err)
@@ -224,7 +242,20 @@ func (c *Cluster) Stop() error {
 	if err := c.Env.Stop(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.managerLog != "" {
+		// The logger may still write to the file; on Linux it goes on to an unlinked file.
+		_ = os.Remove(c.managerLog)
+	}
 	return errors.Join(errs...)
+}
+
+// Report passes a suite's exit code through, printing the last 8 KiB of the in-process manager's
+// log (Options.LogToFile) when it says the suite failed.
+func (c *Cluster) Report(code int) int {
+	if code != 0 && c.managerLog != "" {
+		fmt.Fprintf(os.Stderr, "the in-process manager's log (tail of %s):\n%s\n", c.managerLog, testfiles.Tail(c.managerLog, 8192))
+	}
+	return code
 }
 
 // RecountDifferences is what the in-process managers' controllers found wrong in the SidecarSet

@@ -23,6 +23,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/sidecarops/sidecarops/internal/testing/testfiles"
 )
 
 // Version is the kwok release hack/kwok-bin.sh builds by default; the binary is looked up under it.
@@ -301,17 +303,7 @@ func (k *Kwok) Logs() string {
 	if k.logPath == "" {
 		return ""
 	}
-	b, err := os.ReadFile(k.logPath)
-	if err != nil {
-		return ""
-	}
-	if len(b) > 4096 {
-		b = b[len(b)-4096:]
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			b = b[i+1:]
-		}
-	}
-	return string(b)
+	return testfiles.Tail(k.logPath, 4096)
 }
 
 // Stop terminates kwok (SIGTERM, SIGKILL after 10s) and removes its working directory. The fake
