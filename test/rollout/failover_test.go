@@ -57,6 +57,7 @@ func TestNewSidecarSetReachesItsPodsDuringFailover(t *testing.T) {
 		leader, err := cluster.StartManagerProcess(testCtx(t), bin)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = leader.Kill() })
+		devcluster.LogsOnFailure(t, leader)
 		var leaderID string
 		eventually(t, "the first replica leads", func() error {
 			if leaderID = leaseHolder(t); leaderID == "" {
@@ -71,10 +72,8 @@ func TestNewSidecarSetReachesItsPodsDuringFailover(t *testing.T) {
 			// Stopped as a pod is, so it gives the lease up: killed, it would hold it for the
 			// lease duration, and the next test's manager would wait behind a dead holder.
 			_ = follower.Terminate()
-			if t.Failed() {
-				t.Logf("the replicas' output: %s %s", leader.Log, follower.Log)
-			}
 		})
+		devcluster.LogsOnFailure(t, follower)
 		requireFiltered(t)
 
 		require.NoError(t, leader.Kill())

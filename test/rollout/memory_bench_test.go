@@ -89,6 +89,7 @@ func BenchmarkManagerMemory(b *testing.B) {
 	} {
 		proc, err := cluster.StartManagerProcessWith(ctx, bin, run.opts)
 		require.NoError(b, err)
+		devcluster.LogsOnFailure(b, proc)
 		waitB(b, "every SidecarSet counted its pods", func() error {
 			var list v1beta1.SidecarSetList
 			if err := c.List(ctx, &list); err != nil {

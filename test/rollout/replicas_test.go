@@ -36,9 +36,6 @@ func replicas(t *testing.T, firstPort, secondPort int) (first, second *devcluste
 	t.Cleanup(func() {
 		for _, p := range started {
 			_ = p.Terminate() // a pod's stop: the lease is given up for the next test's manager
-			if t.Failed() {
-				t.Logf("a replica's output: %s", p.Log)
-			}
 		}
 		cluster.Manager = saved
 		require.NoError(t, cluster.RestartManager(testCtx(t)))
@@ -52,6 +49,7 @@ func replicas(t *testing.T, firstPort, secondPort int) (first, second *devcluste
 		require.NoError(t, err)
 		p, err := cluster.StartManagerProcess(testCtx(t), bin)
 		require.NoError(t, err)
+		devcluster.LogsOnFailure(t, p)
 		started = append(started, p)
 		return p
 	}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
 )
 
 // TestManagerKilledMidRollout: the manager runs as its own process (cmd/sidecarops-manager) and is
@@ -28,12 +29,10 @@ func TestManagerKilledMidRollout(t *testing.T) {
 		if !killed {
 			_ = proc.Kill()
 		}
-		if t.Failed() {
-			t.Logf("the killed manager's output: %s", proc.Log)
-		}
 		// The other tests run with the in-process manager.
 		require.NoError(t, cluster.RestartManager(testCtx(t)))
 	})
+	devcluster.LogsOnFailure(t, proc)
 
 	pw, _ := budgetWatch(f, image("2"), budget)
 	f.update(func(ss *v1beta1.SidecarSet) { ss.Spec.Containers[0].Image = image("2") })

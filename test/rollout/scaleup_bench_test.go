@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
 )
 
 // BenchmarkScaleUp measures what a scale-up of 5,000 kwok pods selected by one SidecarSet costs the
@@ -41,6 +43,7 @@ func BenchmarkScaleUp(b *testing.B) {
 	bin := buildCommand(b, "sidecarops-manager")
 	proc, err := cluster.StartManagerProcess(ctx, bin)
 	require.NoError(b, err)
+	devcluster.LogsOnFailure(b, proc)
 	b.Cleanup(func() {
 		_ = proc.Terminate()
 		require.NoError(b, cluster.RestartManager(ctx))

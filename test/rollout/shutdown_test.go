@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
 )
 
 // TestShutdownReleasesTheLease: the manager runs as its own process with leader election and is
@@ -26,11 +28,9 @@ func TestShutdownReleasesTheLease(t *testing.T) {
 		if !stopped {
 			_ = proc.Kill()
 		}
-		if t.Failed() {
-			t.Logf("the manager's output: %s", proc.Log)
-		}
 		require.NoError(t, cluster.RestartManager(testCtx(t)))
 	})
+	devcluster.LogsOnFailure(t, proc)
 
 	eventually(t, "the manager holds the lease", func() error {
 		if h := leaseHolder(t); h == "" || h == stale {

@@ -30,6 +30,27 @@ type ManagerProcess struct {
 	err      error
 }
 
+// TB is what LogsOnFailure needs of a test or benchmark (testing.TB).
+type TB interface {
+	Cleanup(func())
+	Failed() bool
+	Logf(format string, args ...any)
+}
+
+// LogsOnFailure has the files procs write their output to named when tb fails, and removed when it
+// passes, so that passing runs leave nothing behind in the temporary directory.
+func LogsOnFailure(tb TB, procs ...*ManagerProcess) {
+	tb.Cleanup(func() {
+		for _, p := range procs {
+			if tb.Failed() {
+				tb.Logf("a manager's output: %s", p.Log)
+			} else {
+				_ = os.Remove(p.Log)
+			}
+		}
+	})
+}
+
 // wait waits for the process to exit and returns how Wait reported it, every time.
 func (p *ManagerProcess) wait() error {
 	p.waitOnce.Do(func() {
