@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -179,7 +180,10 @@ func gjsonPath(key string) string {
 // only what proj says the policies read. Walking the JSON with gjson builds AST terms directly, in
 // one pass, instead of decoding into interface{} values and converting those.
 func input(proj *projection, namespace string, podJSON []byte) (ast.Value, error) {
-	if !gjson.ValidBytes(podJSON) {
+	// encoding/json's scanner, not gjson's validator: gjson's recursion grows the stack with the
+	// nesting depth (5 million levels took 512 MiB), so a deep enough document crashes the process.
+	// encoding/json refuses more than 10,000 levels, and the conversion below recurses no deeper.
+	if !json.Valid(podJSON) {
 		return nil, errors.New("engine: pod JSON: not valid JSON")
 	}
 	return decodedInput(proj, namespace, podJSON)
