@@ -58,8 +58,8 @@ type Options struct {
 	// fresh directory instead of envtest's certificate.
 	SelfManagedCerts bool
 	// LogToFile sends controller-runtime's log — the in-process manager's — to a temporary file,
-	// whose end Report prints when a suite fails. A process sets that logger once: a caller with a logger of its
-	// own leaves this false.
+	// whose end Report prints when a suite fails. A process sets that logger once: a caller with a
+	// logger of its own leaves this false.
 	LogToFile bool
 }
 
@@ -253,7 +253,7 @@ func (c *Cluster) Stop() error {
 // log (Options.LogToFile) when it says the suite failed.
 func (c *Cluster) Report(code int) int {
 	if code != 0 && c.managerLog != "" {
-		fmt.Fprintf(os.Stderr, "the in-process manager's log (tail of %s):\n%s\n", c.managerLog, testfiles.Tail(c.managerLog, 8192))
+		fmt.Fprintf(os.Stderr, "the in-process manager's log (tail):\n%s\n", testfiles.Tail(c.managerLog, 8192))
 	}
 	return code
 }
