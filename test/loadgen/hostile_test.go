@@ -31,8 +31,9 @@ import (
 const containerLimit = 512 << 20
 
 // BenchmarkHostilePeers reports the peak resident memory of this process — a webhook server
-// configured as the manager's (default webhook.Limits, the soft memory limit at 90% of the container limit) plus the
-// attacking client — while peers that can reach the port try to exhaust its memory:
+// configured as the manager's (default webhook.Limits, the soft memory limit at 90% of the
+// container limit) plus the attacking client — while peers that can reach the port try to exhaust
+// its memory:
 //
 //   - trickle: 200 TLS connections each declare a 7 MiB review, send 64 KiB, then 1 KiB every
 //     100 ms for 3 s. Before the webhook read bodies as they arrive, each such connection made

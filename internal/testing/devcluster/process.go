@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -30,16 +31,9 @@ type ManagerProcess struct {
 	err      error
 }
 
-// TB is what LogsOnFailure needs of a test or benchmark (testing.TB).
-type TB interface {
-	Cleanup(func())
-	Failed() bool
-	Logf(format string, args ...any)
-}
-
 // LogsOnFailure has the files procs write their output to named when tb fails, and removed when it
 // passes, so that passing runs leave nothing behind in the temporary directory.
-func LogsOnFailure(tb TB, procs ...*ManagerProcess) {
+func LogsOnFailure(tb testing.TB, procs ...*ManagerProcess) {
 	tb.Cleanup(func() {
 		for _, p := range procs {
 			if tb.Failed() {
