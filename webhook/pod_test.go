@@ -195,7 +195,7 @@ func TestPodInjector(t *testing.T) {
 			r.Object = runtime.RawExtension{Raw: []byte(`{"metadata":{"name":"p","labels":{"app":"web"},"labels":{"app":"other"}},"spec":{"containers":[{"name":"c","image":"i"}]}}`)}
 			return r
 		},
-		code: http.StatusBadRequest, message: `duplicate field "metadata.labels"`,
+		code: http.StatusBadRequest, message: `decoding the pod: jsontext: duplicate object member name "labels" within "/metadata"`,
 	}, {
 		name: "no object: 400",
 		req: func(t *testing.T) admissionv1.AdmissionRequest {

@@ -19,7 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	admissionmetrics "sigs.k8s.io/controller-runtime/pkg/webhook/admission/metrics"
-	kjson "sigs.k8s.io/json"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // The pod webhook's own AdmissionReview plumbing. controller-runtime's admission.Webhook reads an
@@ -191,10 +193,12 @@ func decodeReview(r *http.Request, body []byte) (*reviewRequest, reviewResponse,
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
 		return nil, errored(http.StatusBadRequest, fmt.Errorf("contentType=%s, expected application/json", ct)), false
 	}
-	// Case-sensitive, as the API server's own decoder and controller-runtime's: a field spelled
-	// with other capitals is not mistaken for a real one.
+	// With the objects' decoder (decodeObject), case-sensitive as the API server's own decoder and
+	// controller-runtime's. Duplicate names are let through here, the last one winning as with
+	// encoding/json: the object's own are refused when it is decoded, with an answer that carries
+	// the request's uid.
 	var rv podReview
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(body, &rv); err != nil {
+	if err := jsonv2.Unmarshal(body, &rv, reviewJSON); err != nil {
 		return nil, errored(http.StatusBadRequest, fmt.Errorf("decoding the AdmissionReview: %w", err)), false
 	}
 	if rv.APIVersion != reviewGVK.GroupVersion().String() || rv.Kind != reviewGVK.Kind {
@@ -206,6 +210,9 @@ func decodeReview(r *http.Request, body []byte) (*reviewRequest, reviewResponse,
 	}
 	return rv.Request, reviewResponse{}, true
 }
+
+// reviewJSON are the decoding options of the AdmissionReview around the objects.
+var reviewJSON = jsonv2.JoinOptions(requestJSON, jsontext.AllowDuplicateNames(true))
 
 // appendReview appends the AdmissionReview answering uid with resp, as encoding/json would write
 // admissionv1.AdmissionReview{Response: ...} (field names, omitted empty fields, base64 patch).
