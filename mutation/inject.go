@@ -3,7 +3,6 @@ package mutation
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -157,12 +156,12 @@ func newBuilder(pod *corev1.Pod, sets []*v1beta1.SidecarSet, now metav1.Time) (*
 		pod.Annotations = ann
 	}
 
-	b := &builder{pod: pod, ann: ann, now: now, exclude: map[string]bool{}, versions: map[string]string{}}
+	b := &builder{pod: pod, ann: ann, now: now, exclude: make(map[string]bool, len(sets)), versions: map[string]string{}}
 	var err error
-	if b.hashes, err = parseUpgradeSpecs(ann, v1beta1.SidecarSetHashAnnotation); err != nil {
+	if b.hashes, err = parseUpgradeSpecs(ann, v1beta1.SidecarSetHashAnnotation, len(sets)); err != nil {
 		return nil, err
 	}
-	if b.hashesWithoutImage, err = parseUpgradeSpecs(ann, v1beta1.SidecarSetHashWithoutImageAnnotation); err != nil {
+	if b.hashesWithoutImage, err = parseUpgradeSpecs(ann, v1beta1.SidecarSetHashWithoutImageAnnotation, len(sets)); err != nil {
 		return nil, err
 	}
 	b.working = workingHotUpgrade(ann)
@@ -189,21 +188,22 @@ func newBuilder(pod *corev1.Pod, sets []*v1beta1.SidecarSet, now metav1.Time) (*
 // imagePullSecrets, then containers, each in spec order.
 func (b *builder) addSidecarSet(ss *v1beta1.SidecarSet) error {
 	cat := newCatalogue(ss)
-	sidecarList := map[string]bool{}
+	// The names the hash entries list as the SidecarSet's sidecars, sorted and without repeats.
+	var sidecarList []string
 	injecting := false
 
 	for i := range ss.Spec.InitContainers {
 		sc := ownCopy(&ss.Spec.InitContainers[i])
 		native := isNativeSidecar(&sc.Container)
 		if native {
-			sidecarList[sc.Name] = true // only native init containers live on as sidecars
+			sidecarList = append(sidecarList, sc.Name) // only native init containers live on as sidecars
 		}
-		if err := b.build(ss, fmt.Sprintf("spec.initContainers[%d]", i), sc, cat); err != nil {
+		if err := b.build(ss, "spec.initContainers", i, &sc, cat); err != nil {
 			return err
 		}
 		injecting = true
-		if native && isHotUpgrade(sc) {
-			c1, c2 := hotUpgradeTwins(sc, b.versions, b.working)
+		if native && isHotUpgrade(&sc) {
+			c1, c2 := hotUpgradeTwins(&sc, b.versions, b.working)
 			b.initContainers = append(b.initContainers, c1, c2)
 			b.hotUpgrade = true
 		} else {
@@ -214,13 +214,13 @@ func (b *builder) addSidecarSet(ss *v1beta1.SidecarSet) error {
 
 	for i := range ss.Spec.Containers {
 		sc := ownCopy(&ss.Spec.Containers[i])
-		sidecarList[sc.Name] = true
-		if err := b.build(ss, fmt.Sprintf("spec.containers[%d]", i), sc, cat); err != nil {
+		sidecarList = append(sidecarList, sc.Name)
+		if err := b.build(ss, "spec.containers", i, &sc, cat); err != nil {
 			return err
 		}
 		injecting = true
-		if isHotUpgrade(sc) {
-			c1, c2 := hotUpgradeTwins(sc, b.versions, b.working)
+		if isHotUpgrade(&sc) {
+			c1, c2 := hotUpgradeTwins(&sc, b.versions, b.working)
 			b.containers = append(b.containers, c1, c2)
 			b.hotUpgrade = true
 		} else {
@@ -235,8 +235,12 @@ func (b *builder) addSidecarSet(ss *v1beta1.SidecarSet) error {
 		return nil
 	}
 	b.injected = append(b.injected, ss.Name)
-	// Never nil: OpenKruise writes "sidecarList":[] for a SidecarSet of plain init containers.
-	list := append([]string{}, slices.Sorted(maps.Keys(sidecarList))...)
+	slices.Sort(sidecarList)
+	list := slices.Compact(sidecarList)
+	if list == nil {
+		// Never nil: OpenKruise writes "sidecarList":[] for a SidecarSet of plain init containers.
+		list = []string{}
+	}
 	recordUpgrade(b.hashes, upgradeSpec{
 		UpdateTimestamp:    b.now,
 		Hash:               ss.Annotations[v1beta1.SidecarSetHashAnnotation],
@@ -256,21 +260,23 @@ func (b *builder) addSidecarSet(ss *v1beta1.SidecarSet) error {
 // ownCopy is the builder's copy of a SidecarSet's container: build replaces Resources and appends
 // to Env, VolumeMounts and VolumeDevices, so those lists are clipped (an append then copies them) and
 // everything else is shared with the SidecarSet, which the result pod therefore shares too (it is
-// read-only). A deep copy here was a tenth of the per-pod allocations with ten sidecars.
-func ownCopy(sc *v1beta1.SidecarContainer) *v1beta1.SidecarContainer {
+// read-only). A deep copy here was a tenth of the per-pod allocations with ten sidecars. A value, so
+// that it stays on the stack: what is kept of it is copied into the plan.
+func ownCopy(sc *v1beta1.SidecarContainer) v1beta1.SidecarContainer {
 	c := *sc
 	c.Env, c.VolumeMounts, c.VolumeDevices = slices.Clip(c.Env), slices.Clip(c.VolumeMounts), slices.Clip(c.VolumeDevices)
-	return &c
+	return c
 }
 
 // build completes one sidecar in place (sc is the builder's own copy): resources, then shared
 // mounts, env and devices, in OpenKruise's merge order (compat §1.13), so that the env list reads
 // own, IS_INJECTED, transferred, subPathExpr.
-func (b *builder) build(ss *v1beta1.SidecarSet, field string, sc *v1beta1.SidecarContainer, cat catalogue) error {
+// The sidecar is the SidecarSet's list[index], named in an error only.
+func (b *builder) build(ss *v1beta1.SidecarSet, list string, index int, sc *v1beta1.SidecarContainer, cat catalogue) error {
 	if sc.ResourcesPolicy != nil {
 		r, err := resourcespolicy.Compute(b.pod, sc, b.exclude)
 		if err != nil {
-			return fieldErr(ss.Name, field+".resourcesPolicy", err)
+			return fieldErr(ss.Name, fmt.Sprintf("%s[%d].resourcesPolicy", list, index), err)
 		}
 		sc.Resources = r
 	}

@@ -102,7 +102,7 @@ func TestParseUpgradeSpecs(t *testing.T) {
 		{`{"s":{"hash":"a"},"t":"b"}`, nil, true}, // mixed forms
 	}
 	for _, tc := range cases {
-		got, err := parseUpgradeSpecs(map[string]string{key: tc.value}, key)
+		got, err := parseUpgradeSpecs(map[string]string{key: tc.value}, key, 2)
 		if (err != nil) != tc.err {
 			t.Errorf("%q: err %v", tc.value, err)
 			continue
