@@ -3,22 +3,17 @@ package webhook
 import (
 	"encoding/json"
 	"errors"
-	"math/rand"
 	"reflect"
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
-	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	kjson "sigs.k8s.io/json"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/internal/testing/randomobjects"
 	"github.com/sidecarops/sidecarops/test/bench/perfinputs"
 )
 
@@ -56,11 +51,7 @@ func requireDecodersAgree(t *testing.T, raw []byte) {
 // times, quantities, int-or-strings), the benchmarks' realistic pod and fleet, and JSON written
 // to find the decoders' corners.
 func TestDecodersAgree(t *testing.T) {
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	require.NoError(t, v1beta1.AddToScheme(scheme))
-	fill := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(1), serializer.NewCodecFactory(scheme)).NilChance(0.2).NumElements(0, 3)
+	fill := randomobjects.Filler(t, 1)
 	for range 300 {
 		for _, kind := range decodedKinds {
 			obj := kind()

@@ -1,40 +1,23 @@
 package v1alpha1_test
 
 import (
-	"math/rand"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/randfill"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/internal/testing/randomobjects"
 )
-
-// filler fills objects at random the way Kubernetes' own round-trip tests do (metafuzzer's
-// ObjectMeta, quantities and times that survive encoding).
-func filler(t *testing.T, seed int64) *randfill.Filler {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	require.NoError(t, v1beta1.AddToScheme(scheme))
-	return fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(seed), serializer.NewCodecFactory(scheme)).NilChance(0.2).NumElements(0, 2)
-}
 
 // v1beta1 → v1alpha1 → v1beta1 is the identity, except for one input OpenKruise loses the same
 // way: a v1beta1 object carrying the v1alpha1 custom-version label itself (its value and
 // spec.customVersion share one label in v1alpha1).
 func TestBetaAlphaBetaIsTheIdentity(t *testing.T) {
-	f := filler(t, 1)
+	f := randomobjects.Filler(t, 1)
 	for range 3000 {
 		var beta v1beta1.SidecarSet
 		f.Fill(&beta)
@@ -52,7 +35,7 @@ func TestBetaAlphaBetaIsTheIdentity(t *testing.T) {
 // spec.namespace (folded into namespaceSelector, which it replaces) and an empty custom-version
 // label (spec.customVersion "" writes none back).
 func TestAlphaBetaAlphaLosesOnlyTheNamespace(t *testing.T) {
-	f := filler(t, 2)
+	f := randomobjects.Filler(t, 2)
 	for range 3000 {
 		var alpha v1alpha1.SidecarSet
 		f.Fill(&alpha)

@@ -212,7 +212,8 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 		Scheme: scheme,
 		// The controller caches every pod; nothing reads their managedFields, which are often
 		// the larger part of a pod object.
-		Cache:                   cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()},
+		// Pods are stored compacted (controller.NewInformer).
+		Cache:                   cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields(), NewInformer: controller.NewInformer},
 		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.ProbeAddr,
 		PprofBindAddress:        pprofAddr,

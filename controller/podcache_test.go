@@ -1,0 +1,161 @@
+package controller
+
+import (
+	"context"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/sidecarops/sidecarops/internal/testing/randomobjects"
+)
+
+// trimmed is PodTransform's pod of p.
+func trimmed(t *testing.T, p *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	out, err := PodTransform(p.DeepCopy())
+	require.NoError(t, err)
+	return out.(*corev1.Pod)
+}
+
+// A compact record gives back exactly the trimmed pod it was made of, for pods filled at random
+// (every field, nil and empty lists alike), and its deep copy is a record equal to it that shares
+// nothing with it.
+func TestCompactPod(t *testing.T) {
+	fill := randomobjects.Filler(t, 1)
+	for range 500 {
+		var p corev1.Pod
+		fill.Fill(&p)
+		want := trimmed(t, &p)
+		rec := compact(want)
+		require.True(t, reflect.DeepEqual(want, rec.pod()), "the record's pod differs from the trimmed pod:\n%#v\n%#v", want, rec.pod())
+
+		cp, ok := rec.DeepCopyObject().(*compactPod)
+		require.True(t, ok)
+		require.True(t, reflect.DeepEqual(rec, cp))
+		if len(cp.Labels) > 0 {
+			for k := range cp.Labels {
+				cp.Labels[k] += "-changed"
+			}
+			require.False(t, reflect.DeepEqual(rec.Labels, cp.Labels), "the copy shares its labels with the original")
+		}
+	}
+}
+
+// The pod informer, run by client-go over a watch: its store holds records, and everything that
+// reads it — the indexer the cache's client reads, the indexes, the event handlers — gets the
+// trimmed pods.
+func TestPodInformer(t *testing.T) {
+	w := watch.NewFakeWithChanSize(8, false)
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+			return &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
+		},
+		WatchFuncWithContext: func(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			if o.SendInitialEvents != nil && *o.SendInitialEvents {
+				// A streaming list: no pods yet, and the bookmark that ends the initial events.
+				w.Action(watch.Bookmark, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "1",
+					Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}})
+			}
+			return w, nil
+		},
+	}
+	inf := NewInformer(lw, &corev1.Pod{}, 0, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+	require.IsType(t, &podInformer{}, inf)
+	require.NoError(t, inf.SetTransform(PodTransform))
+	require.NoError(t, inf.AddIndexers(toolscache.Indexers{"by-list": func(obj any) ([]string, error) {
+		return injectedBy(obj.(*compactPod)), nil
+	}}))
+
+	var mu sync.Mutex
+	var events []string
+	record := func(kind string, objs ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, o := range objs {
+			if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			p, ok := o.(*corev1.Pod)
+			if !assert.True(t, ok, "%s handed a %T", kind, o) {
+				return
+			}
+			events = append(events, kind+" "+p.Name+" "+p.Spec.Containers[0].Image)
+		}
+	}
+	_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { record("add", o) },
+		UpdateFunc: func(old, o any) { record("update", old, o) },
+		DeleteFunc: func(o any) { record("delete", o) },
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go inf.RunWithContext(ctx)
+	require.True(t, toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced))
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0", ResourceVersion: "2",
+			Annotations:   map[string]string{"kruise.io/sidecarset-injected-list": "log"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "log", Image: "log:1", Env: []corev1.EnvVar{{Name: "A"}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning,
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "log", Image: "log:1", ImageID: "sha256:l1", Ready: true}}},
+	}
+	w.Add(pod.DeepCopy())
+	next := pod.DeepCopy()
+	next.ResourceVersion, next.Spec.Containers[0].Image = "3", "log:2"
+	w.Modify(next.DeepCopy())
+	require.Eventually(t, func() bool {
+		_, ok, _ := inf.GetIndexer().GetByKey("ns/web-0")
+		item, _, _ := inf.GetStore().GetByKey("ns/web-0")
+		return ok && item.(*corev1.Pod).ResourceVersion == "3"
+	}, 10*time.Second, 10*time.Millisecond)
+
+	stored := inf.(*podInformer).SharedIndexInformer.GetIndexer().List()
+	require.Len(t, stored, 1)
+	assert.IsType(t, &compactPod{}, stored[0], "the store holds the record")
+	want := trimmed(t, next)
+	item, _, err := inf.GetIndexer().GetByKey("ns/web-0")
+	require.NoError(t, err)
+	assert.Equal(t, want, item)
+	item, _, err = inf.GetIndexer().Get(next)
+	require.NoError(t, err)
+	assert.Equal(t, want, item)
+	assert.Equal(t, []any{want}, inf.GetIndexer().List())
+	byNS, err := inf.GetIndexer().ByIndex(toolscache.NamespaceIndex, "ns")
+	require.NoError(t, err)
+	assert.Equal(t, []any{want}, byNS)
+	byList, err := inf.GetIndexer().ByIndex("by-list", "log")
+	require.NoError(t, err)
+	assert.Equal(t, []any{want}, byList)
+	indexed, err := inf.GetIndexer().Index("by-list", stored[0])
+	require.NoError(t, err)
+	assert.Equal(t, []any{want}, indexed)
+
+	w.Delete(next.DeepCopy())
+	require.Eventually(t, func() bool { return len(inf.GetStore().ListKeys()) == 0 }, 10*time.Second, 10*time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"add web-0 log:1", "update web-0 log:1", "update web-0 log:2", "delete web-0 log:2"}, events)
+
+	// A deletion whose final state was not seen carries the record inside.
+	gone, ok := expanded(toolscache.DeletedFinalStateUnknown{Key: "ns/web-0", Obj: compact(want)}).(toolscache.DeletedFinalStateUnknown)
+	require.True(t, ok)
+	assert.Equal(t, want, gone.Obj)
+}
+
+// Informers of other kinds are client-go's own.
+func TestNewInformerOtherKinds(t *testing.T) {
+	inf := NewInformer(&toolscache.ListWatch{}, &corev1.Namespace{}, 0, toolscache.Indexers{})
+	_, isPods := inf.(*podInformer)
+	assert.False(t, isPods)
+}
