@@ -30,9 +30,12 @@ const (
 	// heap between collections, which --gc-heap-target bounds once the live heap grows.
 	DefaultGCPercent = 400
 	// DefaultGCHeapTarget (--gc-heap-target) is the heap size at which the GC percent starts to
-	// shrink: with 1,000 SidecarSets and 10,000 pods the live heap is ≈ 70 MB, and --gc-percent 400
-	// let the process reach 300 MiB (docs/benchmarks.md).
-	DefaultGCHeapTarget = "96Mi"
+	// shrink: with 1,000 SidecarSets and 10,000 pods --gc-percent 400 let the process reach 300 MiB.
+	// The live heap there is ≈ 54 MB since pods are cached compacted, so at 64Mi the heap stays
+	// within 1.5× of it (MinGCPercent) and the process near 150 MiB; the price is more frequent
+	// collections, ≈ 2 µs of CPU per admission with a small heap (BenchmarkAdmissionGC;
+	// docs/benchmarks.md, "Manager memory").
+	DefaultGCHeapTarget = "64Mi"
 	// MinGCPercent is as far as the GC percent shrinks for --gc-heap-target: past it, the heap
 	// grows to 1.5× the live heap (and the soft memory limit, if any, takes over).
 	MinGCPercent = 50
