@@ -1,11 +1,19 @@
 package controller
 
 import (
+	"maps"
+	goruntime "runtime"
+	"slices"
+	"strconv"
+	"sync"
 	"time"
+	"unique"
+	"weak"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -34,6 +42,8 @@ type compactPod struct {
 	phase                      corev1.PodPhase
 	conditions                 []corev1.PodCondition
 	statuses, initStatuses     []corev1.ContainerStatus
+	// labels keeps ObjectMeta.Labels's map alive in its pool while this record holds it (interned).
+	labels *sharedLabels
 }
 
 // containerRef is what PodTransform keeps of a container.
@@ -126,9 +136,108 @@ func expandedAll(objs []any) []any {
 	return objs
 }
 
-// podInformer stores compact records (its transform ends in compact) and gives out pods.
+// podInformer stores compact records (its transform ends in compact, interned) and gives out pods.
 type podInformer struct {
 	toolscache.SharedIndexInformer
+	labels labelPool
+}
+
+// interned is the record with what pods have in common held once: its labels map shared with
+// every other record of the informer whose labels are equal (a ReplicaSet's pods carry the same
+// labels; a map of a few is ≈ 300 bytes), and its namespace, generateName, owners' references,
+// annotation keys and containers' names and images canonical strings. Records are never
+// changed in place — an informer's objects are shared by all readers already — so sharing them
+// further changes nothing a reader can see.
+func (c *compactPod) interned(labels *labelPool) *compactPod {
+	c.Namespace = intern(c.Namespace)
+	c.GenerateName = intern(c.GenerateName)
+	c.Labels, c.labels = labels.share(c.Labels)
+	if c.Annotations != nil {
+		// Keys only: values such as the SidecarSets' hash annotations carry a per-pod timestamp.
+		m := make(map[string]string, len(c.Annotations))
+		for k, v := range c.Annotations {
+			m[intern(k)] = v
+		}
+		c.Annotations = m
+	}
+	for i := range c.OwnerReferences {
+		o := &c.OwnerReferences[i]
+		o.APIVersion, o.Kind, o.Name, o.UID = intern(o.APIVersion), intern(o.Kind), intern(o.Name), types.UID(intern(string(o.UID)))
+	}
+	for _, cs := range [][]containerRef{c.containers, c.initContainers} {
+		for i := range cs {
+			cs[i].name, cs[i].image = intern(cs[i].name), intern(cs[i].image)
+		}
+	}
+	return c
+}
+
+// intern is s's canonical copy: held once however many records hold it, and freed with the last.
+func intern(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
+}
+
+// labelPool holds one map per set of labels some record has, for as long as one has it.
+type labelPool struct {
+	mu   sync.Mutex
+	maps map[string]weak.Pointer[sharedLabels]
+}
+
+// sharedLabels is a pooled labels map; the records holding the map hold it too, so that it stays
+// in the pool exactly as long as the map is in use.
+type sharedLabels struct{ m map[string]string }
+
+// share is the pool's map equal to m (m itself, pooled, if none is) and what holds it there.
+// Empty maps are left as they are: nil and empty differ to a reader.
+func (p *labelPool) share(m map[string]string) (map[string]string, *sharedLabels) {
+	if len(m) == 0 {
+		return m, nil
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	var b []byte
+	for _, k := range keys {
+		b = strconv.AppendInt(b, int64(len(k)), 10)
+		b = append(b, ':')
+		b = append(b, k...)
+		b = strconv.AppendInt(b, int64(len(m[k])), 10)
+		b = append(b, ':')
+		b = append(b, m[k]...)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if held := p.maps[string(b)].Value(); held != nil {
+		return held.m, held
+	}
+	own := make(map[string]string, len(m))
+	for _, k := range keys {
+		own[intern(k)] = intern(m[k])
+	}
+	held, key := &sharedLabels{m: own}, string(b)
+	if p.maps == nil {
+		p.maps = map[string]weak.Pointer[sharedLabels]{}
+	}
+	p.maps[key] = weak.Make(held)
+	goruntime.AddCleanup(held, p.forget, key)
+	return own, held
+}
+
+// forget drops key once its map is no longer held; a map pooled again under key since is kept.
+func (p *labelPool) forget(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.maps[key].Value() == nil {
+		delete(p.maps, key)
+	}
+}
+
+// size is the number of label sets pooled.
+func (p *labelPool) size() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.maps)
 }
 
 func (i *podInformer) SetTransform(f toolscache.TransformFunc) error {
@@ -140,7 +249,7 @@ func (i *podInformer) SetTransform(f toolscache.TransformFunc) error {
 			}
 		}
 		if pod, ok := obj.(*corev1.Pod); ok {
-			return compact(pod), nil
+			return compact(pod).interned(&i.labels), nil
 		}
 		return obj, nil
 	})

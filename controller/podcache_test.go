@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"reflect"
+	goruntime "runtime"
 	"sync"
 	"testing"
 	"time"
@@ -31,12 +32,15 @@ func trimmed(t *testing.T, p *corev1.Pod) *corev1.Pod {
 // nothing with it.
 func TestCompactPod(t *testing.T) {
 	fill := randomobjects.Filler(t, 1)
+	var pool labelPool
 	for range 500 {
 		var p corev1.Pod
 		fill.Fill(&p)
 		want := trimmed(t, &p)
 		rec := compact(want)
 		require.True(t, reflect.DeepEqual(want, rec.pod()), "the record's pod differs from the trimmed pod:\n%#v\n%#v", want, rec.pod())
+		shared := compact(trimmed(t, &p)).interned(&pool)
+		require.True(t, reflect.DeepEqual(want, shared.pod()), "the interned record's pod differs from the trimmed pod:\n%#v\n%#v", want, shared.pod())
 
 		cp, ok := rec.DeepCopyObject().(*compactPod)
 		require.True(t, ok)
@@ -48,6 +52,52 @@ func TestCompactPod(t *testing.T) {
 			require.False(t, reflect.DeepEqual(rec.Labels, cp.Labels), "the copy shares its labels with the original")
 		}
 	}
+}
+
+// Records of pods with equal labels share one map, whatever order the labels came in; other labels
+// get a map of their own; no labels and empty labels stay as they were. A label set leaves the pool
+// once no record holds it.
+func TestLabelPool(t *testing.T) {
+	var pool labelPool
+	rec := func(labels map[string]string) *compactPod {
+		return compact(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Labels: labels}}).interned(&pool)
+	}
+	same := func(a, b map[string]string) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	// Go does not promise an order to map literals: the two are built in opposite orders.
+	ab := map[string]string{"app": "web", "pod-template-hash": "5d9c"}
+	ba := make(map[string]string, 2)
+	ba["pod-template-hash"] = "5d9c"
+	ba["app"] = "web"
+	web1, web2 := rec(ab), rec(ba)
+	assert.True(t, same(web1.Labels, web2.Labels), "equal labels, one map")
+	assert.False(t, same(ab, web1.Labels), "the pool's map is its own, not the decoded one")
+	assert.Equal(t, ab, web1.Labels)
+
+	// Keys and values are told apart by their lengths, not by a separator a label could hold.
+	tricky := rec(map[string]string{"app": "web", "pod-template-has": "h5d9c"})
+	assert.False(t, same(web1.Labels, tricky.Labels))
+	assert.Equal(t, "h5d9c", tricky.Labels["pod-template-has"])
+	other := rec(map[string]string{"app": "db"})
+	assert.False(t, same(web1.Labels, other.Labels))
+	assert.Equal(t, map[string]string{"app": "db"}, other.Labels)
+	assert.Nil(t, rec(nil).Labels)
+	empty := rec(map[string]string{})
+	assert.NotNil(t, empty.Labels)
+	assert.Empty(t, empty.Labels)
+	assert.Equal(t, 3, pool.size())
+
+	// A copy of a record (client-go's mutation detector makes them) shares nothing.
+	cp := web1.DeepCopyObject().(*compactPod)
+	assert.False(t, same(web1.Labels, cp.Labels))
+
+	goruntime.KeepAlive(web2)
+	web1, web2, tricky, other = nil, nil, nil, nil
+	require.Eventually(t, func() bool {
+		goruntime.GC()
+		return pool.size() == 0
+	}, 10*time.Second, 10*time.Millisecond, "label sets no record holds are dropped")
 }
 
 // The pod informer, run by client-go over a watch: its store holds records, and everything that
@@ -143,6 +193,12 @@ func TestPodInformer(t *testing.T) {
 
 	w.Delete(next.DeepCopy())
 	require.Eventually(t, func() bool { return len(inf.GetStore().ListKeys()) == 0 }, 10*time.Second, 10*time.Millisecond)
+	// Handlers are called from a queue of their own, after the store has changed.
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(events) == 4
+	}, 10*time.Second, 10*time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []string{"add web-0 log:1", "update web-0 log:1", "update web-0 log:2", "delete web-0 log:2"}, events)
