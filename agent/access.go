@@ -2,7 +2,8 @@ package agent
 
 import (
 	"context"
-	"errors"
+
+	"github.com/sidecarops/sidecarops/internal/kubeauth"
 )
 
 // Access is what a request to the agent's API asks for. An Authorizer turns it into the resource
@@ -26,9 +27,9 @@ type Authorizer interface {
 
 var (
 	// ErrUnauthenticated answers 401: no token, or one the API server does not accept.
-	ErrUnauthenticated = errors.New("unauthenticated")
+	ErrUnauthenticated = kubeauth.ErrUnauthenticated
 	// ErrForbidden answers 403: an authenticated user without the access asked for.
-	ErrForbidden = errors.New("forbidden")
+	ErrForbidden = kubeauth.ErrForbidden
 )
 
 type callerKey struct{}

@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	crconversion "sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
@@ -404,14 +403,14 @@ func sourceName(kind string, i int, hint string) string {
 
 // metricsOptions serves the metrics over HTTPS to callers the API server authenticates
 // (TokenReview) and authorizes (SubjectAccessReview for GET /metrics, granted by the ClusterRole
-// sidecarops-metrics-reader), as kubebuilder scaffolds it; the certificate is self-signed unless
-// the operator mounts one. InsecureMetrics serves plain HTTP to anyone.
+// sidecarops-metrics-reader): metricsFilter; the certificate is self-signed unless the operator
+// mounts one. InsecureMetrics serves plain HTTP to anyone.
 func metricsOptions(o Options) metricsserver.Options {
 	if o.InsecureMetrics {
 		return metricsserver.Options{BindAddress: o.MetricsAddr}
 	}
 	return metricsserver.Options{BindAddress: o.MetricsAddr, SecureServing: true,
-		FilterProvider: filters.WithAuthenticationAndAuthorization,
+		FilterProvider: metricsFilter,
 		TLSOpts:        []func(*tls.Config){webhook.TLSOptions(false)}}
 }
 

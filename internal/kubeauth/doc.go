@@ -1,0 +1,12 @@
+// Package kubeauth asks the API server about the callers of our own HTTP endpoints: who a bearer
+// token belongs to (a TokenReview, optionally for given audiences) and whether that user may have
+// the access a request asks for (a SubjectAccessReview: a LocalSubjectAccessReview for a resource
+// in a namespace, a cluster one for a non-resource path such as /metrics). Answers are kept briefly
+// in caches of bounded size, so that neither a busy caller nor a flood of made-up tokens costs the
+// API server more than a review per token and period, or the process more than a fixed amount of
+// memory.
+//
+// It serves the sidecar agent's API (agent/auth) and the manager's metrics (internal/wiring). It
+// must not serve HTTP itself nor write anything to the API server: reviews are questions, and the
+// only API calls it makes.
+package kubeauth

@@ -1,0 +1,224 @@
+package kubeauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/cache"
+	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	"k8s.io/utils/clock"
+)
+
+const (
+	// A token or a permission taken away takes at most allowedTTL to take effect; kubelet, another
+	// authoriser of API callers, keeps answers minutes.
+	allowedTTL = time.Minute
+	// Refusals are kept shorter, so a caller just granted access waits little, and long enough that
+	// a caller repeating a bad token costs the API server one review per deniedTTL.
+	deniedTTL = 10 * time.Second
+	// cacheSize bounds each cache: a flood of made-up tokens evicts entries (costing reviews), it
+	// cannot grow memory.
+	cacheSize = 1024
+	// reviewTimeout bounds one review, so a slow API server does not hold requests indefinitely.
+	reviewTimeout = 10 * time.Second
+)
+
+var (
+	// ErrUnauthenticated is a token the API server does not accept (HTTP 401).
+	ErrUnauthenticated = errors.New("unauthenticated")
+	// ErrForbidden is an authenticated user without the access asked for (HTTP 403).
+	ErrForbidden = errors.New("forbidden")
+)
+
+// Client is what a Reviewer asks the API server with; a kubernetes.Interface is one.
+type Client interface {
+	AuthenticationV1() authenticationv1client.AuthenticationV1Interface
+	AuthorizationV1() authorizationv1client.AuthorizationV1Interface
+}
+
+// Clients is a Client of its two API groups' clients alone, for a process without a clientset.
+type Clients struct {
+	Authentication authenticationv1client.AuthenticationV1Interface
+	Authorization  authorizationv1client.AuthorizationV1Interface
+}
+
+// AuthenticationV1 implements Client.
+func (c Clients) AuthenticationV1() authenticationv1client.AuthenticationV1Interface {
+	return c.Authentication
+}
+
+// AuthorizationV1 implements Client.
+func (c Clients) AuthorizationV1() authorizationv1client.AuthorizationV1Interface {
+	return c.Authorization
+}
+
+// Options configure a Reviewer.
+type Options struct {
+	// Client creates TokenReviews, and SubjectAccessReviews or LocalSubjectAccessReviews (in the
+	// namespaces of the resources asked about). Give it a client of its own, with its own rate
+	// limiter: made-up tokens then cannot starve the process's other API calls.
+	Client Client
+	// Audiences the caller's token must be issued for. Empty: the API server's own (a token the
+	// caller could also use against the API server).
+	Audiences []string
+	// Clock is time for the caches; the real one when nil.
+	Clock cache.Clock
+}
+
+// Attributes are what a request asks for: exactly one of the two is set.
+type Attributes struct {
+	// Resource is asked with a LocalSubjectAccessReview in its namespace.
+	Resource *authzv1.ResourceAttributes
+	// NonResource (a path and a verb) is asked with a cluster SubjectAccessReview.
+	NonResource *authzv1.NonResourceAttributes
+}
+
+// String says what a refusal refused.
+func (a Attributes) String() string {
+	if r := a.Resource; r != nil {
+		what := r.Resource
+		if r.Group != "" {
+			what += "." + r.Group
+		}
+		if r.Subresource != "" {
+			what += "/" + r.Subresource
+		}
+		return fmt.Sprintf("%s %s %q in namespace %s", r.Verb, what, r.Name, r.Namespace)
+	}
+	if n := a.NonResource; n != nil {
+		return fmt.Sprintf("%s %s", n.Verb, n.Path)
+	}
+	return "nothing"
+}
+
+// Reviewer asks the API server and keeps its answers. Safe for concurrent use.
+type Reviewer struct {
+	o      Options
+	tokens *cache.LRUExpireCache // token hash → authentication
+	access *cache.LRUExpireCache // token hash, attributes → error (nil: allowed)
+}
+
+type authentication struct {
+	user authenticationv1.UserInfo
+	err  error
+}
+
+// NewReviewer makes a Reviewer.
+func NewReviewer(o Options) *Reviewer {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return &Reviewer{o: o, tokens: cache.NewLRUExpireCacheWithClock(cacheSize, o.Clock), access: cache.NewLRUExpireCacheWithClock(cacheSize, o.Clock)}
+}
+
+// Review says who token belongs to and whether they may have a. The error wraps
+// ErrUnauthenticated when the token is not accepted, ErrForbidden when its user (then returned
+// too) may not have a; any other error means no answer could be had (the API server is
+// unreachable, or this process may not ask it), and nothing is allowed.
+func (r *Reviewer) Review(ctx context.Context, token string, a Attributes) (string, error) {
+	if (a.Resource == nil) == (a.NonResource == nil) {
+		return "", errors.New("kubeauth: a review asks about a resource or a non-resource path, exactly one")
+	}
+	if token == "" {
+		return "", fmt.Errorf("%w: a bearer token is required", ErrUnauthenticated)
+	}
+	// Only a hash is kept: a memory dump of the process does not hand out its callers' tokens.
+	sum := sha256.Sum256([]byte(token))
+	key := hex.EncodeToString(sum[:])
+	user, err := r.authenticate(ctx, key, token)
+	if err != nil {
+		return "", err
+	}
+	return user.Username, r.authorize(ctx, key, user, a)
+}
+
+func (r *Reviewer) authenticate(ctx context.Context, key, token string) (authenticationv1.UserInfo, error) {
+	if v, ok := r.tokens.Get(key); ok {
+		a := v.(authentication)
+		return a.user, a.err
+	}
+	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
+	defer cancel()
+	tr, err := r.o.Client.AuthenticationV1().TokenReviews().Create(ctx,
+		&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: r.o.Audiences}}, metav1.CreateOptions{})
+	if err != nil {
+		// Not cached: the next request asks again.
+		return authenticationv1.UserInfo{}, fmt.Errorf("TokenReview: %w", err)
+	}
+	a := authentication{user: tr.Status.User}
+	switch {
+	case !tr.Status.Authenticated:
+		a.err = fmt.Errorf("%w: the API server did not authenticate the token %s", ErrUnauthenticated, tr.Status.Error)
+	case len(r.o.Audiences) > 0 && !slices.ContainsFunc(tr.Status.Audiences, func(aud string) bool { return slices.Contains(r.o.Audiences, aud) }):
+		// The API server answers with the audiences it checked; one of ours must be among them.
+		a.err = fmt.Errorf("%w: token not issued for audience %v", ErrUnauthenticated, r.o.Audiences)
+	case tr.Status.User.Username == "":
+		a.err = fmt.Errorf("%w: token has no user name", ErrUnauthenticated)
+	}
+	r.tokens.Add(key, a, ttl(a.err))
+	return a.user, a.err
+}
+
+func (r *Reviewer) authorize(ctx context.Context, key string, user authenticationv1.UserInfo, a Attributes) error {
+	akey := key
+	if res := a.Resource; res != nil {
+		akey += "\x00r\x00" + strings.Join([]string{res.Namespace, res.Verb, res.Group, res.Version, res.Resource, res.Subresource, res.Name}, "\x00")
+	} else {
+		akey += "\x00n\x00" + a.NonResource.Verb + "\x00" + a.NonResource.Path
+	}
+	if v, ok := r.access.Get(akey); ok {
+		err, _ := v.(error)
+		return err
+	}
+	spec := authzv1.SubjectAccessReviewSpec{User: user.Username, Groups: user.Groups, UID: user.UID,
+		Extra: make(map[string]authzv1.ExtraValue, len(user.Extra))}
+	for k, v := range user.Extra {
+		spec.Extra[k] = authzv1.ExtraValue(v)
+	}
+	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
+	defer cancel()
+	var status authzv1.SubjectAccessReviewStatus
+	if a.Resource != nil {
+		spec.ResourceAttributes = a.Resource
+		ns := a.Resource.Namespace
+		sar, err := r.o.Client.AuthorizationV1().LocalSubjectAccessReviews(ns).Create(ctx,
+			&authzv1.LocalSubjectAccessReview{ObjectMeta: metav1.ObjectMeta{Namespace: ns}, Spec: spec}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("LocalSubjectAccessReview: %w", err)
+		}
+		status = sar.Status
+	} else {
+		spec.NonResourceAttributes = a.NonResource
+		sar, err := r.o.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("SubjectAccessReview: %w", err)
+		}
+		status = sar.Status
+	}
+	var denied error
+	if !status.Allowed || status.Denied {
+		denied = fmt.Errorf("%w: user %q may not %s", ErrForbidden, user.Username, a)
+		if reason := strings.TrimSpace(status.Reason + " " + status.EvaluationError); reason != "" {
+			denied = fmt.Errorf("%w (%s)", denied, reason)
+		}
+	}
+	r.access.Add(akey, denied, ttl(denied))
+	return denied
+}
+
+func ttl(err error) time.Duration {
+	if err != nil {
+		return deniedTTL
+	}
+	return allowedTTL
+}
