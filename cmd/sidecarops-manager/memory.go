@@ -31,8 +31,8 @@ const (
 	DefaultGCPercent = 400
 	// DefaultGCHeapTarget (--gc-heap-target) is the heap size at which the GC percent starts to
 	// shrink: with 1,000 SidecarSets and 10,000 pods --gc-percent 400 let the process reach 300 MiB.
-	// The live heap there is ≈ 54 MB since pods are cached compacted, so at 64Mi the heap stays
-	// within 1.5× of it (MinGCPercent) and the process near 150 MiB; the price is more frequent
+	// The live heap there is ≈ 42 MB since pods are cached compacted, so at 64Mi the heap stays
+	// within 1.5× of it (MinGCPercent) and the process at 120–130 MiB; the price is more frequent
 	// collections, ≈ 2 µs of CPU per admission with a small heap (BenchmarkAdmissionGC;
 	// docs/benchmarks.md, "Manager memory").
 	DefaultGCHeapTarget = "64Mi"
