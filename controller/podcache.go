@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"maps"
 	goruntime "runtime"
 	"slices"
 	"strconv"
@@ -196,8 +195,14 @@ func (p *labelPool) share(m map[string]string) (map[string]string, *sharedLabels
 	if len(m) == 0 {
 		return m, nil
 	}
-	keys := slices.Sorted(maps.Keys(m))
-	var b []byte
+	// A pod's labels are few: the key is built on the stack.
+	var keyArray [16]string
+	var buf [512]byte
+	keys, b := keyArray[:0], buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
 	for _, k := range keys {
 		b = strconv.AppendInt(b, int64(len(k)), 10)
 		b = append(b, ':')
