@@ -216,9 +216,11 @@ func (p *labelPool) share(m map[string]string) (map[string]string, *sharedLabels
 	if held := p.maps[string(b)].Value(); held != nil {
 		return held.m, held
 	}
+	// Keys only: a value unique to the pod (a StatefulSet's pod name) would cost unique's table
+	// more than it saves, and the values of a shared map are held once anyway.
 	own := make(map[string]string, len(m))
 	for _, k := range keys {
-		own[intern(k)] = intern(m[k])
+		own[intern(k)] = m[k]
 	}
 	held, key := &sharedLabels{m: own}, string(b)
 	if p.maps == nil {
