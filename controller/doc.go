@@ -2,9 +2,10 @@
 // the pods it injected — ControllerRevisions, status, in-place sidecar upgrades (cold and hot) as the
 // update strategy allows — and says with Events why pods wait.
 //
-// It owns how pods are cached (PodTransform keeps what the controller reads; NewInformer stores each
-// pod as a compact record and gives readers pods again) and the side effects: reading the informer
-// caches, writing pods, pod conditions,
+// It owns how pods are cached (PodTransform keeps what the controller reads; NewInformerFunc's pod
+// informer lists and watches pods itself, decodes their protobuf straight into compact records and
+// gives readers pods again) and the side effects: reading the informer caches, writing pods, pod
+// conditions,
 // ControllerRevisions, SidecarSet status and Events, and the expectations that keep a stale cache
 // from upgrading a pod twice. Every decision is controller/rollout's, so that `sidecarctl rollout
 // plan` shows exactly what the controller will do; this package must not re-derive any of it, inject

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"net/http"
 	goruntime "runtime"
 	"slices"
 	"strconv"
@@ -13,21 +14,38 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// NewInformer is the manager cache's informer constructor (cache.Options.NewInformer): client-go's
-// shared informer, and for pods one that keeps each pod compacted in its store. A *corev1.Pod is a
-// 1,240-byte struct before any of its fields, and its trimmed containers 408 bytes each: with
-// 10,000 pods that was 30 MB of the manager's heap (docs/benchmarks.md, "Manager memory"). Everything
-// that reads the informer — the cache's client, the event handlers — still gets a *corev1.Pod, made
-// from the compact record when it is read (compactPod.pod), so nothing of the controller changes.
-func NewInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-	inf := toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
-	if _, ok := obj.(*corev1.Pod); !ok {
-		return inf
+// NewInformerFunc is the manager cache's informer constructor (cache.Options.NewInformer):
+// client-go's shared informer, and for pods one that keeps each pod compacted in its store. A
+// *corev1.Pod is a 1,240-byte struct before any of its fields, and its trimmed containers 408 bytes
+// each: with 10,000 pods that was 30 MB of the manager's heap (docs/benchmarks.md, "Manager
+// memory"). Everything that reads the informer — the cache's client, the event handlers — still
+// gets a *corev1.Pod, made from the compact record when it is read (compactPod.pod), so nothing of
+// the controller changes.
+//
+// Pods are listed and watched over cfg and hc by the informer itself, decoded from protobuf
+// straight into records (podwire.go), every pod of the cluster: the ListerWatcher the cache hands
+// over for pods, which decodes whole pods, is not used, so the cache must not be given selectors
+// or namespaces for pods (internal/wiring gives none).
+func NewInformerFunc(cfg *rest.Config, hc *http.Client) (func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer, error) {
+	pods, err := podListWatch(cfg, hc)
+	if err != nil {
+		return nil, err
 	}
-	return &podInformer{SharedIndexInformer: inf}
+	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+		if _, ok := obj.(*corev1.Pod); !ok {
+			return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+		}
+		return newPodInformer(pods, resync, indexers)
+	}, nil
+}
+
+// newPodInformer is the pod informer over lw, which lists and watches compact records.
+func newPodInformer(lw toolscache.ListerWatcher, resync time.Duration, indexers toolscache.Indexers) *podInformer {
+	return &podInformer{SharedIndexInformer: toolscache.NewSharedIndexInformer(lw, &compactPod{}, resync, indexers)}
 }
 
 // compactPod is a pod as the pod informer stores it: what PodTransform keeps, and nothing of the
@@ -135,7 +153,8 @@ func expandedAll(objs []any) []any {
 	return objs
 }
 
-// podInformer stores compact records (its transform ends in compact, interned) and gives out pods.
+// podInformer stores compact records (decoded as such, or made of pods by its transform; interned)
+// and gives out pods.
 type podInformer struct {
 	toolscache.SharedIndexInformer
 	labels labelPool
@@ -255,8 +274,11 @@ func (i *podInformer) SetTransform(f toolscache.TransformFunc) error {
 				return nil, err
 			}
 		}
-		if pod, ok := obj.(*corev1.Pod); ok {
-			return compact(pod).interned(&i.labels), nil
+		switch o := obj.(type) {
+		case *compactPod:
+			return o.interned(&i.labels), nil
+		case *corev1.Pod:
+			return compact(o).interned(&i.labels), nil
 		}
 		return obj, nil
 	})

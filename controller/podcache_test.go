@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"reflect"
 	goruntime "runtime"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/sidecarops/sidecarops/internal/testing/randomobjects"
@@ -107,21 +109,28 @@ func TestLabelPool(t *testing.T) {
 // trimmed pods.
 func TestPodInformer(t *testing.T) {
 	w := watch.NewFakeWithChanSize(8, false)
+	// What podListWatch's decoder makes of a pod the API server sends.
+	wire := func(p *corev1.Pod) *compactPod {
+		b, err := p.Marshal()
+		require.NoError(t, err)
+		rec := &compactPod{}
+		require.NoError(t, rec.Unmarshal(b))
+		return rec
+	}
 	lw := &toolscache.ListWatch{
 		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-			return &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
+			return &compactPodList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
 		},
 		WatchFuncWithContext: func(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			if o.SendInitialEvents != nil && *o.SendInitialEvents {
 				// A streaming list: no pods yet, and the bookmark that ends the initial events.
-				w.Action(watch.Bookmark, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "1",
-					Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}})
+				w.Action(watch.Bookmark, wire(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "1",
+					Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}))
 			}
 			return w, nil
 		},
 	}
-	inf := NewInformer(lw, &corev1.Pod{}, 0, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
-	require.IsType(t, &podInformer{}, inf)
+	var inf toolscache.SharedIndexInformer = newPodInformer(lw, 0, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 	require.NoError(t, inf.SetTransform(PodTransform))
 	require.NoError(t, inf.AddIndexers(toolscache.Indexers{"by-list": func(obj any) ([]string, error) {
 		return injectedBy(obj.(*compactPod)), nil
@@ -162,10 +171,10 @@ func TestPodInformer(t *testing.T) {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning,
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "log", Image: "log:1", ImageID: "sha256:l1", Ready: true}}},
 	}
-	w.Add(pod.DeepCopy())
+	w.Add(wire(pod))
 	next := pod.DeepCopy()
 	next.ResourceVersion, next.Spec.Containers[0].Image = "3", "log:2"
-	w.Modify(next.DeepCopy())
+	w.Modify(wire(next))
 	require.Eventually(t, func() bool {
 		_, ok, _ := inf.GetIndexer().GetByKey("ns/web-0")
 		item, _, _ := inf.GetStore().GetByKey("ns/web-0")
@@ -193,7 +202,7 @@ func TestPodInformer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []any{want}, indexed)
 
-	w.Delete(next.DeepCopy())
+	w.Delete(wire(next))
 	require.Eventually(t, func() bool { return len(inf.GetStore().ListKeys()) == 0 }, 10*time.Second, 10*time.Millisecond)
 	// Handlers are called from a queue of their own, after the store has changed.
 	require.Eventually(t, func() bool {
@@ -211,15 +220,20 @@ func TestPodInformer(t *testing.T) {
 	assert.Equal(t, want, gone.Obj)
 }
 
-// Informers of other kinds are client-go's own.
-func TestNewInformerOtherKinds(t *testing.T) {
-	inf := NewInformer(&toolscache.ListWatch{}, &corev1.Namespace{}, 0, toolscache.Indexers{})
-	_, isPods := inf.(*podInformer)
+// Informers of other kinds are client-go's own, over the ListerWatcher the cache gives; pods' are
+// ours, over our own.
+func TestNewInformerFunc(t *testing.T) {
+	newInformer, err := NewInformerFunc(&rest.Config{Host: "https://127.0.0.1:1"}, http.DefaultClient)
+	require.NoError(t, err)
+	_, isPods := newInformer(&toolscache.ListWatch{}, &corev1.Namespace{}, 0, toolscache.Indexers{}).(*podInformer)
 	assert.False(t, isPods)
+	_, isPods = newInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0, toolscache.Indexers{}).(*podInformer)
+	assert.True(t, isPods)
 }
 
-// What the pod informer's transform costs per event, for a pod of a ReplicaSet as the API server
-// sends it after injection: PodTransform, the record, and the record interned.
+// What the pod informer's decoding costs per event, for a pod of a ReplicaSet as the API server
+// sends it after injection, from its protobuf to the interned record: decoded whole, then trimmed
+// (PodTransform) and made a record (whole=true, as before podwire.go), or decoded as a record.
 //
 //	go test ./controller/ -run '^$' -bench PodRecord -benchmem
 func BenchmarkPodRecord(b *testing.B) {
@@ -234,33 +248,50 @@ func BenchmarkPodRecord(b *testing.B) {
 					"kruise.io/sidecarset-injected-list":      "log",
 				},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-5d9c7b8f4", UID: "7f3e"}},
+				// The ReplicaSet controller's and the kubelet's entries, as the API server keeps them.
+				ManagedFields: []metav1.ManagedFieldsEntry{
+					{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &metav1.Time{Time: time.Unix(1795000000, 0)},
+						FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:generateName":{},"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{},"f:tier":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"7f3e\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}`)},
+					{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Subresource: "status", Time: &metav1.Time{Time: time.Unix(1795000002, 0)},
+						FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:conditions":{"k:{\"type\":\"ContainersReady\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Ready\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}}},"f:containerStatuses":{},"f:hostIP":{},"f:phase":{},"f:podIP":{},"f:podIPs":{".":{},"k:{\"ip\":\"10.0.0.7\"}":{".":{},"f:ip":{}}},"f:startTime":{}}}`)},
+				},
 			},
 			Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{
 				{Name: "log", Image: "example.com/log:1"}, {Name: "web", Image: "example.com/web:1"}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 		}
 	}
-	pods := make([]*corev1.Pod, 1000)
-	for i := range pods {
-		pods[i] = pod(i)
+	wire := make([][]byte, 1000)
+	for i := range wire {
+		data, err := pod(i).Marshal()
+		if err != nil {
+			b.Fatal(err)
+		}
+		wire[i] = data
 	}
 	var pool labelPool
-	for _, interned := range []bool{false, true} {
-		b.Run(fmt.Sprintf("interned=%v", interned), func(b *testing.B) {
+	for _, whole := range []bool{true, false} {
+		b.Run(fmt.Sprintf("whole=%v", whole), func(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				p := pods[i%len(pods)].DeepCopy() // the decoded pod, as the transform gets it
+				data := wire[i%len(wire)]
 				i++
-				out, err := PodTransform(p)
-				if err != nil {
+				rec := &compactPod{}
+				if whole {
+					var p corev1.Pod
+					if err := p.Unmarshal(data); err != nil {
+						b.Fatal(err)
+					}
+					out, err := PodTransform(&p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					rec = compact(out.(*corev1.Pod))
+				} else if err := rec.Unmarshal(data); err != nil {
 					b.Fatal(err)
 				}
-				rec := compact(out.(*corev1.Pod))
-				if interned {
-					rec = rec.interned(&pool)
-				}
-				_ = rec
+				_ = rec.interned(&pool)
 			}
 		})
 	}

@@ -207,12 +207,24 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.DisableCompression = true
+	// One HTTP client (one connection) for the cache's informers and the pod informer's own list
+	// and watch.
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// Pods are decoded into compact records and stored so (controller.NewInformerFunc): every pod of
+	// the cluster, so the pods' ByObject entry must keep no selectors or namespaces.
+	newInformer, err := controller.NewInformerFunc(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrlmanager.Options{
 		Scheme: scheme,
 		// The controller caches every pod; nothing reads their managedFields, which are often
 		// the larger part of a pod object.
-		// Pods are stored compacted (controller.NewInformer).
-		Cache:                   cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields(), NewInformer: controller.NewInformer},
+		Cache: cache.Options{HTTPClient: httpClient, ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields(),
+			NewInformer: newInformer},
 		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.ProbeAddr,
 		PprofBindAddress:        pprofAddr,
