@@ -20,9 +20,9 @@ import (
 // The pod informer decodes pods from the API server's protobuf straight into compact records: of a
 // pod it reads the metadata (without managedFields), the containers' names, images and restart
 // policies, the node, and the status's phase, conditions and container statuses, and skips the
-// rest unread. Decoding whole pods and trimming them afterwards (PodTransform) was most of what a
-// pod's watch event cost the manager after its transport (docs/benchmarks.md, "Scale-up").
-// TestPodWire holds the two ways to the same record.
+// rest unread. Decoding whole pods and trimming them afterwards (PodTransform) took 4.7 µs and 6 KB
+// per watch event of a typical pod, this 2.8 µs and 2 KB (BenchmarkPodRecord; docs/benchmarks.md,
+// "Scale-up"). TestPodWire holds the two ways to the same record.
 
 // Field numbers of k8s.io/api/core/v1/generated.proto and of ObjectMeta's.
 const (
