@@ -48,8 +48,12 @@ func newPodInformer(lw toolscache.ListerWatcher, resync time.Duration, indexers 
 	return &podInformer{SharedIndexInformer: toolscache.NewSharedIndexInformer(lw, &compactPod{}, resync, indexers)}
 }
 
-// compactPod is a pod as the pod informer stores it: what PodTransform keeps, and nothing of the
-// pod struct around it. pod() gives that trimmed pod back, field for field (TestCompactPod). Index
+// compactPod is a pod as the pod informer stores it: what the controller reads of it (the
+// metadata without managedFields; the containers' names, images and restart policies; the node;
+// the phase, conditions and container statuses), and nothing of the pod struct around it. The
+// rest of a pod — volumes, env, resources, probes, scheduling — is often most of it, and the
+// controller writes pods only by patching what it changed (writePod, setUpgradable), so nothing
+// left out is ever written back. pod() gives that trimmed pod back, field for field (TestCompactPod). Index
 // functions see the record itself, which is a client.Object: they read its metadata.
 type compactPod struct {
 	metav1.TypeMeta
@@ -63,7 +67,7 @@ type compactPod struct {
 	labels *sharedLabels
 }
 
-// containerRef is what PodTransform keeps of a container.
+// containerRef is what the record keeps of a container.
 type containerRef struct {
 	name, image   string
 	restartPolicy *corev1.ContainerRestartPolicy
@@ -91,7 +95,8 @@ func expandContainers(refs []containerRef) []corev1.Container {
 	return out
 }
 
-// compact is the record of a pod PodTransform trimmed; fields it drops would be lost here too.
+// compact is the record of a pod holding only what a record keeps (pod() of a record); other fields
+// would be lost.
 func compact(pod *corev1.Pod) *compactPod {
 	return &compactPod{
 		TypeMeta:       pod.TypeMeta,
@@ -153,8 +158,8 @@ func expandedAll(objs []any) []any {
 	return objs
 }
 
-// podInformer stores compact records (decoded as such, or made of pods by its transform; interned)
-// and gives out pods.
+// podInformer stores compact records (decoded as such; interned by its transform) and gives out
+// pods.
 type podInformer struct {
 	toolscache.SharedIndexInformer
 	labels labelPool
@@ -274,11 +279,8 @@ func (i *podInformer) SetTransform(f toolscache.TransformFunc) error {
 				return nil, err
 			}
 		}
-		switch o := obj.(type) {
-		case *compactPod:
-			return o.interned(&i.labels), nil
-		case *corev1.Pod:
-			return compact(o).interned(&i.labels), nil
+		if rec, ok := obj.(*compactPod); ok {
+			return rec.interned(&i.labels), nil
 		}
 		return obj, nil
 	})

@@ -23,7 +23,7 @@ var errSettled = errors.New("settled")
 // merge patch conditional on the pod's resourceVersion, retrying on conflicts with a fresh copy from
 // the API server as long as still(fresh) says the write is still wanted. It returns the written
 // pod, or nil when a fresh copy made the write unnecessary. A patch, not an update: the cached pod
-// holds only what the controller reads (PodTransform), and the rest must not be written back.
+// holds only what the controller reads (compactPod), and the rest must not be written back.
 func (r *Reconciler) writePod(ctx context.Context, pod *corev1.Pod, change func(*corev1.Pod) (*corev1.Pod, error), still func(*corev1.Pod) bool) (*corev1.Pod, error) {
 	key := client.ObjectKeyFromObject(pod)
 	var written *corev1.Pod
@@ -165,37 +165,4 @@ func conditionPatch(seen []corev1.PodCondition, cond corev1.PodCondition) ([]byt
 		}
 	}
 	return json.Marshal(append(ops, op{"add", "/status/conditions/-", cond}))
-}
-
-// PodTransform trims a pod for the manager's cache to what the controller reads (and what the
-// webhooks and the policy loader read, which is nothing: they never read pods from the cache):
-// metadata without managedFields; the containers' names and images; the node; the phase,
-// conditions and container statuses. The rest of a pod — volumes, env, resources, probes,
-// scheduling — is often most of it, and the controller writes pods only by patching what it changed
-// (writePod, setUpgradable), so nothing trimmed is ever written back.
-func PodTransform(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	pod.ManagedFields = nil
-	trim := func(cs []corev1.Container) []corev1.Container {
-		out := make([]corev1.Container, len(cs))
-		for i, c := range cs {
-			out[i] = corev1.Container{Name: c.Name, Image: c.Image, RestartPolicy: c.RestartPolicy}
-		}
-		return out
-	}
-	pod.Spec = corev1.PodSpec{
-		Containers:     trim(pod.Spec.Containers),
-		InitContainers: trim(pod.Spec.InitContainers),
-		NodeName:       pod.Spec.NodeName,
-	}
-	pod.Status = corev1.PodStatus{
-		Phase:                 pod.Status.Phase,
-		Conditions:            pod.Status.Conditions,
-		ContainerStatuses:     pod.Status.ContainerStatuses,
-		InitContainerStatuses: pod.Status.InitContainerStatuses,
-	}
-	return pod, nil
 }

@@ -20,8 +20,8 @@ import (
 // The pod informer decodes pods from the API server's protobuf straight into compact records: of a
 // pod it reads the metadata (without managedFields), the containers' names, images and restart
 // policies, the node, and the status's phase, conditions and container statuses, and skips the
-// rest unread. Decoding whole pods and trimming them afterwards (PodTransform) took 4.7 µs and 6 KB
-// per watch event of a typical pod, this 2.8 µs and 2 KB (BenchmarkPodRecord; docs/benchmarks.md,
+// rest unread. Decoding whole pods and trimming them afterwards took 4.7 µs and 6 KB per watch
+// event of a typical pod, this 2.8 µs and 2 KB (BenchmarkPodRecord; docs/benchmarks.md,
 // "Scale-up"). TestPodWire holds the two ways to the same record.
 
 // Field numbers of k8s.io/api/core/v1/generated.proto and of ObjectMeta's.
@@ -77,7 +77,7 @@ func (c *compactPod) Reset() { *c = compactPod{} }
 
 // Unmarshal decodes a v1 Pod's protobuf encoding into the record.
 func (c *compactPod) Unmarshal(b []byte) error {
-	// PodTransform's lists of containers are never nil; the record's are not either.
+	// A record's lists of containers are never nil, as a pod's decoded whole and trimmed are not.
 	c.containers, c.initContainers = []containerRef{}, []containerRef{}
 	return eachField(b, []protowire.Number{podMetadata, podSpec, podStatus}, func(num protowire.Number, v []byte) error {
 		switch num {

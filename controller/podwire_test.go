@@ -14,7 +14,7 @@ import (
 )
 
 // A pod's protobuf decoded into a record is the record of the pod decoded whole and trimmed
-// (PodTransform), for pods filled at random, every field, managedFields included; so is a list of
+// (trimmed), for pods filled at random, every field, managedFields included; so is a list of
 // them. Broken encodings are errors.
 func TestPodWire(t *testing.T) {
 	fill := randomobjects.Filler(t, 2)

@@ -14,9 +14,10 @@ import (
 	"github.com/sidecarops/sidecarops/controller/rollout"
 )
 
-// The cache's trimmed pod keeps what the controller reads: every decision the controller makes on
-// a pod is the same on the trimmed one, and an upgrade computed from it changes the same fields.
-func TestPodTransform(t *testing.T) {
+// The pod the cache gives out keeps what the controller reads: every decision the controller makes
+// on a pod is the same on the cached one (the pod's protobuf decoded into a record, as the pod
+// informer does), and an upgrade computed from it changes the same fields.
+func TestCachedPod(t *testing.T) {
 	ss := &v1beta1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "log", Annotations: map[string]string{
 		v1beta1.SidecarSetHashAnnotation: "h2", v1beta1.SidecarSetHashWithoutImageAnnotation: "w1",
 	}}}
@@ -53,9 +54,11 @@ func TestPodTransform(t *testing.T) {
 			PodIP: "10.0.0.1", QOSClass: corev1.PodQOSBurstable,
 		},
 	}
-	out, err := PodTransform(full.DeepCopy())
+	wire, err := full.Marshal()
 	require.NoError(t, err)
-	trimmed := out.(*corev1.Pod)
+	var rec compactPod
+	require.NoError(t, rec.Unmarshal(wire))
+	trimmed := rec.pod()
 
 	assert.Nil(t, trimmed.ManagedFields)
 	assert.Empty(t, trimmed.Spec.Volumes)

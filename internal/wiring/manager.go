@@ -188,8 +188,6 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	byObject := loader.CacheByObject(o.Namespace, revisions)
 	// The certificate rotator reads only its own Secret.
 	byObject[&corev1.Secret{}] = cache.ByObject{Namespaces: map[string]cache.Config{o.Namespace: {}}}
-	// Every pod of the cluster is cached for the controller: only what it reads.
-	byObject[&corev1.Pod{}] = cache.ByObject{Transform: controller.PodTransform}
 	maps.Copy(byObject, prefilter.CacheByObject(WebhookConfigurationName))
 
 	server := crwebhook.NewServer(crwebhook.Options{
@@ -213,8 +211,9 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Pods are decoded into compact records and stored so (controller.NewInformerFunc): every pod of
-	// the cluster, so the pods' ByObject entry must keep no selectors or namespaces.
+	// Every pod of the cluster is cached for the controller, decoded into compact records of what it
+	// reads (controller.NewInformerFunc), which lists and watches them itself: pods must get no
+	// ByObject entry with selectors or namespaces.
 	newInformer, err := controller.NewInformerFunc(cfg, httpClient)
 	if err != nil {
 		return nil, err
