@@ -271,17 +271,21 @@ func (c *Compiler) lastDelta() *delta {
 func (d *delta) input(ctx context.Context, in ast.Value) (ast.Value, error) {
 	fresh := ast.NewSet()
 	if d.query != nil {
-		v, err := evalOne(ctx, *d.query, in)
+		t, err := evalTerm(ctx, *d.query, in)
 		if err != nil {
 			return nil, fmt.Errorf("engine: %s: %w", deltaQuery, err)
 		}
-		names, _ := v.([]any)
-		for _, n := range names {
-			s, ok := n.(string)
+		if t != nil {
+			names, ok := t.Value.(ast.Set)
 			if !ok {
-				return nil, fmt.Errorf("engine: %s: want strings, got %T", deltaQuery, n)
+				return nil, fmt.Errorf("engine: %s: want a set, got %v", deltaQuery, t)
 			}
-			fresh.Add(ast.StringTerm(s))
+			for _, n := range names.Slice() {
+				if _, ok := n.Value.(ast.String); !ok {
+					return nil, fmt.Errorf("engine: %s: want strings, got %v", deltaQuery, n)
+				}
+				fresh.Add(n)
+			}
 		}
 	}
 	obj, ok := in.(ast.Object)

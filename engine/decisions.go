@@ -72,32 +72,34 @@ func (s *Snapshot) DecideInput(ctx context.Context, in ast.Value) (Decision, err
 			return Decision{}, err
 		}
 	}
-	v, err := evalOne(ctx, s.match, in)
+	t, err := evalTerm(ctx, s.match, in)
 	if err != nil {
 		return Decision{}, fmt.Errorf("engine: %s: %w", matchQuery, err)
 	}
-	// The decision is read by type assertion, not through a JSON round trip: this is the per-pod path.
-	var out struct {
-		Matched, Denied []string
-		Withheld        []Withheld
+	return s.decision(t)
+}
+
+// decision reads the match policy's value, t (nil: undefined, which matches nothing).
+func (s *Snapshot) decision(t *ast.Term) (Decision, error) {
+	d := Decision{Revision: s.revision}
+	if t == nil {
+		return d, nil
 	}
-	if v != nil {
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return Decision{}, fmt.Errorf("engine: %s: want an object, got %T", matchQuery, v)
-		}
-		if out.Matched, err = stringList(obj, "matched"); err != nil {
-			return Decision{}, err
-		}
-		if out.Denied, err = stringList(obj, "denied"); err != nil {
-			return Decision{}, err
-		}
-		if out.Withheld, err = withheldList(obj); err != nil {
-			return Decision{}, err
-		}
+	obj, ok := t.Value.(ast.Object)
+	if !ok {
+		return Decision{}, fmt.Errorf("engine: %s: want an object, got %v", matchQuery, t)
 	}
-	d := Decision{Revision: s.revision, Denied: out.Denied, Withheld: out.Withheld}
-	for _, name := range out.Matched {
+	matched, err := stringList(obj, keyMatched)
+	if err != nil {
+		return Decision{}, err
+	}
+	if d.Denied, err = stringList(obj, keyDenied); err != nil {
+		return Decision{}, err
+	}
+	if d.Withheld, err = withheldList(obj); err != nil {
+		return Decision{}, err
+	}
+	for _, name := range matched {
 		ss, ok := s.sidecarSets[name]
 		if !ok {
 			return Decision{}, fmt.Errorf("engine: policy matched SidecarSet %q that the snapshot does not hold", name)
@@ -107,43 +109,76 @@ func (s *Snapshot) DecideInput(ctx context.Context, in ast.Value) (Decision, err
 	return d, nil
 }
 
-func stringList(obj map[string]any, key string) ([]string, error) {
-	raw, _ := obj[key].([]any)
-	if obj[key] != nil && raw == nil {
-		return nil, fmt.Errorf("engine: %s.%s: want an array, got %T", matchQuery, key, obj[key])
+// The keys of the decision object, made once: a term made per lookup was an allocation each.
+var (
+	keyMatched  = ast.StringTerm("matched")
+	keyDenied   = ast.StringTerm("denied")
+	keyWithheld = ast.StringTerm("withheld")
+)
+
+// eachElement calls f with each member of obj[key], an array or a set (absent: none), until f
+// fails.
+func eachElement(obj ast.Object, key *ast.Term, f func(*ast.Term) error) error {
+	v := obj.Get(key)
+	if v == nil {
+		return nil
 	}
-	out := make([]string, 0, len(raw))
-	for _, x := range raw {
-		s, ok := x.(string)
-		if !ok {
-			return nil, fmt.Errorf("engine: %s.%s: want strings, got %T", matchQuery, key, x)
+	switch x := v.Value.(type) {
+	case *ast.Array:
+		for i := range x.Len() {
+			if err := f(x.Elem(i)); err != nil {
+				return err
+			}
 		}
-		out = append(out, s)
+		return nil
+	case ast.Set:
+		for _, t := range x.Slice() {
+			if err := f(t); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	return out, nil
+	return fmt.Errorf("engine: %s.%v: want an array, got %v", matchQuery, key, v)
+}
+
+// stringList reads obj[key], a list of strings; empty, not nil, when the key is present.
+func stringList(obj ast.Object, key *ast.Term) ([]string, error) {
+	var out []string
+	if v := obj.Get(key); v != nil {
+		if a, ok := v.Value.(*ast.Array); ok {
+			out = make([]string, 0, a.Len())
+		}
+	}
+	err := eachElement(obj, key, func(t *ast.Term) error {
+		s, ok := t.Value.(ast.String)
+		if !ok {
+			return fmt.Errorf("engine: %s.%v: want strings, got %v", matchQuery, key, t)
+		}
+		out = append(out, string(s))
+		return nil
+	})
+	return out, err
 }
 
 // withheldList reads decision.withheld, pairs [withheld, collides with].
-func withheldList(obj map[string]any) ([]Withheld, error) {
-	raw, _ := obj["withheld"].([]any)
-	if obj["withheld"] != nil && raw == nil {
-		return nil, fmt.Errorf("engine: %s.withheld: want an array, got %T", matchQuery, obj["withheld"])
-	}
+func withheldList(obj ast.Object) ([]Withheld, error) {
 	var out []Withheld
-	for _, x := range raw {
-		pair, _ := x.([]any)
-		var w Withheld
+	err := eachElement(obj, keyWithheld, func(t *ast.Term) error {
+		pair, _ := t.Value.(*ast.Array)
+		var a, b ast.String
 		var ok1, ok2 bool
-		if len(pair) == 2 {
-			w.SidecarSet, ok1 = pair[0].(string)
-			w.CollidesWith, ok2 = pair[1].(string)
+		if pair != nil && pair.Len() == 2 {
+			a, ok1 = pair.Elem(0).Value.(ast.String)
+			b, ok2 = pair.Elem(1).Value.(ast.String)
 		}
 		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("engine: %s.withheld: want [name, name] pairs, got %v", matchQuery, x)
+			return fmt.Errorf("engine: %s.withheld: want [name, name] pairs, got %v", matchQuery, t)
 		}
-		out = append(out, w)
-	}
-	return out, nil
+		out = append(out, Withheld{SidecarSet: string(a), CollidesWith: string(b)})
+		return nil
+	})
+	return out, err
 }
 
 // Input converts a pod's JSON into the decision input once, keeping only what the snapshot's

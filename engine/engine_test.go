@@ -403,3 +403,48 @@ deny_injection contains "never" if {
 	require.ErrorAs(t, err, &tErr, "evaluated to the end")
 	assert.Equal(t, topdown.CancelErr, tErr.Code)
 }
+
+// TestDecisionValue covers reading the match policy's value in every shape it could take, the
+// malformed ones included: the policy is ours, but a reader that trusted it would panic or
+// inject the wrong SidecarSets if it ever changed shape.
+func TestDecisionValue(t *testing.T) {
+	a, b := sidecarSet("a", nil), sidecarSet("b", nil)
+	s := &Snapshot{revision: "r1", sidecarSets: map[string]*v1beta1.SidecarSet{"a": a, "b": b}}
+	for _, tc := range []struct {
+		name, value string // value "" is undefined
+		want        Decision
+		err         string
+	}{
+		{name: "undefined", want: Decision{Revision: "r1"}},
+		{name: "matched in order", value: `{"matched": ["b", "a"], "denied": [], "withheld": []}`,
+			want: Decision{Revision: "r1", Matched: []*v1beta1.SidecarSet{b, a}, Denied: []string{}}},
+		{name: "sets read sorted", value: `{"matched": {"b", "a"}}`,
+			want: Decision{Revision: "r1", Matched: []*v1beta1.SidecarSet{a, b}}},
+		{name: "denied", value: `{"matched": [], "denied": ["no", "never"], "withheld": []}`,
+			want: Decision{Revision: "r1", Denied: []string{"no", "never"}}},
+		{name: "withheld", value: `{"matched": ["a"], "denied": [], "withheld": [["b", "a"]]}`,
+			want: Decision{Revision: "r1", Matched: []*v1beta1.SidecarSet{a}, Denied: []string{},
+				Withheld: []Withheld{{SidecarSet: "b", CollidesWith: "a"}}}},
+		{name: "not an object", value: `["a"]`, err: `want an object, got ["a"]`},
+		{name: "matched not a list", value: `{"matched": "a"}`, err: `decision."matched": want an array, got "a"`},
+		{name: "matched not strings", value: `{"matched": [1]}`, err: `decision."matched": want strings, got 1`},
+		{name: "denied not strings", value: `{"denied": [{"a": 1}]}`, err: `decision."denied": want strings`},
+		{name: "withheld not pairs", value: `{"withheld": [["b"]]}`, err: `withheld: want [name, name] pairs, got ["b"]`},
+		{name: "withheld not names", value: `{"withheld": [["b", 2]]}`, err: `withheld: want [name, name] pairs`},
+		{name: "unknown SidecarSet", value: `{"matched": ["c"]}`, err: `policy matched SidecarSet "c" that the snapshot does not hold`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var term *ast.Term
+			if tc.value != "" {
+				term = ast.MustParseTerm(tc.value)
+			}
+			got, err := s.decision(term)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}

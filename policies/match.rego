@@ -18,12 +18,18 @@ import data.sidecarops.selector
 # gate vetoes the whole pod, so matched is empty whenever denied is not. withheld lists
 # [name, other] for each SidecarSet left out because it collides with an older one on this pod.
 # One rule with an else rather than a rule per field: every rule evaluated costs allocations, and
-# this is evaluated per admission.
+# this is evaluated per admission. A single candidate, the usual case, cannot collide with another,
+# so its branch skips evaluating withheld: the same answer for a third fewer allocations.
 decision := {"matched": [], "denied": denied, "withheld": []} if {
 	count(denied) > 0
+} else := {"matched": sort(candidates), "denied": [], "withheld": []} if {
+	count(candidates) < 2
 } else := {"matched": sort(candidates - {name | some [name, _] in withheld}), "denied": [], "withheld": sort(withheld)}
 
-candidates := applicable - displaced
+# Without canaries in the fleet nothing is displaced, and the else skips evaluating displaced.
+candidates := applicable - displaced if {
+	count(data.sidecarops.state.canaries) > 0
+} else := applicable
 
 # withheld: two SidecarSets that collide (a container name in the same list, or a volume name
 # with another definition) are refused at admission, but two created at the same moment can both
@@ -80,9 +86,11 @@ denied := sort(data.gates.deny_injection)
 # data.sidecarops.index are out of date (stale) and those of them that admit the pod (fresh).
 default applicable := set()
 
-applicable := data.sidecarops.index.matches if not input.index
-
-applicable := (_indexed - input.index.stale) | input.index.fresh
+# An else rather than two rules: OPA evaluates every definition of a rule, and `not` costs an
+# evaluation of its own.
+applicable := (_indexed - input.index.stale) | input.index.fresh if {
+	input.index
+} else := data.sidecarops.index.matches
 
 default _indexed := set()
 
