@@ -28,6 +28,7 @@ type Builder struct {
 	namespaces map[string]*docPart[*corev1.Namespace]
 	revisions  map[string]*docPart[*appsv1.ControllerRevision]
 	owners     ast.Object // of sets
+	collidable ast.Object // of owners
 }
 
 // Build is one compiled State: the data document, the index rules of each SidecarSet, and the
@@ -144,6 +145,7 @@ func (b *Builder) Build(st State) (*Build, error) {
 	}
 	if b.owners == nil || !sameOwners(b.sets, sets) {
 		b.owners = owners(sets, names)
+		b.collidable = collidable(b.owners)
 	}
 	// Only now, when nothing can fail: a failed Build leaves the Builder as it was.
 	b.sets, b.namespaces, b.revisions = sets, namespaces, revisions
@@ -172,6 +174,7 @@ func (b *Builder) Build(st State) (*Build, error) {
 		ast.Item(ast.StringTerm("namespaces"), ast.NewTerm(nsDocs)),
 		ast.Item(ast.StringTerm("revisions"), ast.NewTerm(revDocs)),
 		ast.Item(ast.StringTerm("owners"), ast.NewTerm(b.owners)),
+		ast.Item(ast.StringTerm("collidable"), ast.NewTerm(b.collidable)),
 		ast.Item(ast.StringTerm("canaries"), ast.NewTerm(canaries)),
 	)
 	out.Data = ast.NewObject(ast.Item(ast.StringTerm(Root), ast.NewTerm(ast.NewObject(ast.Item(ast.StringTerm("state"), ast.NewTerm(state))))))

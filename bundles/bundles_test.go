@@ -476,3 +476,53 @@ func TestReadRefusesOversizedFiles(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "size")
 }
+
+// TestCollidableIsExact is a property test of data.sidecarops.state.collidable: over random fleets
+// sharing container, init container and volume names (volumes with equal and with other
+// definitions), it lists exactly the SidecarSets that the match policy's _collide pairs with
+// another. Missing one would let a pod get two colliding SidecarSets; the policy looks no further.
+func TestCollidableIsExact(t *testing.T) {
+	rnd := mathrand.New(mathrand.NewPCG(13, 17))
+	names := []string{"proxy", "agent", "log", "init"}
+	listed, judged := 0, 0
+	for round := range 30 {
+		var sets []*v1beta1.SidecarSet
+		for i := range 6 {
+			sets = append(sets, sidecarSet(fmt.Sprintf("ss-%d", i), labels("app", "a"), func(ss *v1beta1.SidecarSet) {
+				// Rare names so that most rounds have few collisions and some none.
+				ss.Spec.Containers[0].Name = fmt.Sprintf("own-%d", i)
+				if rnd.IntN(4) == 0 {
+					ss.Spec.Containers = append(ss.Spec.Containers, v1beta1.SidecarContainer{Container: corev1.Container{Name: names[rnd.IntN(len(names))], Image: "busybox"}})
+				}
+				if rnd.IntN(4) == 0 {
+					ss.Spec.InitContainers = []v1beta1.SidecarContainer{{Container: corev1.Container{Name: names[rnd.IntN(len(names))], Image: "busybox"}}}
+				}
+				if rnd.IntN(3) == 0 {
+					ss.Spec.Volumes = []corev1.Volume{{Name: names[rnd.IntN(len(names))], VolumeSource: corev1.VolumeSource{
+						EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMedium(fmt.Sprint(rnd.IntN(2)))}}}}
+				}
+			}))
+		}
+		b, err := compileBundle(State{SidecarSets: sets})
+		require.NoError(t, err)
+		rs, err := rego.New(
+			rego.Query(`collidable := sort([name | some name, _ in data.sidecarops.state.collidable])
+				colliding := sort({name |
+					some a, _ in data.sidecarops.state.sidecarsets
+					some b, _ in data.sidecarops.state.sidecarsets
+					data.sidecarops.match._collide(a, b)
+					some name in [a, b]
+				})`),
+			rego.ParsedBundle("core", b),
+		).Eval(context.Background())
+		require.NoError(t, err)
+		require.Len(t, rs, 1)
+		got, want := strs(rs[0].Bindings["collidable"]), strs(rs[0].Bindings["colliding"])
+		require.Equal(t, want, got, "round %d", round)
+		listed += len(got)
+		judged += len(sets)
+	}
+	// Both outcomes must occur for the agreement to mean anything.
+	assert.Greater(t, listed, judged/10, "too few collidable: %d of %d", listed, judged)
+	assert.Less(t, listed, judged/2, "too many collidable: %d of %d", listed, judged)
+}

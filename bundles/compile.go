@@ -81,6 +81,35 @@ func owners(sets map[string]*setPart, order []string) ast.Object {
 	return out
 }
 
+// collidable lists, as {name: true}, the SidecarSets that could collide with another on a pod: they
+// share a container or init container name with another, or a volume name with another definition
+// (the match policy's _collide, by owners). Only these can be withheld from a pod, so the match
+// policy looks its candidates up here and compares pairs of these alone: most fleets have none,
+// and comparing every pair of ten candidates was half of a pod's decision.
+func collidable(owners ast.Object) ast.Object {
+	out := ast.NewObject()
+	mark := func(list ast.Value) {
+		if names, ok := list.(*ast.Array); ok && names.Len() > 1 {
+			names.Foreach(func(name *ast.Term) { out.Insert(name, ast.InternedTerm(true)) })
+		}
+	}
+	for _, kind := range []string{"containers", "initContainers"} {
+		byName, _ := owners.Get(ast.StringTerm(kind)).Value.(ast.Object)
+		byName.Foreach(func(_, list *ast.Term) { mark(list.Value) })
+	}
+	volumes, _ := owners.Get(ast.StringTerm("volumes")).Value.(ast.Object)
+	volumes.Foreach(func(_, byDigest *ast.Term) {
+		digests, _ := byDigest.Value.(ast.Object)
+		if digests.Len() < 2 {
+			return
+		}
+		digests.Foreach(func(_, list *ast.Term) {
+			list.Value.(*ast.Array).Foreach(func(name *ast.Term) { out.Insert(name, ast.InternedTerm(true)) })
+		})
+	})
+	return out
+}
+
 func lists(idx map[string][]*ast.Term) ast.Object {
 	out := ast.NewObject()
 	for k, v := range idx {

@@ -50,5 +50,22 @@ _patched_keys(s) := {key | some p in s.patchPodMetadata; p.patchPolicy != "Retai
 
 _patches(s, key) if key in _patched_keys(s)
 
+# collidable builds data.sidecarops.state.collidable from owners, as bundles does: the SidecarSets
+# that share a container or init container name with another, or a volume name with another
+# definition.
+collidable(sidecarsets) := {name: true | some name in _shared_names(owners(sidecarsets))}
+
+_shared_names(index) := {name |
+	some list in ["containers", "initContainers"]
+	some names in index[list]
+	count(names) > 1
+	some name in names
+} | {name |
+	some digests in index.volumes
+	count(digests) > 1
+	some names in digests
+	some name in names
+}
+
 # canaries builds data.sidecarops.state.canaries (canary name → base name), as bundles does.
 canaries(sidecarsets) := {s.name: s.base | some s in sidecarsets; s.canary}

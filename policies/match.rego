@@ -37,25 +37,19 @@ candidates := applicable - displaced if {
 # time, then name) injects and the newer is withheld from this pod (decision D7). A chain A < B < C
 # where only A–B and B–C collide withholds both B and C: what is injected never collides.
 withheld contains [b, a] if {
-	count(candidates) > 1
-	_names_repeat
-	some b in candidates
-	some a in candidates
+	some b in _collidable
+	some a in _collidable
 	_collide(a, b)
 	_older(a, b)
 }
 
-# _names_repeat: some name comes up twice among the candidates: without it nothing can collide,
-# and the pairwise check below is skipped.
-_names_repeat if {
-	some list in ["containers", "initContainers"]
-	names := [name | some c in candidates; some name in _doc(c)[list]]
-	count(names) != count({name | some name in names})
-}
-
-_names_repeat if {
-	definitions := {[volume, digest] | some c in candidates; some volume, digest in _doc(c).volumeHashes}
-	count(definitions) != count({volume | some [volume, _] in definitions})
+# _collidable: the candidates that share a name with another SidecarSet (bundles lists them in
+# data.sidecarops.state.collidable); no other candidate can collide. Most fleets have none, and the
+# pairs are compared among these alone. The index is read once, then looked up per candidate.
+_collidable contains name if {
+	index := data.sidecarops.state.collidable
+	some name in candidates
+	index[name]
 }
 
 _collide(a, b) if {

@@ -2,6 +2,7 @@ package sidecarops.match_test
 
 import data.sidecarops.fixtures_test.by_name
 import data.sidecarops.fixtures_test.canaries
+import data.sidecarops.fixtures_test.collidable
 import data.sidecarops.fixtures_test.labels_selector
 import data.sidecarops.fixtures_test.pod
 import data.sidecarops.fixtures_test.sidecarset
@@ -18,6 +19,7 @@ _decide(sidecarsets, namespaces, namespace, labels) := decision if {
 	decision := match.decision with input as pod_input
 		with data.sidecarops.state.sidecarsets as by_name(sidecarsets)
 		with data.sidecarops.state.canaries as canaries(sidecarsets)
+		with data.sidecarops.state.collidable as collidable(sidecarsets)
 		with data.sidecarops.state.namespaces as namespaces
 		with data.sidecarops.index.matches as applicable
 }
