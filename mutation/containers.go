@@ -19,13 +19,14 @@ type placed struct {
 // mergeContainers is OpenKruise's mergeSidecarContainers (compat §1.13), for containers and init
 // containers alike: a sidecar whose name is already in the pod replaces that container where it
 // stands; the others go in front (BeforeAppContainer) or behind (AfterAppContainer, and anything
-// else, since an undefaulted policy behaves as After). The returned growth is the same plan
-// expressed against the original indices, from which the patch is built.
+// else, since an undefaulted policy behaves as After). The growth is that plan against the
+// original indices, from which the patch is built; the merged list is built only when merge is
+// set (the webhook needs the patch alone).
 //
 // The name index is built once from the pod's own list, last index winning, exactly as OpenKruise's
 // map does; two sidecars with the same name therefore both replace the same pod container (the last
 // one stays), or are both added.
-func mergeContainers(pod []corev1.Container, sidecars []placed) ([]corev1.Container, listGrowth[corev1.Container]) {
+func mergeContainers(pod []corev1.Container, sidecars []placed, merge bool) ([]corev1.Container, listGrowth[corev1.Container]) {
 	g := listGrowth[corev1.Container]{origLen: len(pod)}
 	if len(sidecars) == 0 {
 		return pod, g
@@ -34,41 +35,55 @@ func mergeContainers(pod []corev1.Container, sidecars []placed) ([]corev1.Contai
 	for i := range pod {
 		index[pod[i].Name] = i
 	}
-	// The merged list is allocated once, and the plan's front and back are its ends: a container
-	// is a large struct, and growing three lists copied each several times.
-	front := 0
-	for _, s := range sidecars {
-		if _, ok := index[s.container.Name]; !ok && s.policy == v1beta1.BeforeAppContainerType {
-			front++
+	// One list of pointers holds the front, then the back, in sidecar order.
+	added := make([]*corev1.Container, 0, len(sidecars))
+	var replacedBy []*corev1.Container // the last sidecar of each pod container's name
+	for _, before := range []bool{true, false} {
+		for k := range sidecars {
+			s := &sidecars[k]
+			if i, ok := index[s.container.Name]; ok {
+				if before {
+					if replacedBy == nil {
+						replacedBy = make([]*corev1.Container, len(pod))
+					}
+					replacedBy[i] = &s.container
+				}
+				continue
+			}
+			if (s.policy == v1beta1.BeforeAppContainerType) == before {
+				added = append(added, &s.container)
+			}
+		}
+		if before {
+			g.front = added[:len(added):len(added)]
 		}
 	}
-	merged := make([]corev1.Container, front, front+len(pod)+len(sidecars))
-	merged = append(merged, pod...)
-	middle := merged[front:]
-	replacedAt := make([]bool, len(pod))
-	next := 0
-	for _, s := range sidecars {
-		if i, ok := index[s.container.Name]; ok {
-			middle[i] = s.container
-			replacedAt[i] = true
-			continue
-		}
-		if s.policy == v1beta1.BeforeAppContainerType {
-			merged[next] = s.container
-			next++
-		} else {
-			merged = append(merged, s.container)
-		}
-	}
-	for i := range pod {
+	g.back = added[len(g.front):]
+	for i, s := range replacedBy {
 		// A sidecar identical to the container it replaces is no change: re-injecting an injected
 		// pod must give an empty patch. reflect.DeepEqual, not semantic equality, because a
 		// semantically equal Quantity can still serialise differently.
-		if replacedAt[i] && !reflect.DeepEqual(middle[i], pod[i]) {
-			g.replaced = append(g.replaced, indexed[corev1.Container]{index: i, value: middle[i]})
+		if s != nil && !reflect.DeepEqual(*s, pod[i]) {
+			g.replaced = append(g.replaced, indexed[corev1.Container]{index: i, value: s})
 		}
 	}
-	g.front, g.back = merged[:front], merged[front+len(pod):]
+	if !merge {
+		return nil, g
+	}
+	merged := make([]corev1.Container, 0, len(added)+len(pod))
+	for _, s := range g.front {
+		merged = append(merged, *s)
+	}
+	for i := range pod {
+		if replacedBy != nil && replacedBy[i] != nil {
+			merged = append(merged, *replacedBy[i])
+		} else {
+			merged = append(merged, pod[i])
+		}
+	}
+	for _, s := range g.back {
+		merged = append(merged, *s)
+	}
 	return merged, g
 }
 

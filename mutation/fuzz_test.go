@@ -64,7 +64,8 @@ func FuzzInject(f *testing.F) {
 			return // bounded work per input; more SidecarSets add nothing new
 		}
 		before := mustJSON(t, pod)
-		res, err := fixedInjector().Inject(Input{Pod: pod, SidecarSets: sets, History: selfRevisions(sets)})
+		in := Input{Pod: pod, SidecarSets: sets, History: selfRevisions(sets)}
+		res, err := fixedInjector().Inject(in)
 		if !bytes.Equal(before, mustJSON(t, pod)) {
 			t.Fatal("Inject modified the input pod")
 		}
@@ -72,6 +73,9 @@ func FuzzInject(f *testing.F) {
 			return
 		}
 		checkPatch(t, pod, res)
+		if msg := patchOnlyMismatch(t, fixedInjector(), in, res); msg != "" {
+			t.Fatal(msg)
+		}
 	})
 }
 

@@ -3,7 +3,9 @@ package mutation
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -184,6 +186,28 @@ func patchMismatch(t testing.TB, orig *corev1.Pod, res Result) string {
 	if g, w := canonical(t, got), canonical(t, want); !bytes.Equal(g, w) {
 		return "patched original differs from Result.Pod\npatch: " + string(mustJSON(t, res.Patch)) +
 			"\n got: " + string(g) + "\nwant: " + string(w)
+	}
+	return ""
+}
+
+// patchOnlyMismatch injects in again with PatchOnly and demands no pod and the very patch of res,
+// byte for byte: the webhook's patch must not depend on whether the pod is built. inj must give the
+// same clock reading and random draws twice.
+func patchOnlyMismatch(t testing.TB, inj *Injector, in Input, res Result) string {
+	t.Helper()
+	in.PatchOnly = true
+	only, err := inj.Inject(in)
+	if err != nil {
+		return "PatchOnly: " + err.Error()
+	}
+	if only.Pod != nil {
+		return "PatchOnly returned a pod"
+	}
+	if a, b := mustJSON(t, res.Patch), mustJSON(t, only.Patch); !bytes.Equal(a, b) {
+		return "PatchOnly gave another patch\n full: " + string(a) + "\n only: " + string(b)
+	}
+	if !slices.Equal(res.Injected, only.Injected) {
+		return fmt.Sprintf("PatchOnly injected %v, not %v", only.Injected, res.Injected)
 	}
 	return ""
 }

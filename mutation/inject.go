@@ -27,12 +27,15 @@ type Input struct {
 	Pod         *corev1.Pod
 	SidecarSets []*v1beta1.SidecarSet // matched by the policies, in decision order, defaulted and hashed
 	History     history.Source        // may be nil when no SidecarSet sets injectionStrategy.revision
+	// PatchOnly says the caller needs the patch alone (the webhook): Result.Pod is then nil, and the
+	// pod's merged lists, copies of every container and volume, are not built.
+	PatchOnly bool
 }
 
 // Result is the injected pod and the patch that turns Input.Pod into it. Patch values share memory
-// with Pod; treat both as read-only or copy before changing either.
+// with Pod and the SidecarSets; treat both as read-only or copy before changing either.
 type Result struct {
-	Pod      *corev1.Pod                    // shares what injection left alone with Input.Pod, which is not modified
+	Pod      *corev1.Pod                    // shares what injection left alone with Input.Pod, which is not modified; nil when Input.PatchOnly
 	Patch    []jsonpatch.JsonPatchOperation // gomodules.xyz/jsonpatch/v2, built from the plan
 	Injected []string                       // SidecarSets that injected something, in order
 }
@@ -53,6 +56,9 @@ func (in *Injector) Inject(input Input) (Result, error) {
 	pod := new(corev1.Pod)
 	*pod = *input.Pod
 	if !IsActive(pod) || len(input.SidecarSets) == 0 {
+		if input.PatchOnly {
+			pod = nil
+		}
 		return Result{Pod: pod, Patch: []jsonpatch.JsonPatchOperation{}}, nil
 	}
 	sets, err := in.chooseRevisions(input)
@@ -68,7 +74,7 @@ func (in *Injector) Inject(input Input) (Result, error) {
 			return Result{}, err
 		}
 	}
-	return b.result(input.Pod.Annotations), nil
+	return b.result(input.Pod.Annotations, !input.PatchOnly), nil
 }
 
 // IsActive is Kubernetes' controller.IsPodActive, which OpenKruise uses to skip pods: a pod that
@@ -305,26 +311,33 @@ func (b *builder) sharedWith(sc *v1beta1.SidecarContainer) ([]corev1.VolumeMount
 	return b.sharedMounts, b.sharedEnvs
 }
 
-// result merges the plan into the pod (compat §1.12 step 9) and derives the patch from the same plan.
-func (b *builder) result(origAnnotations map[string]string) Result {
+// result derives the patch from the plan and, when merge is set, merges the plan into the pod
+// (compat §1.12 step 9).
+func (b *builder) result(origAnnotations map[string]string, merge bool) Result {
 	pod := b.pod
 	patch := []jsonpatch.JsonPatchOperation{}
+	done := func() Result {
+		patch = append(patch, annotationOps(origAnnotations, b.ann)...)
+		if !merge {
+			return Result{Patch: patch, Injected: b.injected}
+		}
+		return Result{Pod: pod, Patch: patch, Injected: b.injected}
+	}
 	if len(b.containers) == 0 && len(b.initContainers) == 0 {
 		// Nothing to inject: only patchPodMetadata may have changed the pod.
-		patch = append(patch, annotationOps(origAnnotations, pod.Annotations)...)
-		return Result{Pod: pod, Patch: patch, Injected: b.injected}
+		return done()
 	}
 
 	sortByName(b.initContainers)
-	var g listGrowth[corev1.Container]
-	pod.Spec.InitContainers, g = mergeContainers(pod.Spec.InitContainers, b.initContainers)
-	patch = append(patch, g.ops(pathInitContainers, pod.Spec.InitContainers)...)
-	pod.Spec.Containers, g = mergeContainers(pod.Spec.Containers, b.containers)
-	patch = append(patch, g.ops(pathContainers, pod.Spec.Containers)...)
-
-	var gv listGrowth[corev1.Volume]
-	pod.Spec.Volumes, gv = mergeVolumes(pod.Spec.Volumes, b.volumes)
-	patch = append(patch, gv.ops(pathVolumes, pod.Spec.Volumes)...)
+	inits, g := mergeContainers(pod.Spec.InitContainers, b.initContainers, merge)
+	patch = append(patch, g.ops(pathInitContainers)...)
+	containers, g := mergeContainers(pod.Spec.Containers, b.containers, merge)
+	patch = append(patch, g.ops(pathContainers)...)
+	volumes, gv := mergeVolumes(pod.Spec.Volumes, b.volumes, merge)
+	patch = append(patch, gv.ops(pathVolumes)...)
+	if merge {
+		pod.Spec.InitContainers, pod.Spec.Containers, pod.Spec.Volumes = inits, containers, volumes
+	}
 
 	if secrets, changed := mergeSecrets(pod.Spec.ImagePullSecrets, b.secrets); changed {
 		if len(pod.Spec.ImagePullSecrets) == 0 {
@@ -345,6 +358,5 @@ func (b *builder) result(origAnnotations map[string]string) Result {
 		b.ann[v1beta1.SidecarSetWorkingHotUpgradeContainer] = marshalString(b.working)
 	}
 	pod.Annotations = b.ann
-	patch = append(patch, annotationOps(origAnnotations, pod.Annotations)...)
-	return Result{Pod: pod, Patch: patch, Injected: b.injected}
+	return done()
 }

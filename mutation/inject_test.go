@@ -58,6 +58,9 @@ func runInjectCases(t *testing.T, cases []injectCase) {
 				t.Fatalf("Inject: %v", err)
 			}
 			checkPatch(t, tc.pod, res)
+			if msg := patchOnlyMismatch(t, inj, Input{Pod: tc.pod, SidecarSets: tc.sets, History: tc.revs}, res); msg != "" {
+				t.Error(msg)
+			}
 			if tc.check != nil {
 				tc.check(t, res)
 			}

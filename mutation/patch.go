@@ -34,17 +34,19 @@ func opReplace(path string, v any) jsonpatch.JsonPatchOperation {
 
 // listGrowth is the plan for one list of the original pod: some elements replaced where they are,
 // some inserted in front, some appended. It is the only shape of list change injection makes
-// (compat §1.13), which is what lets the patch address the original indices directly.
+// (compat §1.13), which is what lets the patch address the original indices directly. Its elements
+// point into the injection plan: a container is a 408-byte struct, and the patch neither copies nor
+// needs the merged list.
 type listGrowth[T any] struct {
 	origLen  int
 	replaced []indexed[T] // ascending by index, at most one per index
-	front    []T
-	back     []T
+	front    []*T
+	back     []*T
 }
 
 type indexed[T any] struct {
 	index int
-	value T
+	value *T
 }
 
 func (g *listGrowth[T]) empty() bool {
@@ -54,25 +56,23 @@ func (g *listGrowth[T]) empty() bool {
 // ops addresses the original list. Replacements come first, while original indices are still
 // valid; appends use "-" so they do not depend on the length; front insertions go last at 0, 1, …
 // which keeps their relative order. A list that is absent or empty in the original JSON (nil,
-// omitempty, or null) cannot be indexed, so it is written whole.
-func (g *listGrowth[T]) ops(path string, final []T) []jsonpatch.JsonPatchOperation {
+// omitempty, or null) cannot be indexed, so it is written whole: nothing to replace, front then back.
+func (g *listGrowth[T]) ops(path string) []jsonpatch.JsonPatchOperation {
 	if g.empty() {
 		return nil
 	}
 	if g.origLen == 0 {
-		return []jsonpatch.JsonPatchOperation{opAdd(path, final)}
+		return []jsonpatch.JsonPatchOperation{opAdd(path, append(slices.Clip(g.front), g.back...))}
 	}
-	// The values point into the plan rather than copy it: a container is a 408-byte struct, and
-	// boxing a copy of each was a tenth of the injection's allocations. They marshal alike.
 	out := make([]jsonpatch.JsonPatchOperation, 0, len(g.replaced)+len(g.front)+len(g.back))
-	for i := range g.replaced {
-		out = append(out, opReplace(path+"/"+strconv.Itoa(g.replaced[i].index), &g.replaced[i].value))
+	for _, r := range g.replaced {
+		out = append(out, opReplace(path+"/"+strconv.Itoa(r.index), r.value))
 	}
-	for i := range g.back {
-		out = append(out, opAdd(path+"/-", &g.back[i]))
+	for _, v := range g.back {
+		out = append(out, opAdd(path+"/-", v))
 	}
-	for i := range g.front {
-		out = append(out, opAdd(path+"/"+strconv.Itoa(i), &g.front[i]))
+	for i, v := range g.front {
+		out = append(out, opAdd(path+"/"+strconv.Itoa(i), v))
 	}
 	return out
 }

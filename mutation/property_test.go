@@ -199,6 +199,9 @@ func TestInjectIdempotent(t *testing.T) {
 		if msg := patchMismatch(t, pod, res); msg != "" {
 			t.Fatalf("run %d: %s\npod: %s\nsets: %s", i, msg, mustJSON(t, pod), mustJSON(t, sets))
 		}
+		if msg := patchOnlyMismatch(t, first, Input{Pod: pod, SidecarSets: sets}, res); msg != "" {
+			t.Fatalf("run %d: %s\npod: %s\nsets: %s", i, msg, mustJSON(t, pod), mustJSON(t, sets))
+		}
 		again, err := later.Inject(Input{Pod: res.Pod, SidecarSets: sets})
 		if err != nil {
 			t.Fatalf("run %d: re-inject: %v", i, err)

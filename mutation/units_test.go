@@ -130,24 +130,36 @@ func TestWorkingHotUpgrade(t *testing.T) {
 
 func TestMergeContainersGrowth(t *testing.T) {
 	pod := []corev1.Container{{Name: "a"}, {Name: "b", Image: "old"}, {Name: "a", Image: "dup"}}
-	merged, g := mergeContainers(pod, []placed{
+	sidecars := []placed{
 		{container: corev1.Container{Name: "f1"}, policy: v1beta1.BeforeAppContainerType},
 		{container: corev1.Container{Name: "a", Image: "x"}, policy: v1beta1.BeforeAppContainerType},
 		{container: corev1.Container{Name: "b", Image: "old"}},
 		{container: corev1.Container{Name: "z"}, policy: "Weird"},
 		{container: corev1.Container{Name: "f2"}, policy: v1beta1.BeforeAppContainerType},
-	})
+	}
+	merged, g := mergeContainers(pod, sidecars, true)
 	mustEqual(t, "names", names(merged), []string{"f1", "f2", "a", "b", "a", "z"})
 	mustEqual(t, "last same-name index is replaced", merged[4].Image, "x")
 	mustEqual(t, "first duplicate untouched", merged[2].Image, "")
 	mustEqual(t, "identical replacement is not a change", len(g.replaced), 1)
 	mustEqual(t, "replaced index", g.replaced[0].index, 2)
 	mustEqual(t, "pod slice not modified", pod[2].Image, "dup")
-	mustEqual(t, "ops", opsSummary(g.ops(pathContainers, merged)), []string{
+	ops := g.ops(pathContainers)
+	mustEqual(t, "ops", opsSummary(ops), []string{
 		"replace /spec/containers/2", "add /spec/containers/-", "add /spec/containers/0", "add /spec/containers/1"})
 
-	same, g := mergeContainers(pod, nil)
-	if len(g.ops(pathContainers, same)) != 0 || len(same) != len(pod) {
+	// Without the merged list, the same plan and the same patch.
+	none, g := mergeContainers(pod, sidecars, false)
+	mustEqual(t, "no merged list", none == nil, true)
+	mustEqual(t, "same patch", string(mustJSON(t, g.ops(pathContainers))), string(mustJSON(t, ops)))
+
+	// An empty pod list is written whole: front, then back.
+	_, g = mergeContainers(nil, sidecars, false)
+	mustEqual(t, "whole list", string(mustJSON(t, g.ops(pathContainers))),
+		`[{"op":"add","path":"/spec/containers","value":[{"name":"f1","resources":{}},{"name":"a","image":"x","resources":{}},{"name":"f2","resources":{}},{"name":"b","image":"old","resources":{}},{"name":"z","resources":{}}]}]`)
+
+	same, g := mergeContainers(pod, nil, true)
+	if len(g.ops(pathContainers)) != 0 || len(same) != len(pod) {
 		t.Errorf("no sidecars must be no change")
 	}
 }

@@ -101,29 +101,30 @@ func (c catalogue) appendReferenced(out []corev1.Volume, sc *v1beta1.SidecarCont
 }
 
 // mergeVolumes is OpenKruise's MergeVolumes: the pod's volumes first, then the collected ones,
-// first of a name wins, so a pod volume always beats a SidecarSet volume of the same name.
-func mergeVolumes(pod []corev1.Volume, collected []corev1.Volume) ([]corev1.Volume, listGrowth[corev1.Volume]) {
+// first of a name wins, so a pod volume always beats a SidecarSet volume of the same name. The
+// merged list is built only when merge is set.
+func mergeVolumes(pod []corev1.Volume, collected []corev1.Volume, merge bool) ([]corev1.Volume, listGrowth[corev1.Volume]) {
 	g := listGrowth[corev1.Volume]{origLen: len(pod)}
 	seen := make(map[string]bool, len(pod)+len(collected))
 	for i := range pod {
 		seen[pod[i].Name] = true
 	}
-	// The merged list is allocated once; the plan's additions are its end.
-	var merged []corev1.Volume
-	for _, v := range collected {
-		if seen[v.Name] {
-			continue
+	for i := range collected {
+		if v := &collected[i]; !seen[v.Name] {
+			seen[v.Name] = true
+			if g.back == nil {
+				g.back = make([]*corev1.Volume, 0, len(collected)-i)
+			}
+			g.back = append(g.back, v)
 		}
-		seen[v.Name] = true
-		if merged == nil {
-			merged = append(make([]corev1.Volume, 0, len(pod)+len(collected)), pod...)
-		}
-		merged = append(merged, v)
 	}
-	if merged == nil {
+	if g.back == nil || !merge {
 		return pod, g
 	}
-	g.back = merged[len(pod):]
+	merged := append(make([]corev1.Volume, 0, len(pod)+len(g.back)), pod...)
+	for _, v := range g.back {
+		merged = append(merged, *v)
+	}
 	return merged, g
 }
 

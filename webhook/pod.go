@@ -113,7 +113,8 @@ func (p *PodInjector) admit(ctx context.Context, req *reviewRequest, pod *corev1
 		return errored(http.StatusServiceUnavailable, errNotLoaded), d
 	}
 	d.revision = snap.Revision()
-	res, err := p.cache.Pod(ctx, snap, inj, injector.PodRequest{Pod: pod, Raw: req.Object, Decoded: true, Namespace: req.Namespace})
+	// The answer is the patch; the injected pod itself is never read here.
+	res, err := p.cache.Pod(ctx, snap, inj, injector.PodRequest{Pod: pod, Raw: req.Object, Decoded: true, Namespace: req.Namespace, PatchOnly: true})
 	return respond(res, err, d)
 }
 

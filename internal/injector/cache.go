@@ -9,7 +9,6 @@ import (
 
 	"github.com/tidwall/gjson"
 	"gomodules.xyz/jsonpatch/v2"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
@@ -187,22 +186,27 @@ func (k *podKey) String() string {
 // inject is the injection of a decided pod through the cache, with its final patch (withParents):
 // e's plan when it was made for the same clock reading, else a new one, kept in e. Which parents
 // the patch needs depends on nothing the key leaves out, so the plan keeps the final patch.
-func (c *Cache) inject(snap *engine.Snapshot, m *mutation.Injector, pod *corev1.Pod, raw []byte, dec engine.Decision, e *entry) (*mutation.Result, error) {
-	in := mutation.Input{Pod: pod, SidecarSets: dec.Matched, History: snap.History()}
+func (c *Cache) inject(m *mutation.Injector, in mutation.Input, raw []byte, e *entry) (*mutation.Result, error) {
+	pod := in.Pod
 	final := func(out mutation.Result, err error) (*mutation.Result, error) {
 		out.Patch = withParents(pod, raw, out.Patch)
 		return &out, err
 	}
-	if e == nil || m == nil || m.Now == nil || anyRandom(dec.Matched) {
+	if e == nil || m == nil || m.Now == nil || anyRandom(in.SidecarSets) {
 		return final(m.Inject(in))
 	}
 	now := m.Now()
 	stamp := clockStamp(now)
-	if plan := c.plan(e, stamp); plan != nil {
-		// The plan's pod is another pod's: it differs from this one in the ignored fields only.
-		injected := *plan.Pod
-		injected.Name, injected.GenerateName, injected.UID = pod.Name, pod.GenerateName, pod.UID
-		return &mutation.Result{Pod: &injected, Patch: plan.Patch, Injected: plan.Injected}, nil
+	// A plan made without the pod serves only requests that want no pod.
+	if plan := c.plan(e, stamp); plan != nil && (plan.Pod != nil || in.PatchOnly) {
+		out := &mutation.Result{Patch: plan.Patch, Injected: plan.Injected}
+		if !in.PatchOnly {
+			// The plan's pod is another pod's: it differs from this one in the ignored fields only.
+			injected := *plan.Pod
+			injected.Name, injected.GenerateName, injected.UID = pod.Name, pod.GenerateName, pod.UID
+			out.Pod = &injected
+		}
+		return out, nil
 	}
 	out, err := final(pinned(m, now).Inject(in))
 	if err != nil {

@@ -43,6 +43,9 @@ type PodRequest struct {
 	// Namespace is the namespace the pod is created in (the admission request's), used when the
 	// pod names none.
 	Namespace string
+	// PatchOnly says the caller needs the patch alone (the webhook): PodResult.Pod is then nil for
+	// an injected pod, and the injected pod's lists are not built (mutation.Input.PatchOnly).
+	PatchOnly bool
 }
 
 // PodResult is what the one injection path did with a pod.
@@ -54,7 +57,8 @@ type PodResult struct {
 	Injected  []string // SidecarSets that injected something (Outcome Injected)
 	// Withheld are matched SidecarSets left out because they collide with an older one (decision D7).
 	Withheld []engine.Withheld
-	// Pod is the injected pod (Outcome Injected), else the request's pod. Patch turns the request's
+	// Pod is the injected pod (Outcome Injected; nil when the request was PatchOnly), else the
+	// request's pod. Patch turns the request's
 	// pod into it (empty unless Injected). Both share memory, with the request's pod, the snapshot's
 	// SidecarSets and, through a Cache, other results: treat them as read-only.
 	Pod   *corev1.Pod
@@ -133,7 +137,7 @@ func (c *Cache) Pod(ctx context.Context, snap *engine.Snapshot, m *mutation.Inje
 	if decided(res, dec) {
 		return *res, nil
 	}
-	out, err := c.inject(snap, m, pod, raw, dec, e)
+	out, err := c.inject(m, mutation.Input{Pod: pod, SidecarSets: dec.Matched, History: snap.History(), PatchOnly: req.PatchOnly}, raw, e)
 	if err != nil {
 		return *res, &InjectionError{Err: err}
 	}
