@@ -13,44 +13,88 @@ import (
 // upgradeSpec is one entry of the pod's hash annotations (v1beta1.SidecarSetUpgradeSpec).
 type upgradeSpec = v1beta1.SidecarSetUpgradeSpec
 
+// upgradeSpecs is one of the two hash annotations as injection rewrites it: the entries the pod
+// had, and those injection records over them. A new pod had none, and its entries are the recorded
+// ones, which a slice holds for a fraction of what a map of these 96-byte values costs.
+type upgradeSpecs struct {
+	had      map[string]upgradeSpec // nil when the pod had none
+	recorded []upgradeSpec          // in injection order, keyed by SidecarSetName
+}
+
 // parseUpgradeSpecs reads one of the two hash annotations; the legacy flat form is upgraded to the
 // structured one when the annotation is rewritten. A value that is neither is an error, as it is
-// in OpenKruise's webhook: overwriting it would lose the controller's record of that pod.
-func parseUpgradeSpecs(ann map[string]string, key string, entries int) (map[string]upgradeSpec, error) {
+// in OpenKruise's webhook: overwriting it would lose the controller's record of that pod. entries
+// is how many injection will record.
+func parseUpgradeSpecs(ann map[string]string, key string, entries int) (upgradeSpecs, error) {
+	s := upgradeSpecs{recorded: make([]upgradeSpec, 0, entries)}
 	if ann[key] == "" {
-		// As v1beta1.ParseUpgradeSpecs's, sized for the entries injection adds: with 100
-		// SidecarSets, growing the map by doubling was a tenth of the injection's bytes.
-		return make(map[string]upgradeSpec, entries), nil
+		return s, nil
 	}
-	specs, err := v1beta1.ParseUpgradeSpecs(ann[key])
+	had, err := v1beta1.ParseUpgradeSpecs(ann[key])
 	if err != nil {
-		return nil, podFieldErr("metadata.annotations["+key+"]", err)
+		return s, podFieldErr("metadata.annotations["+key+"]", err)
 	}
-	return specs, nil
+	if len(had) > 0 {
+		s.had = had
+	}
+	return s, nil
 }
 
-// recordUpgrade writes a SidecarSet's entry. The previous updateTimestamp is kept when the hash
-// did not change: the timestamp says when the pod got this version of the sidecars, and a
+// record writes a SidecarSet's entry over the pod's and any recorded before of its name. The
+// previous updateTimestamp is kept when the hash did not change (see resolve).
+func (s *upgradeSpecs) record(next upgradeSpec) { s.recorded = append(s.recorded, next) }
+
+// named is an entry of the annotation under its key.
+type named struct {
+	key  string
+	spec upgradeSpec
+}
+
+// entries resolves the annotation into its entries, sorted by key: each recorded entry replaces the
+// one before it of the same name (the pod's first), keeping that one's updateTimestamp when the
+// hash did not change: the timestamp says when the pod got this version of the sidecars, and a
 // re-injection of the same version (webhook reinvocation, the CLI run twice) must leave the pod
 // byte-identical instead of moving the timestamp to the current clock.
-func recordUpgrade(specs map[string]upgradeSpec, next upgradeSpec) {
-	if prev, ok := specs[next.SidecarSetName]; ok && prev.Hash == next.Hash && !prev.UpdateTimestamp.IsZero() {
-		next.UpdateTimestamp = prev.UpdateTimestamp
+func (s *upgradeSpecs) entries() []named {
+	rec := s.recorded
+	slices.SortStableFunc(rec, func(a, b upgradeSpec) int { return strings.Compare(a.SidecarSetName, b.SidecarSetName) })
+	out := make([]named, 0, len(rec)+len(s.had))
+	for i := 0; i < len(rec); {
+		name := rec[i].SidecarSetName
+		prev, ok := s.had[name]
+		for ; i < len(rec) && rec[i].SidecarSetName == name; i++ {
+			next := rec[i]
+			if ok && prev.Hash == next.Hash && !prev.UpdateTimestamp.IsZero() {
+				next.UpdateTimestamp = prev.UpdateTimestamp
+			}
+			prev, ok = next, true
+		}
+		out = append(out, named{name, prev})
 	}
-	specs[next.SidecarSetName] = next
+	if len(s.had) == 0 {
+		return out
+	}
+	for key, spec := range s.had {
+		if _, found := slices.BinarySearchFunc(rec, key, func(r upgradeSpec, k string) int { return strings.Compare(r.SidecarSetName, k) }); !found {
+			out = append(out, named{key, spec})
+		}
+	}
+	slices.SortFunc(out, func(a, b named) int { return strings.Compare(a.key, b.key) })
+	return out
 }
 
-// marshalUpgradeSpecs is json.Marshal of a hash annotation's map, byte for byte, written by hand:
-// it runs twice per injected pod over one entry per SidecarSet the pod has, and encoding/json's
-// reflection over that map was a quarter of the injection's CPU with ten SidecarSets. Strings that
-// encoding/json would escape go through it.
-func marshalUpgradeSpecs(specs map[string]upgradeSpec) string {
+// marshal is json.Marshal of the annotation's map, byte for byte, written by hand: it runs twice
+// per injected pod over one entry per SidecarSet the pod has, and encoding/json's reflection over
+// that map was a quarter of the injection's CPU with ten SidecarSets. Strings that encoding/json
+// would escape go through it.
+func (s *upgradeSpecs) marshal() string {
+	entries := s.entries()
 	// Sized once: with a SidecarSet per entry, growing the builder by doubling allocated twice
 	// what it wrote (docs/benchmarks.md). Escapes, rare, may still grow it.
 	size := 2
-	for name, s := range specs {
-		size += len(name) + len(s.Hash) + len(s.SidecarSetName) + len(s.ControllerRevision) + len(upgradeSpecFixed)
-		for _, c := range s.SidecarList {
+	for _, e := range entries {
+		size += len(e.key) + len(e.spec.Hash) + len(e.spec.SidecarSetName) + len(e.spec.ControllerRevision) + len(upgradeSpecFixed)
+		for _, c := range e.spec.SidecarList {
 			size += len(c) + 3
 		}
 	}
@@ -58,12 +102,12 @@ func marshalUpgradeSpecs(specs map[string]upgradeSpec) string {
 	b.Grow(size)
 	b.WriteByte('{')
 	var stamp [len(time.RFC3339) + 2]byte
-	for i, name := range slices.Sorted(maps.Keys(specs)) {
-		s := specs[name]
+	for i, e := range entries {
+		s := &e.spec
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		writeJSONString(&b, name)
+		writeJSONString(&b, e.key)
 		b.WriteString(`:{"updateTimestamp":`)
 		// metav1.Time.MarshalJSON, without its allocation.
 		if s.UpdateTimestamp.IsZero() {

@@ -2,6 +2,7 @@ package mutation
 
 import (
 	"encoding/json"
+	"maps"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -49,8 +50,63 @@ func TestMarshalUpgradeSpecs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := marshalUpgradeSpecs(m); got != string(want) {
+		if got := (&upgradeSpecs{had: m}).marshal(); got != string(want) {
 			t.Errorf("%q:\n got %s\nwant %s", name, got, want)
 		}
+	}
+}
+
+// Recording entries over a pod's must give what writing each into the pod's map in turn gives,
+// duplicates included: a recorded entry replaces the one before it of its name, keeping its
+// updateTimestamp when the hash is the same and that timestamp is set.
+func TestRecordUpgradeSpecs(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	names, hashes := []string{"a", "b", "c", "d"}, []string{"h1", "h2"}
+	stamp := func() metav1.Time {
+		if r.IntN(4) == 0 {
+			return metav1.Time{}
+		}
+		return metav1.NewTime(time.Unix(1700000000+r.Int64N(5), 0))
+	}
+	spec := func(name string) upgradeSpec {
+		return upgradeSpec{UpdateTimestamp: stamp(), Hash: hashes[r.IntN(2)], SidecarSetName: name, SidecarList: []string{name + "-c"}}
+	}
+	kept := 0
+	for round := range 500 {
+		var had map[string]upgradeSpec
+		if r.IntN(3) > 0 {
+			had = map[string]upgradeSpec{}
+			for range 1 + r.IntN(3) {
+				name := names[r.IntN(len(names))]
+				had[name] = spec(name)
+			}
+		}
+		s := upgradeSpecs{had: maps.Clone(had)}
+		want := maps.Clone(had)
+		if want == nil {
+			want = map[string]upgradeSpec{}
+		}
+		for range r.IntN(5) {
+			next := spec(names[r.IntN(len(names))])
+			s.record(next)
+			// The map the annotation was before this type: each entry written in turn.
+			if prev, ok := want[next.SidecarSetName]; ok && prev.Hash == next.Hash && !prev.UpdateTimestamp.IsZero() {
+				if !next.UpdateTimestamp.Equal(&prev.UpdateTimestamp) {
+					kept++
+				}
+				next.UpdateTimestamp = prev.UpdateTimestamp
+			}
+			want[next.SidecarSetName] = next
+		}
+		w, err := json.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.marshal(); got != string(w) {
+			t.Fatalf("round %d: had %v\n got %s\nwant %s", round, had, got, w)
+		}
+	}
+	if kept == 0 {
+		t.Fatal("no round kept an earlier timestamp: the generator proves little")
 	}
 }

@@ -128,7 +128,7 @@ type builder struct {
 	now     metav1.Time
 	exclude map[string]bool // names resourcesPolicy must not aggregate over (compat §1.19)
 
-	hashes, hashesWithoutImage map[string]upgradeSpec
+	hashes, hashesWithoutImage upgradeSpecs
 	working                    map[string]string
 	hotUpgrade                 bool
 	// versions holds the hot-upgrade version annotations until the end, as OpenKruise does, so
@@ -141,7 +141,7 @@ type builder struct {
 	sharedRead   bool
 
 	containers, initContainers []placed
-	volumes                    []corev1.Volume
+	volumes                    []*corev1.Volume // the SidecarSets' own, shared
 	secrets                    []corev1.LocalObjectReference
 	processed, injected        []string
 }
@@ -186,7 +186,7 @@ func newBuilder(pod *corev1.Pod, sets []*v1beta1.SidecarSet, now metav1.Time) (*
 		inits, containers = inits+len(ss.Spec.InitContainers), containers+len(ss.Spec.Containers)
 	}
 	b.initContainers, b.containers = make([]placed, 0, inits), make([]placed, 0, containers)
-	b.volumes = make([]corev1.Volume, 0, volumes)
+	b.volumes = make([]*corev1.Volume, 0, volumes)
 	return b, nil
 }
 
@@ -247,14 +247,14 @@ func (b *builder) addSidecarSet(ss *v1beta1.SidecarSet) error {
 		// Never nil: OpenKruise writes "sidecarList":[] for a SidecarSet of plain init containers.
 		list = []string{}
 	}
-	recordUpgrade(b.hashes, upgradeSpec{
+	b.hashes.record(upgradeSpec{
 		UpdateTimestamp:    b.now,
 		Hash:               ss.Annotations[v1beta1.SidecarSetHashAnnotation],
 		SidecarSetName:     ss.Name,
 		SidecarList:        list,
 		ControllerRevision: ss.Status.LatestRevision,
 	})
-	recordUpgrade(b.hashesWithoutImage, upgradeSpec{
+	b.hashesWithoutImage.record(upgradeSpec{
 		UpdateTimestamp: b.now,
 		Hash:            ss.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation],
 		SidecarSetName:  ss.Name,
@@ -315,29 +315,24 @@ func (b *builder) sharedWith(sc *v1beta1.SidecarContainer) ([]corev1.VolumeMount
 // (compat §1.12 step 9).
 func (b *builder) result(origAnnotations map[string]string, merge bool) Result {
 	pod := b.pod
-	patch := []jsonpatch.JsonPatchOperation{}
-	done := func() Result {
-		patch = append(patch, annotationOps(origAnnotations, b.ann)...)
-		if !merge {
-			return Result{Patch: patch, Injected: b.injected}
-		}
-		return Result{Pod: pod, Patch: patch, Injected: b.injected}
-	}
 	if len(b.containers) == 0 && len(b.initContainers) == 0 {
 		// Nothing to inject: only patchPodMetadata may have changed the pod.
-		return done()
+		return b.done(annotationOps([]jsonpatch.JsonPatchOperation{}, origAnnotations, b.ann), merge)
 	}
 
 	sortByName(b.initContainers)
-	inits, g := mergeContainers(pod.Spec.InitContainers, b.initContainers, merge)
-	patch = append(patch, g.ops(pathInitContainers)...)
-	containers, g := mergeContainers(pod.Spec.Containers, b.containers, merge)
-	patch = append(patch, g.ops(pathContainers)...)
+	inits, gi := mergeContainers(pod.Spec.InitContainers, b.initContainers, merge)
+	containers, gc := mergeContainers(pod.Spec.Containers, b.containers, merge)
 	volumes, gv := mergeVolumes(pod.Spec.Volumes, b.volumes, merge)
-	patch = append(patch, gv.ops(pathVolumes)...)
 	if merge {
 		pod.Spec.InitContainers, pod.Spec.Containers, pod.Spec.Volumes = inits, containers, volumes
 	}
+	// Sized once: with ten SidecarSets, growing the patch by doubling was a tenth of the injection's
+	// bytes. The annotations take three or four operations; more grows it.
+	patch := make([]jsonpatch.JsonPatchOperation, 0, gi.size()+gc.size()+gv.size()+5)
+	patch = gi.appendOps(patch, pathInitContainers)
+	patch = gc.appendOps(patch, pathContainers)
+	patch = gv.appendOps(patch, pathVolumes)
 
 	if secrets, changed := mergeSecrets(pod.Spec.ImagePullSecrets, b.secrets); changed {
 		if len(pod.Spec.ImagePullSecrets) == 0 {
@@ -348,8 +343,8 @@ func (b *builder) result(origAnnotations map[string]string, merge bool) Result {
 		pod.Spec.ImagePullSecrets = secrets
 	}
 
-	b.ann[v1beta1.SidecarSetHashAnnotation] = marshalUpgradeSpecs(b.hashes)
-	b.ann[v1beta1.SidecarSetHashWithoutImageAnnotation] = marshalUpgradeSpecs(b.hashesWithoutImage)
+	b.ann[v1beta1.SidecarSetHashAnnotation] = b.hashes.marshal()
+	b.ann[v1beta1.SidecarSetHashWithoutImageAnnotation] = b.hashesWithoutImage.marshal()
 	b.ann[v1beta1.SidecarSetListAnnotation] = injectedList(b.ann[v1beta1.SidecarSetListAnnotation], b.processed)
 	if b.hotUpgrade {
 		for k, v := range b.versions {
@@ -358,5 +353,13 @@ func (b *builder) result(origAnnotations map[string]string, merge bool) Result {
 		b.ann[v1beta1.SidecarSetWorkingHotUpgradeContainer] = marshalString(b.working)
 	}
 	pod.Annotations = b.ann
-	return done()
+	return b.done(annotationOps(patch, origAnnotations, b.ann), merge)
+}
+
+// done is the result of the patch, with the pod when merged.
+func (b *builder) done(patch []jsonpatch.JsonPatchOperation, merge bool) Result {
+	if !merge {
+		return Result{Patch: patch, Injected: b.injected}
+	}
+	return Result{Pod: b.pod, Patch: patch, Injected: b.injected}
 }

@@ -53,18 +53,29 @@ func (g *listGrowth[T]) empty() bool {
 	return len(g.replaced) == 0 && len(g.front) == 0 && len(g.back) == 0
 }
 
-// ops addresses the original list. Replacements come first, while original indices are still
-// valid; appends use "-" so they do not depend on the length; front insertions go last at 0, 1, …
-// which keeps their relative order. A list that is absent or empty in the original JSON (nil,
-// omitempty, or null) cannot be indexed, so it is written whole: nothing to replace, front then back.
-func (g *listGrowth[T]) ops(path string) []jsonpatch.JsonPatchOperation {
+// size is how many operations appendOps appends.
+func (g *listGrowth[T]) size() int {
+	switch {
+	case g.empty():
+		return 0
+	case g.origLen == 0:
+		return 1
+	}
+	return len(g.replaced) + len(g.front) + len(g.back)
+}
+
+// appendOps appends the operations that address the original list. Replacements come first, while
+// original indices are still valid; appends use "-" so they do not depend on the length; front
+// insertions go last at 0, 1, … which keeps their relative order. A list that is absent or empty in
+// the original JSON (nil, omitempty, or null) cannot be indexed, so it is written whole: nothing to
+// replace, front then back.
+func (g *listGrowth[T]) appendOps(out []jsonpatch.JsonPatchOperation, path string) []jsonpatch.JsonPatchOperation {
 	if g.empty() {
-		return nil
+		return out
 	}
 	if g.origLen == 0 {
-		return []jsonpatch.JsonPatchOperation{opAdd(path, append(slices.Clip(g.front), g.back...))}
+		return append(out, opAdd(path, append(slices.Clip(g.front), g.back...)))
 	}
-	out := make([]jsonpatch.JsonPatchOperation, 0, len(g.replaced)+len(g.front)+len(g.back))
 	for _, r := range g.replaced {
 		out = append(out, opReplace(path+"/"+strconv.Itoa(r.index), r.value))
 	}
@@ -77,15 +88,15 @@ func (g *listGrowth[T]) ops(path string) []jsonpatch.JsonPatchOperation {
 	return out
 }
 
-// annotationOps writes the keys whose final value differs from the original. Annotations are
+// annotationOps appends to out the keys whose final value differs from the original. Annotations are
 // only ever set by injection, never removed, so add/replace per key is the whole story; an absent
 // (or empty, hence omitted) map is written whole because its members cannot be addressed.
-func annotationOps(orig, final map[string]string) []jsonpatch.JsonPatchOperation {
+func annotationOps(out []jsonpatch.JsonPatchOperation, orig, final map[string]string) []jsonpatch.JsonPatchOperation {
 	if len(orig) == 0 {
 		if len(final) == 0 {
-			return nil
+			return out
 		}
-		return []jsonpatch.JsonPatchOperation{opAdd(pathAnnotations, final)}
+		return append(out, opAdd(pathAnnotations, final))
 	}
 	// Only the changed keys are sorted: a pod carries many annotations, injection sets a few.
 	var changed []string
@@ -94,11 +105,7 @@ func annotationOps(orig, final map[string]string) []jsonpatch.JsonPatchOperation
 			changed = append(changed, k)
 		}
 	}
-	if len(changed) == 0 {
-		return nil
-	}
 	slices.Sort(changed)
-	out := make([]jsonpatch.JsonPatchOperation, 0, len(changed))
 	for _, k := range changed {
 		op := opReplace
 		if _, ok := orig[k]; !ok {

@@ -94,10 +94,11 @@ func TestParseUpgradeSpecs(t *testing.T) {
 		want  map[string]upgradeSpec
 		err   bool
 	}{
-		{"", map[string]upgradeSpec{}, false},
+		{"", nil, false},
 		{`{"s":{"hash":"aaa"}}`, map[string]upgradeSpec{"s": {Hash: "aaa"}}, false},             // S7
 		{`{"s":"aaa"}`, map[string]upgradeSpec{"s": {Hash: "aaa", SidecarSetName: "s"}}, false}, // S8
-		{`null`, map[string]upgradeSpec{}, false},
+		{`null`, nil, false},
+		{`{}`, nil, false},
 		{`garbage`, nil, true},                    // S9
 		{`{"s":{"hash":"a"},"t":"b"}`, nil, true}, // mixed forms
 	}
@@ -108,7 +109,8 @@ func TestParseUpgradeSpecs(t *testing.T) {
 			continue
 		}
 		if !tc.err {
-			mustEqual(t, tc.value, got, tc.want)
+			mustEqual(t, tc.value, got.had, tc.want)
+			mustEqual(t, tc.value+": room for the entries to record", cap(got.recorded), 2)
 		}
 	}
 }
@@ -144,22 +146,22 @@ func TestMergeContainersGrowth(t *testing.T) {
 	mustEqual(t, "identical replacement is not a change", len(g.replaced), 1)
 	mustEqual(t, "replaced index", g.replaced[0].index, 2)
 	mustEqual(t, "pod slice not modified", pod[2].Image, "dup")
-	ops := g.ops(pathContainers)
+	ops := g.appendOps(nil, pathContainers)
 	mustEqual(t, "ops", opsSummary(ops), []string{
 		"replace /spec/containers/2", "add /spec/containers/-", "add /spec/containers/0", "add /spec/containers/1"})
 
 	// Without the merged list, the same plan and the same patch.
 	none, g := mergeContainers(pod, sidecars, false)
 	mustEqual(t, "no merged list", none == nil, true)
-	mustEqual(t, "same patch", string(mustJSON(t, g.ops(pathContainers))), string(mustJSON(t, ops)))
+	mustEqual(t, "same patch", string(mustJSON(t, g.appendOps(nil, pathContainers))), string(mustJSON(t, ops)))
 
 	// An empty pod list is written whole: front, then back.
 	_, g = mergeContainers(nil, sidecars, false)
-	mustEqual(t, "whole list", string(mustJSON(t, g.ops(pathContainers))),
+	mustEqual(t, "whole list", string(mustJSON(t, g.appendOps(nil, pathContainers))),
 		`[{"op":"add","path":"/spec/containers","value":[{"name":"f1","resources":{}},{"name":"a","image":"x","resources":{}},{"name":"f2","resources":{}},{"name":"b","image":"old","resources":{}},{"name":"z","resources":{}}]}]`)
 
 	same, g := mergeContainers(pod, nil, true)
-	if len(g.ops(pathContainers)) != 0 || len(same) != len(pod) {
+	if len(g.appendOps(nil, pathContainers)) != 0 || len(same) != len(pod) {
 		t.Errorf("no sidecars must be no change")
 	}
 }

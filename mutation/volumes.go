@@ -84,17 +84,17 @@ func newCatalogue(ss *v1beta1.SidecarSet) catalogue {
 // appendReferenced appends to out the catalogue volumes a sidecar's own mounts, then own devices,
 // refer to (W38 order). Shared mounts are not looked up: their volumes are the pod's. A reference
 // the catalogue lacks is skipped (W37): validation reports it on the SidecarSet, and refusing the pod
-// here would block its creation for a SidecarSet bug. The volumes share their sources with the
-// SidecarSet: nothing writes into them, and the result pod is read-only.
-func (c catalogue) appendReferenced(out []corev1.Volume, sc *v1beta1.SidecarContainer) []corev1.Volume {
+// here would block its creation for a SidecarSet bug. The volumes are the SidecarSet's own: nothing
+// writes into them, and the result pod and patch are read-only.
+func (c catalogue) appendReferenced(out []*corev1.Volume, sc *v1beta1.SidecarContainer) []*corev1.Volume {
 	for _, m := range sc.VolumeMounts {
 		if v, ok := c[m.Name]; ok {
-			out = append(out, *v)
+			out = append(out, v)
 		}
 	}
 	for _, d := range sc.VolumeDevices {
 		if v, ok := c[d.Name]; ok {
-			out = append(out, *v)
+			out = append(out, v)
 		}
 	}
 	return out
@@ -103,14 +103,14 @@ func (c catalogue) appendReferenced(out []corev1.Volume, sc *v1beta1.SidecarCont
 // mergeVolumes is OpenKruise's MergeVolumes: the pod's volumes first, then the collected ones,
 // first of a name wins, so a pod volume always beats a SidecarSet volume of the same name. The
 // merged list is built only when merge is set.
-func mergeVolumes(pod []corev1.Volume, collected []corev1.Volume, merge bool) ([]corev1.Volume, listGrowth[corev1.Volume]) {
+func mergeVolumes(pod []corev1.Volume, collected []*corev1.Volume, merge bool) ([]corev1.Volume, listGrowth[corev1.Volume]) {
 	g := listGrowth[corev1.Volume]{origLen: len(pod)}
 	seen := make(map[string]bool, len(pod)+len(collected))
 	for i := range pod {
 		seen[pod[i].Name] = true
 	}
-	for i := range collected {
-		if v := &collected[i]; !seen[v.Name] {
+	for i, v := range collected {
+		if !seen[v.Name] {
 			seen[v.Name] = true
 			if g.back == nil {
 				g.back = make([]*corev1.Volume, 0, len(collected)-i)
