@@ -50,16 +50,16 @@ type named struct {
 	spec upgradeSpec
 }
 
-// entries resolves the annotation into its entries, sorted by key: each recorded entry replaces the
-// one before it of the same name (the pod's first), keeping that one's updateTimestamp when the
-// hash did not change: the timestamp says when the pod got this version of the sidecars, and a
-// re-injection of the same version (webhook reinvocation, the CLI run twice) must leave the pod
-// byte-identical instead of moving the timestamp to the current clock.
-func (s *upgradeSpecs) entries() []named {
+// resolve leaves one recorded entry per name, sorted by name: each replaces the one before it of
+// the same name (the pod's first), keeping that one's updateTimestamp when the hash did not change:
+// the timestamp says when the pod got this version of the sidecars, and a re-injection of the same
+// version (webhook reinvocation, the CLI run twice) must leave the pod byte-identical instead of
+// moving the timestamp to the current clock. It works in place and may run again.
+func (s *upgradeSpecs) resolve() []upgradeSpec {
 	rec := s.recorded
 	slices.SortStableFunc(rec, func(a, b upgradeSpec) int { return strings.Compare(a.SidecarSetName, b.SidecarSetName) })
-	out := make([]named, 0, len(rec)+len(s.had))
-	for i := 0; i < len(rec); {
+	w := 0
+	for i := 0; i < len(rec); w++ {
 		name := rec[i].SidecarSetName
 		prev, ok := s.had[name]
 		for ; i < len(rec) && rec[i].SidecarSetName == name; i++ {
@@ -69,18 +69,10 @@ func (s *upgradeSpecs) entries() []named {
 			}
 			prev, ok = next, true
 		}
-		out = append(out, named{name, prev})
+		rec[w] = prev
 	}
-	if len(s.had) == 0 {
-		return out
-	}
-	for key, spec := range s.had {
-		if _, found := slices.BinarySearchFunc(rec, key, func(r upgradeSpec, k string) int { return strings.Compare(r.SidecarSetName, k) }); !found {
-			out = append(out, named{key, spec})
-		}
-	}
-	slices.SortFunc(out, func(a, b named) int { return strings.Compare(a.key, b.key) })
-	return out
+	s.recorded = rec[:w]
+	return s.recorded
 }
 
 // marshal is json.Marshal of the annotation's map, byte for byte, written by hand: it runs twice
@@ -88,60 +80,92 @@ func (s *upgradeSpecs) entries() []named {
 // that map was a quarter of the injection's CPU with ten SidecarSets. Strings that encoding/json
 // would escape go through it.
 func (s *upgradeSpecs) marshal() string {
-	entries := s.entries()
+	rec := s.resolve()
+	// A new pod's entries are the recorded ones; a pod that had some has them merged in by key.
+	var merged []named
+	if len(s.had) > 0 {
+		merged = make([]named, 0, len(rec)+len(s.had))
+		for _, r := range rec {
+			merged = append(merged, named{r.SidecarSetName, r})
+		}
+		for key, spec := range s.had {
+			if _, found := slices.BinarySearchFunc(rec, key, func(r upgradeSpec, k string) int { return strings.Compare(r.SidecarSetName, k) }); !found {
+				merged = append(merged, named{key, spec})
+			}
+		}
+		slices.SortFunc(merged, func(a, b named) int { return strings.Compare(a.key, b.key) })
+	}
 	// Sized once: with a SidecarSet per entry, growing the builder by doubling allocated twice
 	// what it wrote (docs/benchmarks.md). Escapes, rare, may still grow it.
 	size := 2
-	for _, e := range entries {
-		size += len(e.key) + len(e.spec.Hash) + len(e.spec.SidecarSetName) + len(e.spec.ControllerRevision) + len(upgradeSpecFixed)
-		for _, c := range e.spec.SidecarList {
-			size += len(c) + 3
-		}
+	for i := range rec {
+		size += entrySize(rec[i].SidecarSetName, &rec[i])
+	}
+	for i := range merged {
+		size += entrySize(merged[i].key, &merged[i].spec)
 	}
 	var b strings.Builder
 	b.Grow(size)
 	b.WriteByte('{')
-	var stamp [len(time.RFC3339) + 2]byte
-	for i, e := range entries {
-		s := &e.spec
-		if i > 0 {
-			b.WriteByte(',')
+	if merged == nil {
+		for i := range rec {
+			writeEntry(&b, i > 0, rec[i].SidecarSetName, &rec[i])
 		}
-		writeJSONString(&b, e.key)
-		b.WriteString(`:{"updateTimestamp":`)
-		// metav1.Time.MarshalJSON, without its allocation.
-		if s.UpdateTimestamp.IsZero() {
-			b.WriteString("null")
-		} else {
-			b.WriteByte('"')
-			b.Write(s.UpdateTimestamp.UTC().AppendFormat(stamp[:0], time.RFC3339))
-			b.WriteByte('"')
-		}
-		b.WriteString(`,"hash":`)
-		writeJSONString(&b, s.Hash)
-		b.WriteString(`,"sidecarSetName":`)
-		writeJSONString(&b, s.SidecarSetName)
-		b.WriteString(`,"sidecarList":`)
-		if s.SidecarList == nil {
-			b.WriteString("null")
-		} else {
-			b.WriteByte('[')
-			for j, c := range s.SidecarList {
-				if j > 0 {
-					b.WriteByte(',')
-				}
-				writeJSONString(&b, c)
-			}
-			b.WriteByte(']')
-		}
-		if s.ControllerRevision != "" {
-			b.WriteString(`,"controllerRevision":`)
-			writeJSONString(&b, s.ControllerRevision)
-		}
-		b.WriteByte('}')
+	}
+	for i := range merged {
+		writeEntry(&b, i > 0, merged[i].key, &merged[i].spec)
 	}
 	b.WriteByte('}')
 	return b.String()
+}
+
+// entrySize is at least what writeEntry writes for an entry without escapes.
+func entrySize(key string, s *upgradeSpec) int {
+	n := len(key) + len(s.Hash) + len(s.SidecarSetName) + len(s.ControllerRevision) + len(upgradeSpecFixed)
+	for _, c := range s.SidecarList {
+		n += len(c) + 3
+	}
+	return n
+}
+
+// writeEntry writes `"key":{...}`, after a comma unless it is the first.
+func writeEntry(b *strings.Builder, comma bool, key string, s *upgradeSpec) {
+	if comma {
+		b.WriteByte(',')
+	}
+	writeJSONString(b, key)
+	b.WriteString(`:{"updateTimestamp":`)
+	// metav1.Time.MarshalJSON, without its allocation.
+	if s.UpdateTimestamp.IsZero() {
+		b.WriteString("null")
+	} else {
+		var stamp [len(time.RFC3339) + 2]byte
+		b.WriteByte('"')
+		b.Write(s.UpdateTimestamp.UTC().AppendFormat(stamp[:0], time.RFC3339))
+		b.WriteByte('"')
+	}
+	b.WriteString(`,"hash":`)
+	writeJSONString(b, s.Hash)
+	b.WriteString(`,"sidecarSetName":`)
+	writeJSONString(b, s.SidecarSetName)
+	b.WriteString(`,"sidecarList":`)
+	if s.SidecarList == nil {
+		b.WriteString("null")
+	} else {
+		b.WriteByte('[')
+		for j, c := range s.SidecarList {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			writeJSONString(b, c)
+		}
+		b.WriteByte(']')
+	}
+	if s.ControllerRevision != "" {
+		b.WriteString(`,"controllerRevision":`)
+		writeJSONString(b, s.ControllerRevision)
+	}
+	b.WriteByte('}')
 }
 
 // upgradeSpecFixed is what an entry of marshalUpgradeSpecs writes besides its strings: the keys,
