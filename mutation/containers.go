@@ -12,7 +12,7 @@ import (
 // placed is a fully built sidecar container waiting to be merged into the pod, with the policy
 // that decides its side of the app containers.
 type placed struct {
-	container corev1.Container
+	container *corev1.Container // built for this pod, or prepared and shared (read-only)
 	policy    v1beta1.PodInjectPolicyType
 }
 
@@ -46,12 +46,12 @@ func mergeContainers(pod []corev1.Container, sidecars []placed, merge bool) ([]c
 					if replacedBy == nil {
 						replacedBy = make([]*corev1.Container, len(pod))
 					}
-					replacedBy[i] = &s.container
+					replacedBy[i] = s.container
 				}
 				continue
 			}
 			if (s.policy == v1beta1.BeforeAppContainerType) == before {
-				added = append(added, &s.container)
+				added = append(added, s.container)
 			}
 		}
 		if before {

@@ -29,7 +29,7 @@ func hotUpgradeTwins(sc *v1beta1.SidecarContainer, ann map[string]string, workin
 	ann[v1beta1.SidecarSetVersionAltAnnotationPrefix+name2] = "1"
 	working[sc.Name] = name1
 
-	return placed{container: *c1, policy: sc.PodInjectPolicy}, placed{container: *c2, policy: sc.PodInjectPolicy}
+	return placed{container: c1, policy: sc.PodInjectPolicy}, placed{container: c2, policy: sc.PodInjectPolicy}
 }
 
 // versionEnvs are appended after all other env, not merged, as OpenKruise does: should the sidecar

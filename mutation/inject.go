@@ -191,83 +191,77 @@ func newBuilder(pod *corev1.Pod, sets []*v1beta1.SidecarSet, now metav1.Time) (*
 }
 
 // addSidecarSet builds one SidecarSet's sidecars (compat §1.12 step 7): init containers, then
-// imagePullSecrets, then containers, each in spec order.
+// imagePullSecrets, then containers, each in spec order. What reads nothing of the pod is prepared
+// once per SidecarSet and shared.
 func (b *builder) addSidecarSet(ss *v1beta1.SidecarSet) error {
-	cat := newCatalogue(ss)
-	// The names the hash entries list as the SidecarSet's sidecars, sorted and without repeats.
-	var sidecarList []string
-	injecting := false
-
+	p := prepare(ss)
 	for i := range ss.Spec.InitContainers {
-		sc := ownCopy(&ss.Spec.InitContainers[i])
-		native := isNativeSidecar(&sc.Container)
-		if native {
-			sidecarList = append(sidecarList, sc.Name) // only native init containers live on as sidecars
-		}
-		if err := b.build(ss, "spec.initContainers", i, &sc, cat); err != nil {
+		sc := &ss.Spec.InitContainers[i]
+		// Only native init containers live on as sidecars, and only they can be hot-upgrade twins.
+		twins := isNativeSidecar(&sc.Container) && isHotUpgrade(sc)
+		if err := b.place(&b.initContainers, ss, "spec.initContainers", i, sc, p.inits[i], p.initVolumes[i], twins); err != nil {
 			return err
-		}
-		injecting = true
-		if native && isHotUpgrade(&sc) {
-			c1, c2 := hotUpgradeTwins(&sc, b.versions, b.working)
-			b.initContainers = append(b.initContainers, c1, c2)
-			b.hotUpgrade = true
-		} else {
-			b.initContainers = append(b.initContainers, placed{container: sc.Container, policy: sc.PodInjectPolicy})
 		}
 	}
 	b.secrets = append(b.secrets, ss.Spec.ImagePullSecrets...)
-
 	for i := range ss.Spec.Containers {
-		sc := ownCopy(&ss.Spec.Containers[i])
-		sidecarList = append(sidecarList, sc.Name)
-		if err := b.build(ss, "spec.containers", i, &sc, cat); err != nil {
+		sc := &ss.Spec.Containers[i]
+		if err := b.place(&b.containers, ss, "spec.containers", i, sc, p.containers[i], p.containerVolumes[i], isHotUpgrade(sc)); err != nil {
 			return err
-		}
-		injecting = true
-		if isHotUpgrade(&sc) {
-			c1, c2 := hotUpgradeTwins(&sc, b.versions, b.working)
-			b.containers = append(b.containers, c1, c2)
-			b.hotUpgrade = true
-		} else {
-			b.containers = append(b.containers, placed{container: sc.Container, policy: sc.PodInjectPolicy})
 		}
 	}
 
 	// OpenKruise puts every matched SidecarSet in the injected list but writes hash entries only
 	// for those that brought containers; doing the same keeps pods indistinguishable.
 	b.processed = append(b.processed, ss.Name)
-	if !injecting {
+	if len(ss.Spec.InitContainers)+len(ss.Spec.Containers) == 0 {
 		return nil
 	}
 	b.injected = append(b.injected, ss.Name)
-	slices.Sort(sidecarList)
-	list := slices.Compact(sidecarList)
-	if list == nil {
-		// Never nil: OpenKruise writes "sidecarList":[] for a SidecarSet of plain init containers.
-		list = []string{}
-	}
 	b.hashes.record(upgradeSpec{
 		UpdateTimestamp:    b.now,
 		Hash:               ss.Annotations[v1beta1.SidecarSetHashAnnotation],
 		SidecarSetName:     ss.Name,
-		SidecarList:        list,
+		SidecarList:        p.sidecarList,
 		ControllerRevision: ss.Status.LatestRevision,
 	})
 	b.hashesWithoutImage.record(upgradeSpec{
 		UpdateTimestamp: b.now,
 		Hash:            ss.Annotations[v1beta1.SidecarSetHashWithoutImageAnnotation],
 		SidecarSetName:  ss.Name,
-		SidecarList:     list,
+		SidecarList:     p.sidecarList,
 	})
+	return nil
+}
+
+// place adds sc, the sidecar at index i of ss's list field, to list, with the catalogue volumes it
+// refers to: prepared when it was, else built for this pod, as hot-upgrade twins when twins.
+func (b *builder) place(list *[]placed, ss *v1beta1.SidecarSet, field string, i int, sc *v1beta1.SidecarContainer, prepared *corev1.Container, volumes []*corev1.Volume, twins bool) error {
+	policy := sc.PodInjectPolicy
+	b.volumes = append(b.volumes, volumes...)
+	if prepared != nil {
+		*list = append(*list, placed{container: prepared, policy: policy})
+		return nil
+	}
+	own := ownCopy(sc)
+	if err := b.build(ss, field, i, &own); err != nil {
+		return err
+	}
+	if twins {
+		c1, c2 := hotUpgradeTwins(&own, b.versions, b.working)
+		*list = append(*list, c1, c2)
+		b.hotUpgrade = true
+		return nil
+	}
+	c := own.Container
+	*list = append(*list, placed{container: &c, policy: policy})
 	return nil
 }
 
 // ownCopy is the builder's copy of a SidecarSet's container: build replaces Resources and appends
 // to Env, VolumeMounts and VolumeDevices, so those lists are clipped (an append then copies them) and
 // everything else is shared with the SidecarSet, which the result pod therefore shares too (it is
-// read-only). A deep copy here was a tenth of the per-pod allocations with ten sidecars. A value, so
-// that it stays on the stack: what is kept of it is copied into the plan.
+// read-only). A deep copy here was a tenth of the per-pod allocations with ten sidecars.
 func ownCopy(sc *v1beta1.SidecarContainer) v1beta1.SidecarContainer {
 	c := *sc
 	c.Env, c.VolumeMounts, c.VolumeDevices = slices.Clip(c.Env), slices.Clip(c.VolumeMounts), slices.Clip(c.VolumeDevices)
@@ -276,9 +270,10 @@ func ownCopy(sc *v1beta1.SidecarContainer) v1beta1.SidecarContainer {
 
 // build completes one sidecar in place (sc is the builder's own copy): resources, then shared
 // mounts, env and devices, in OpenKruise's merge order (compat §1.13), so that the env list reads
-// own, IS_INJECTED, transferred, subPathExpr.
+// own, IS_INJECTED, transferred, subPathExpr. Only a sidecar that readsPod reads b.pod; the others
+// are built once per SidecarSet (prepare).
 // The sidecar is the SidecarSet's list[index], named in an error only.
-func (b *builder) build(ss *v1beta1.SidecarSet, list string, index int, sc *v1beta1.SidecarContainer, cat catalogue) error {
+func (b *builder) build(ss *v1beta1.SidecarSet, list string, index int, sc *v1beta1.SidecarContainer) error {
 	if sc.ResourcesPolicy != nil {
 		r, err := resourcespolicy.Compute(b.pod, sc, b.exclude)
 		if err != nil {
@@ -289,7 +284,6 @@ func (b *builder) build(ss *v1beta1.SidecarSet, list string, index int, sc *v1be
 	mounts, subPathEnvs := b.sharedWith(sc)
 	extraEnv := mergeEnv(transferEnvs(sc, b.pod), subPathEnvs)
 
-	b.volumes = cat.appendReferenced(b.volumes, sc)
 	sc.VolumeMounts = mergeMounts(sc.VolumeMounts, mounts, sc.VolumeDevices)
 	env := make([]corev1.EnvVar, 0, len(sc.Env)+1+len(extraEnv))
 	env = append(append(env, sc.Env...), corev1.EnvVar{Name: v1beta1.SidecarEnvInjected, Value: "true"})

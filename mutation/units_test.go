@@ -133,11 +133,11 @@ func TestWorkingHotUpgrade(t *testing.T) {
 func TestMergeContainersGrowth(t *testing.T) {
 	pod := []corev1.Container{{Name: "a"}, {Name: "b", Image: "old"}, {Name: "a", Image: "dup"}}
 	sidecars := []placed{
-		{container: corev1.Container{Name: "f1"}, policy: v1beta1.BeforeAppContainerType},
-		{container: corev1.Container{Name: "a", Image: "x"}, policy: v1beta1.BeforeAppContainerType},
-		{container: corev1.Container{Name: "b", Image: "old"}},
-		{container: corev1.Container{Name: "z"}, policy: "Weird"},
-		{container: corev1.Container{Name: "f2"}, policy: v1beta1.BeforeAppContainerType},
+		{container: &corev1.Container{Name: "f1"}, policy: v1beta1.BeforeAppContainerType},
+		{container: &corev1.Container{Name: "a", Image: "x"}, policy: v1beta1.BeforeAppContainerType},
+		{container: &corev1.Container{Name: "b", Image: "old"}},
+		{container: &corev1.Container{Name: "z"}, policy: "Weird"},
+		{container: &corev1.Container{Name: "f2"}, policy: v1beta1.BeforeAppContainerType},
 	}
 	merged, g := mergeContainers(pod, sidecars, true)
 	mustEqual(t, "names", names(merged), []string{"f1", "f2", "a", "b", "a", "z"})
