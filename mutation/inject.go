@@ -24,11 +24,11 @@ type Injector struct {
 
 // Input is one pod and the SidecarSets the policies matched to it.
 type Input struct {
-	Pod         *corev1.Pod
+	Pod *corev1.Pod
 	// SidecarSets are matched by the policies, in decision order, defaulted and hashed, and never
 	// modified once handed to Inject: what injection derives from a SidecarSet alone is kept with it.
 	SidecarSets []*v1beta1.SidecarSet
-	History     history.Source        // may be nil when no SidecarSet sets injectionStrategy.revision
+	History     history.Source // may be nil when no SidecarSet sets injectionStrategy.revision
 	// PatchOnly says the caller needs the patch alone (the webhook): Result.Pod is then nil, and the
 	// pod's merged lists, copies of every container and volume, are not built.
 	PatchOnly bool
