@@ -120,6 +120,9 @@ func TestIndexModuleMatches(t *testing.T) {
 			expr("legacy", metav1.LabelSelectorOpDoesNotExist), expr("app", metav1.LabelSelectorOpNotIn, "db")}}),
 		sidecarSet("nil-selector", nil),
 		sidecarSet("empty-selector", &metav1.LabelSelector{}),
+		// 4 × 5 values would be 20 rules, more than maxSplitRules: the second In stays a test.
+		sidecarSet("many-values", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}, MatchExpressions: []metav1.LabelSelectorRequirement{
+			expr("tier", metav1.LabelSelectorOpIn, "front", "back", "a", "b", "b"), expr("zone", metav1.LabelSelectorOpIn, "z1", "z2", "z3", "z4", "z5")}}),
 	}
 	b, err := compileBundle(State{SidecarSets: sets, Namespaces: []*corev1.Namespace{
 		{ObjectMeta: metav1.ObjectMeta{Name: "bank", Labels: map[string]string{"env": "prod"}}},
@@ -139,7 +142,13 @@ func TestIndexModuleMatches(t *testing.T) {
 		{"db", "x", map[string]string{"app": "db"}, []string{"exists-not-canary"}},
 		{"escaped key and value", "x", map[string]string{"app.kubernetes.io/name": `we"b\`}, []string{"not-legacy-db", "odd-key"}},
 		{"no labels", "x", nil, []string{"not-legacy-db"}},
+		{"both Ins hold", "x", map[string]string{"app": "web", "tier": "b", "zone": "z5"},
+			[]string{"by-app", "exists-not-canary", "in-only", "many-values", "not-legacy-db"}},
+		{"the second In fails", "x", map[string]string{"app": "web", "tier": "b", "zone": "z6"},
+			[]string{"by-app", "exists-not-canary", "in-only", "not-legacy-db"}},
 	}
+	// The first In is split into its four values; with the second, twenty rules would be too many.
+	assert.Equal(t, 4, strings.Count(IndexRules(sets[len(sets)-1]), "matches contains"))
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			index, reference := indexAndReference(t, b, tc.ns, tc.labels)

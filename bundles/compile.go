@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -161,16 +160,18 @@ _has_label(labels, key) if _ = labels[key]
 	return b.String()
 }
 
-// IndexRules renders a SidecarSet's own admission test as rules of the index module: one `matches`
-// rule (one per value of its first In expression when it has no matchLabels) whose body holds its
-// selector, its namespace scope and nothing else, written as Rego over the input. A paused
-// SidecarSet, or one whose selector is unset or empty, gets no rule: it never injects (compat §1.3,
-// compat §1.5).
+// IndexRules renders a SidecarSet's own admission test as rules of the index module: `matches`
+// rules whose bodies hold its selector, its namespace scope and nothing else, written as Rego over
+// the input. Each In expression of the pod selector is split into its values, one rule per
+// combination (up to maxSplitRules rules; an In that would pass that stays a test), so that every
+// value is an equality. A paused SidecarSet, or one whose selector is unset or empty, gets no rule:
+// it never injects (compat §1.3, compat §1.5).
 //
 // Equality tests between a ground input reference and a constant come first. OPA's rule index turns
 // them into a lookup on the pod's labels and namespace, so the decision costs about the same with 10
-// or 10,000 SidecarSets, and no SidecarSet document is read per admission. The match policy's
-// `applies` states the same judgement over the SidecarSet documents; a test proves the two agree.
+// or 10,000 SidecarSets, and no SidecarSet document is read per admission: only the rules whose
+// equalities all hold are evaluated. The match policy's `applies` states the same judgement over the
+// SidecarSet documents; a test proves the two agree.
 func IndexRules(ss *v1beta1.SidecarSet) string {
 	var b strings.Builder
 	for _, body := range indexRules(ss) {
@@ -182,6 +183,10 @@ func IndexRules(ss *v1beta1.SidecarSet) string {
 	}
 	return b.String()
 }
+
+// maxSplitRules bounds the rules one SidecarSet's In expressions are split into: each is evaluated
+// only for pods with its values, but every rule costs compile time and memory.
+const maxSplitRules = 16
 
 const (
 	podLabelsRef       = "input.pod.metadata.labels"
@@ -199,30 +204,30 @@ func indexRules(ss *v1beta1.SidecarSet) [][]string {
 	if ss.Spec.InjectionStrategy.Paused || sel == nil || (len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0) {
 		return nil
 	}
-	// The first In expression of a selector without matchLabels is split into one rule per value,
-	// each an indexable equality; the rules' union is the In test.
-	split := -1
-	if len(sel.MatchLabels) == 0 {
-		for i, e := range sel.MatchExpressions {
-			if e.Operator == metav1.LabelSelectorOpIn && len(e.Values) > 0 {
-				split = i
-				break
-			}
-		}
-	}
-	common := append(selectorTerms(sel, podLabelsRef, split), namespaceTerms(ss)...)
-	if split < 0 {
-		return [][]string{common}
-	}
-	e := sel.MatchExpressions[split]
-	values := append([]string(nil), e.Values...)
-	sort.Strings(values)
-	var rules [][]string
-	for i, v := range values {
-		if i > 0 && v == values[i-1] {
+	// The In expressions split into their values, in order, while the rules stay few; the rules'
+	// union is the In tests.
+	split := map[int]bool{}
+	rules := [][]string{nil}
+	for i, e := range sel.MatchExpressions {
+		if e.Operator != metav1.LabelSelectorOpIn || len(e.Values) == 0 {
 			continue
 		}
-		rules = append(rules, append([]string{labelTest(podLabelsRef, e.Key, v)}, common...))
+		values := slices.Compact(slices.Sorted(slices.Values(e.Values)))
+		if len(rules)*len(values) > maxSplitRules {
+			continue
+		}
+		split[i] = true
+		next := make([][]string, 0, len(rules)*len(values))
+		for _, r := range rules {
+			for _, v := range values {
+				next = append(next, append(slices.Clip(r), labelTest(podLabelsRef, e.Key, v)))
+			}
+		}
+		rules = next
+	}
+	common := append(selectorTerms(sel, podLabelsRef, split), namespaceTerms(ss)...)
+	for i := range rules {
+		rules[i] = append(rules[i], common...)
 	}
 	return rules
 }
@@ -244,18 +249,19 @@ func namespaceTerms(ss *v1beta1.SidecarSet) []string {
 	if byName {
 		terms = append(terms, "input.namespace == "+quote(name))
 	}
-	return append(terms, selectorTerms(ns, namespaceLabelsRef, -1)...)
+	return append(terms, selectorTerms(ns, namespaceLabelsRef, nil)...)
 }
 
-// selectorTerms renders every term of sel as a test on the labels at ref, skipping expression skip.
-// The tests follow k8s.io/apimachinery's labels.Requirement.Matches, as policies/selector.rego does.
-func selectorTerms(sel *metav1.LabelSelector, ref string, skip int) []string {
+// selectorTerms renders every term of sel as a test on the labels at ref, skipping the expressions
+// split (indexRules). The tests follow k8s.io/apimachinery's labels.Requirement.Matches, as
+// policies/selector.rego does.
+func selectorTerms(sel *metav1.LabelSelector, ref string, split map[int]bool) []string {
 	var terms []string
 	for _, k := range slices.Sorted(maps.Keys(sel.MatchLabels)) {
 		terms = append(terms, labelTest(ref, k, sel.MatchLabels[k]))
 	}
 	for i, e := range sel.MatchExpressions {
-		if i == skip {
+		if _, ok := split[i]; ok {
 			continue
 		}
 		switch e.Operator {
