@@ -24,11 +24,12 @@ type Injector struct {
 
 // Input is one pod and the SidecarSets the policies matched to it.
 type Input struct {
-	Pod *corev1.Pod
-	// SidecarSets are matched by the policies, in decision order, defaulted and hashed, and never
-	// modified once handed to Inject: what injection derives from a SidecarSet alone is kept with it.
-	SidecarSets []*v1beta1.SidecarSet
-	History     history.Source // may be nil when no SidecarSet sets injectionStrategy.revision
+	Pod         *corev1.Pod
+	SidecarSets []*v1beta1.SidecarSet // matched by the policies, in decision order, defaulted and hashed
+	// Prepared may hold, for SidecarSets[i], Prepare(SidecarSets[i]) made since it last changed;
+	// nil (or a nil element) prepares in this call.
+	Prepared []*Prepared
+	History  history.Source // may be nil when no SidecarSet sets injectionStrategy.revision
 	// PatchOnly says the caller needs the patch alone (the webhook): Result.Pod is then nil, and the
 	// pod's merged lists, copies of every container and volume, are not built.
 	PatchOnly bool
@@ -71,8 +72,15 @@ func (in *Injector) Inject(input Input) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	for _, ss := range sets {
-		if err := b.addSidecarSet(ss); err != nil {
+	for i, ss := range sets {
+		// A SidecarSet replaced by one of its revisions was not prepared.
+		var p *Prepared
+		if i < len(input.Prepared) && input.Prepared[i] != nil && input.Prepared[i].set == ss {
+			p = input.Prepared[i]
+		} else {
+			p = Prepare(ss)
+		}
+		if err := b.addSidecarSet(ss, p); err != nil {
 			return Result{}, err
 		}
 	}
@@ -193,10 +201,9 @@ func newBuilder(pod *corev1.Pod, sets []*v1beta1.SidecarSet, now metav1.Time) (*
 }
 
 // addSidecarSet builds one SidecarSet's sidecars (compat §1.12 step 7): init containers, then
-// imagePullSecrets, then containers, each in spec order. What reads nothing of the pod is prepared
-// once per SidecarSet and shared.
-func (b *builder) addSidecarSet(ss *v1beta1.SidecarSet) error {
-	p := prepare(ss)
+// imagePullSecrets, then containers, each in spec order. p is ss prepared: what reads nothing of the
+// pod is taken from it.
+func (b *builder) addSidecarSet(ss *v1beta1.SidecarSet, p *Prepared) error {
 	for i := range ss.Spec.InitContainers {
 		sc := &ss.Spec.InitContainers[i]
 		// Only native init containers live on as sidecars, and only they can be hot-upgrade twins.
@@ -273,7 +280,7 @@ func ownCopy(sc *v1beta1.SidecarContainer) v1beta1.SidecarContainer {
 // build completes one sidecar in place (sc is the builder's own copy): resources, then shared
 // mounts, env and devices, in OpenKruise's merge order (compat §1.13), so that the env list reads
 // own, IS_INJECTED, transferred, subPathExpr. Only a sidecar that readsPod reads b.pod; the others
-// are built once per SidecarSet (prepare).
+// are built by Prepare.
 // The sidecar is the SidecarSet's list[index], named in an error only.
 func (b *builder) build(ss *v1beta1.SidecarSet, list string, index int, sc *v1beta1.SidecarContainer) error {
 	if sc.ResourcesPolicy != nil {

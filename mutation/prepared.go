@@ -1,22 +1,21 @@
 package mutation
 
 import (
-	"runtime"
 	"slices"
-	"sync"
-	"weak"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
-// prepared is what injecting a SidecarSet derives from the SidecarSet alone, kept with the
-// SidecarSet object for as long as it lives: a SidecarSet handed to Inject is never modified
-// afterwards (Input.SidecarSets), so every pod it is injected into shares these instead of building
-// them again. A sidecar that reads the pod (resourcesPolicy, shared volumes or devices, transferred
-// env) or becomes hot-upgrade twins is still built per pod.
-type prepared struct {
+// Prepared is what injecting a SidecarSet derives from the SidecarSet alone (Prepare): the sidecars
+// that read nothing of the pod, built, and the catalogue volumes each sidecar refers to. A caller
+// that injects many pods with the same SidecarSets, unchanged, prepares them once and passes them in
+// Input.Prepared, so that every pod shares them instead of building them again. A sidecar that reads
+// the pod (resourcesPolicy, shared volumes or devices, transferred env) or becomes hot-upgrade twins
+// is still built per pod.
+type Prepared struct {
+	set       *v1beta1.SidecarSet // what it was prepared from
 	catalogue catalogue
 	// inits and containers hold, per spec index, the sidecar as injected, or nil when it is built
 	// per pod; volumes, per spec index, the catalogue volumes its own mounts and devices refer to.
@@ -27,24 +26,10 @@ type prepared struct {
 	sidecarList []string
 }
 
-// preparedSets holds each SidecarSet's prepared, until the SidecarSet is collected.
-var preparedSets sync.Map // weak.Pointer[v1beta1.SidecarSet] → *prepared
-
-// prepare returns ss's prepared, derived the first time ss is seen.
-func prepare(ss *v1beta1.SidecarSet) *prepared {
-	key := weak.Make(ss)
-	if p, ok := preparedSets.Load(key); ok {
-		return p.(*prepared)
-	}
-	p, loaded := preparedSets.LoadOrStore(key, newPrepared(ss))
-	if !loaded {
-		runtime.AddCleanup(ss, func(k weak.Pointer[v1beta1.SidecarSet]) { preparedSets.Delete(k) }, key)
-	}
-	return p.(*prepared)
-}
-
-func newPrepared(ss *v1beta1.SidecarSet) *prepared {
-	p := &prepared{catalogue: newCatalogue(ss)}
+// Prepare derives ss's Prepared. It serves as long as ss is not modified; the result shares memory
+// with ss and is read-only.
+func Prepare(ss *v1beta1.SidecarSet) *Prepared {
+	p := &Prepared{set: ss, catalogue: newCatalogue(ss)}
 	p.inits, p.initVolumes = p.sidecars(ss, ss.Spec.InitContainers)
 	p.containers, p.containerVolumes = p.sidecars(ss, ss.Spec.Containers)
 	for i := range ss.Spec.InitContainers {
@@ -66,7 +51,7 @@ func newPrepared(ss *v1beta1.SidecarSet) *prepared {
 
 // sidecars prepares one list of ss's sidecars: each that reads nothing of the pod built as build
 // builds it, and the catalogue volumes each refers to.
-func (p *prepared) sidecars(ss *v1beta1.SidecarSet, list []v1beta1.SidecarContainer) ([]*corev1.Container, [][]*corev1.Volume) {
+func (p *Prepared) sidecars(ss *v1beta1.SidecarSet, list []v1beta1.SidecarContainer) ([]*corev1.Container, [][]*corev1.Volume) {
 	built := make([]*corev1.Container, len(list))
 	volumes := make([][]*corev1.Volume, len(list))
 	// A builder without a pod: what readsPod lets through never reads one.

@@ -3,10 +3,7 @@ package mutation
 import (
 	"math/rand/v2"
 	"reflect"
-	"runtime"
 	"testing"
-	"time"
-	"weak"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,7 +24,7 @@ func TestPreparedIsBuiltPerPod(t *testing.T) {
 			continue
 		}
 		for _, ss := range sets {
-			p := prepare(ss)
+			p := Prepare(ss)
 			for _, list := range []struct {
 				field    string
 				sidecars []v1beta1.SidecarContainer
@@ -66,27 +63,24 @@ func TestPreparedIsBuiltPerPod(t *testing.T) {
 	}
 }
 
-// A SidecarSet is prepared once, and what was prepared for it goes with it.
-func TestPreparedLivesWithItsSidecarSet(t *testing.T) {
+// Inject uses what it is given prepared only for the SidecarSet it was prepared from: one replaced
+// by a revision, or prepared for another object, is prepared again.
+func TestInjectUsesPreparedOfItsSidecarSet(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}}
 	ss := &v1beta1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "s"}}
-	ss.Spec.Containers = []v1beta1.SidecarContainer{{}}
-	ss.Spec.Containers[0].Name = "c"
-	p := prepare(ss)
-	if prepare(ss) != p {
-		t.Fatal("a second prepare made another")
+	ss.Spec.Containers = []v1beta1.SidecarContainer{{Container: corev1.Container{Name: "c", Image: "one"}}}
+	stale := Prepare(ss)
+	stale.containers[0].Image = "from the prepared"
+	res, err := fixedInjector().Inject(Input{Pod: pod, SidecarSets: []*v1beta1.SidecarSet{ss}, Prepared: []*Prepared{stale}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	key := weak.Make(ss)
-	runtime.KeepAlive(ss)
-	ss = nil
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		runtime.GC()
-		if _, ok := preparedSets.Load(key); !ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the prepared entry outlived its SidecarSet")
-		}
-		time.Sleep(10 * time.Millisecond)
+	mustEqual(t, "the prepared sidecar is the one injected", res.Pod.Spec.Containers[1].Image, "from the prepared")
+
+	other := ss.DeepCopy()
+	res, err = fixedInjector().Inject(Input{Pod: pod, SidecarSets: []*v1beta1.SidecarSet{other}, Prepared: []*Prepared{stale}})
+	if err != nil {
+		t.Fatal(err)
 	}
+	mustEqual(t, "prepared for another object: ignored", res.Pod.Spec.Containers[1].Image, "one")
 }

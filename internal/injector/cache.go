@@ -27,7 +27,8 @@ const (
 // Cache reuses what the path answered for a pod for later pods that neither the policies nor the
 // mutation can tell from it: the same snapshot, the same namespace and the same JSON but for the
 // fields nothing reads (name, generateName and uid: a ReplicaSet's pods, unless a policy reads
-// them). The zero value is ready; a nil *Cache caches nothing.
+// them). It also keeps the snapshot's SidecarSets prepared (mutation.Prepare) for every pod injected
+// with them. The zero value is ready; a nil *Cache caches nothing.
 //
 // It is exact, not approximate. A decision is reused only when the snapshot is Deterministic. An
 // injection is reused only for the same rendering of Injector.Now (the one value of the clock that
@@ -41,6 +42,35 @@ type Cache struct {
 	seed    maphash.Seed
 	entries map[uint64]*entry // by the hash of the key, which the entry holds
 	seen    map[uint64]struct{}
+
+	// preparedFor is the snapshot whose SidecarSets are prepared in prepared: a snapshot's
+	// SidecarSets are what it was compiled from, and never change.
+	preparedFor *engine.Snapshot
+	prepared    map[*v1beta1.SidecarSet]*mutation.Prepared
+}
+
+// prepare returns sets, snap's SidecarSets, prepared (mutation.Prepare), each once per snapshot and
+// shared by every pod injected with it, whether or not its decision could be cached; nil without a
+// Cache.
+func (c *Cache) prepare(snap *engine.Snapshot, sets []*v1beta1.SidecarSet) []*mutation.Prepared {
+	if c == nil || len(sets) == 0 {
+		return nil
+	}
+	out := make([]*mutation.Prepared, len(sets))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.preparedFor != snap {
+		c.preparedFor, c.prepared = snap, map[*v1beta1.SidecarSet]*mutation.Prepared{}
+	}
+	for i, ss := range sets {
+		p := c.prepared[ss]
+		if p == nil {
+			p = mutation.Prepare(ss)
+			c.prepared[ss] = p
+		}
+		out[i] = p
+	}
+	return out
 }
 
 // entry is one pod's answer. plan is the injection for the clock reading planTime.

@@ -18,6 +18,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/engine"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/mutation"
 )
 
@@ -217,4 +219,34 @@ func TestPodKey(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A SidecarSet object changed in place after a snapshot was compiled from it serves the next
+// snapshot as it is now: what a Cache prepared goes with the snapshot it prepared it for. (A
+// program that decodes into the same object it compiled a snapshot from, as sidecarops' own
+// migration test does, must not get the sidecars of before.)
+func TestCachePreparesPerSnapshot(t *testing.T) {
+	ctx := context.Background()
+	ss := sidecarSet(t, "mesh", "web", func(ss *v1beta1.SidecarSet) { ss.Spec.Containers[0].Image = "proxy:1" })
+	cache := &Cache{}
+	image := func(snap *engine.Snapshot) string {
+		t.Helper()
+		res, err := cache.Pod(ctx, snap, fixedInjector, PodRequest{Pod: pod("shop", map[string]string{"app": "web"})})
+		require.NoError(t, err)
+		require.Equal(t, Injected, res.Outcome)
+		for _, c := range res.Pod.Spec.Containers {
+			if c.Name == "mesh-c" {
+				return c.Image
+			}
+		}
+		t.Fatalf("no sidecar in %v", res.Pod.Spec.Containers)
+		return ""
+	}
+	first := snapshotOf(t, nil, ss)
+	require.Equal(t, "proxy:1", image(first))
+	require.Equal(t, "proxy:1", image(first), "prepared once, the same for the next pod")
+
+	ss.Spec.Containers[0].Image = "proxy:2"
+	require.NoError(t, defaults.SidecarSetAndHash(ss))
+	require.Equal(t, "proxy:2", image(snapshotOf(t, nil, ss)))
 }
