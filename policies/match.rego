@@ -18,10 +18,11 @@ import data.sidecarops.selector
 # gate vetoes the whole pod, so matched is empty whenever denied is not. withheld lists
 # [name, other] for each SidecarSet left out because it collides with an older one on this pod.
 # One rule with an else rather than a rule per field: every rule evaluated costs allocations, and
-# this is evaluated per admission. A single candidate, the usual case, cannot collide with another,
-# so its branch skips evaluating withheld: the same answer for a third fewer allocations.
-decision := {"matched": [], "denied": denied, "withheld": []} if {
-	count(denied) > 0
+# this is evaluated per admission. The gates are read directly rather than through denied, whose
+# default costs an evaluation of its own. A single candidate, the usual case, cannot collide with
+# another, so its branch skips evaluating withheld: the same answer for a third fewer allocations.
+decision := {"matched": [], "denied": sort(data.gates.deny_injection), "withheld": []} if {
+	count(data.gates.deny_injection) > 0
 } else := {"matched": sort(candidates), "denied": [], "withheld": []} if {
 	count(candidates) < 2
 } else := {"matched": sort(candidates - {name | some [name, _] in withheld}), "denied": [], "withheld": sort(withheld)}
@@ -70,6 +71,7 @@ _older(a, b) if [object.get(_doc(a), "created", ""), a] < [object.get(_doc(b), "
 
 _doc(name) := data.sidecarops.state.sidecarsets[name]
 
+# denied: the gates' reasons, sorted (explain shows them; decision reads the gates itself).
 default denied := []
 
 denied := sort(data.gates.deny_injection)
