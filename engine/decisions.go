@@ -27,6 +27,8 @@ type Decision struct {
 	// Withheld are SidecarSets the pod matched but does not get: each collides with an older one
 	// that is injected (decision D7). Only two SidecarSets admitted at the same moment can.
 	Withheld []Withheld
+
+	names []string // of Matched, as the policy answered them
 }
 
 // Withheld is a SidecarSet left out of a pod because it collides with an older one, CollidesWith.
@@ -34,8 +36,12 @@ type Withheld struct {
 	SidecarSet, CollidesWith string
 }
 
-// MatchedNames lists the names of the matched SidecarSets.
+// MatchedNames lists the names of the matched SidecarSets. The list of a decision the engine made is
+// the one it read from the policy, shared by every caller: treat it as read-only.
 func (d Decision) MatchedNames() []string {
+	if d.names != nil && len(d.names) == len(d.Matched) {
+		return d.names
+	}
 	names := make([]string, len(d.Matched))
 	for i, ss := range d.Matched {
 		names[i] = ss.Name
@@ -106,6 +112,7 @@ func (s *Snapshot) decision(t *ast.Term) (Decision, error) {
 		}
 		d.Matched = append(d.Matched, ss)
 	}
+	d.names = matched
 	return d, nil
 }
 

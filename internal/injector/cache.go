@@ -216,14 +216,17 @@ func (k *podKey) String() string {
 // inject is the injection of a decided pod through the cache, with its final patch (withParents):
 // e's plan when it was made for the same clock reading, else a new one, kept in e. Which parents
 // the patch needs depends on nothing the key leaves out, so the plan keeps the final patch.
-func (c *Cache) inject(m *mutation.Injector, in mutation.Input, raw []byte, e *entry) (*mutation.Result, error) {
+func (c *Cache) inject(snap *engine.Snapshot, m *mutation.Injector, in mutation.Input, raw []byte, e *entry) (*mutation.Result, error) {
 	pod := in.Pod
-	final := func(out mutation.Result, err error) (*mutation.Result, error) {
+	// Prepared only when the injection runs: a plan that is reused needs none.
+	final := func(m *mutation.Injector) (*mutation.Result, error) {
+		in.Prepared = c.prepare(snap, in.SidecarSets)
+		out, err := m.Inject(in)
 		out.Patch = withParents(pod, raw, out.Patch)
 		return &out, err
 	}
 	if e == nil || m == nil || m.Now == nil || anyRandom(in.SidecarSets) {
-		return final(m.Inject(in))
+		return final(m)
 	}
 	now := m.Now()
 	stamp := clockStamp(now)
@@ -238,7 +241,7 @@ func (c *Cache) inject(m *mutation.Injector, in mutation.Input, raw []byte, e *e
 		}
 		return out, nil
 	}
-	out, err := final(pinned(m, now).Inject(in))
+	out, err := final(pinned(m, now))
 	if err != nil {
 		return nil, err
 	}

@@ -137,8 +137,8 @@ func (c *Cache) Pod(ctx context.Context, snap *engine.Snapshot, m *mutation.Inje
 	if decided(res, dec) {
 		return *res, nil
 	}
-	in := mutation.Input{Pod: pod, SidecarSets: dec.Matched, Prepared: c.prepare(snap, dec.Matched), History: snap.History(), PatchOnly: req.PatchOnly}
-	out, err := c.inject(m, in, raw, e)
+	in := mutation.Input{Pod: pod, SidecarSets: dec.Matched, History: snap.History(), PatchOnly: req.PatchOnly}
+	out, err := c.inject(snap, m, in, raw, e)
 	if err != nil {
 		return *res, &InjectionError{Err: err}
 	}
