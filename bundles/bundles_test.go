@@ -204,9 +204,18 @@ func TestIndexModuleAgreesWithPolicy(t *testing.T) {
 		var sets []*v1beta1.SidecarSet
 		for i := 0; i < 20; i++ {
 			ss := sidecarSet(fmt.Sprintf("ss-%d", i), randSelector())
-			switch rnd.IntN(4) {
+			switch rnd.IntN(5) {
 			case 0:
 				ss.Spec.NamespaceSelector = v1beta1.NamespaceNamed(pick(namespaces))
+			case 2:
+				// Namespaces by name, the way OpenKruise users list several: an In on the name
+				// label, with or without other terms.
+				ss.Spec.NamespaceSelector = randSelector()
+				if ss.Spec.NamespaceSelector == nil || rnd.IntN(2) == 0 {
+					ss.Spec.NamespaceSelector = &metav1.LabelSelector{}
+				}
+				ss.Spec.NamespaceSelector.MatchExpressions = append(ss.Spec.NamespaceSelector.MatchExpressions,
+					expr(v1beta1.NamespaceNameLabel, metav1.LabelSelectorOpIn, pick(namespaces), pick(namespaces)))
 			case 1:
 				ss.Spec.NamespaceSelector = randSelector()
 				if rnd.IntN(2) == 0 && ss.Spec.NamespaceSelector != nil {

@@ -205,38 +205,48 @@ func indexRules(ss *v1beta1.SidecarSet) [][]string {
 		return nil
 	}
 	// The In expressions split into their values, in order, while the rules stay few; the rules'
-	// union is the In tests.
-	split := map[int]bool{}
+	// union is the In tests. An In on the namespace's name label is a test of input.namespace: the
+	// label is always the namespace's name (bundles writes it so, as the API server does).
 	rules := [][]string{nil}
-	for i, e := range sel.MatchExpressions {
+	split := func(e metav1.LabelSelectorRequirement, test func(value string) string) bool {
 		if e.Operator != metav1.LabelSelectorOpIn || len(e.Values) == 0 {
-			continue
+			return false
 		}
 		values := slices.Compact(slices.Sorted(slices.Values(e.Values)))
 		if len(rules)*len(values) > maxSplitRules {
-			continue
+			return false
 		}
-		split[i] = true
 		next := make([][]string, 0, len(rules)*len(values))
 		for _, r := range rules {
 			for _, v := range values {
-				next = append(next, append(slices.Clip(r), labelTest(podLabelsRef, e.Key, v)))
+				next = append(next, append(slices.Clip(r), test(v)))
 			}
 		}
 		rules = next
+		return true
 	}
-	common := append(selectorTerms(sel, podLabelsRef, split), namespaceTerms(ss)...)
+	podSplit := map[int]bool{}
+	for i, e := range sel.MatchExpressions {
+		podSplit[i] = split(e, func(v string) string { return labelTest(podLabelsRef, e.Key, v) })
+	}
+	nsSplit := map[int]bool{}
+	if ns := ss.Spec.NamespaceSelector; ns != nil {
+		for i, e := range ns.MatchExpressions {
+			nsSplit[i] = e.Key == v1beta1.NamespaceNameLabel && split(e, func(v string) string { return "input.namespace == " + quote(v) })
+		}
+	}
+	common := append(selectorTerms(sel, podLabelsRef, podSplit), namespaceTerms(ss, nsSplit)...)
 	for i := range rules {
 		rules[i] = append(rules[i], common...)
 	}
 	return rules
 }
 
-// namespaceTerms compiles the namespace selector. A selector on the namespace's name label alone
-// (a v1alpha1 spec.namespace converts into one, and it is OpenKruise's usual namespaceSelector)
-// becomes an indexable test of input.namespace; any other selector is tested against the
-// namespace's labels.
-func namespaceTerms(ss *v1beta1.SidecarSet) []string {
+// namespaceTerms compiles the namespace selector but for the expressions split (indexRules). A
+// selector on the namespace's name label alone (a v1alpha1 spec.namespace converts into one, and it
+// is OpenKruise's usual namespaceSelector) becomes an indexable test of input.namespace; any other
+// selector is tested against the namespace's labels.
+func namespaceTerms(ss *v1beta1.SidecarSet, split map[int]bool) []string {
 	ns := ss.Spec.NamespaceSelector
 	if ns == nil {
 		return nil
@@ -249,7 +259,7 @@ func namespaceTerms(ss *v1beta1.SidecarSet) []string {
 	if byName {
 		terms = append(terms, "input.namespace == "+quote(name))
 	}
-	return append(terms, selectorTerms(ns, namespaceLabelsRef, nil)...)
+	return append(terms, selectorTerms(ns, namespaceLabelsRef, split)...)
 }
 
 // selectorTerms renders every term of sel as a test on the labels at ref, skipping the expressions
@@ -261,7 +271,7 @@ func selectorTerms(sel *metav1.LabelSelector, ref string, split map[int]bool) []
 		terms = append(terms, labelTest(ref, k, sel.MatchLabels[k]))
 	}
 	for i, e := range sel.MatchExpressions {
-		if _, ok := split[i]; ok {
+		if split[i] {
 			continue
 		}
 		switch e.Operator {
