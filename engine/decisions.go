@@ -123,10 +123,9 @@ var (
 	keyWithheld = ast.StringTerm("withheld")
 )
 
-// eachElement calls f with each member of obj[key], an array or a set (absent: none), until f
-// fails.
-func eachElement(obj ast.Object, key *ast.Term, f func(*ast.Term) error) error {
-	v := obj.Get(key)
+// eachElement calls f with each member of v, the decision's key, an array or a set (nil: none),
+// until f fails.
+func eachElement(v, key *ast.Term, f func(*ast.Term) error) error {
 	if v == nil {
 		return nil
 	}
@@ -151,13 +150,14 @@ func eachElement(obj ast.Object, key *ast.Term, f func(*ast.Term) error) error {
 
 // stringList reads obj[key], a list of strings; empty, not nil, when the key is present.
 func stringList(obj ast.Object, key *ast.Term) ([]string, error) {
+	v := obj.Get(key)
 	var out []string
-	if v := obj.Get(key); v != nil {
+	if v != nil {
 		if a, ok := v.Value.(*ast.Array); ok {
 			out = make([]string, 0, a.Len())
 		}
 	}
-	err := eachElement(obj, key, func(t *ast.Term) error {
+	err := eachElement(v, key, func(t *ast.Term) error {
 		s, ok := t.Value.(ast.String)
 		if !ok {
 			return fmt.Errorf("engine: %s.%v: want strings, got %v", matchQuery, key, t)
@@ -171,7 +171,7 @@ func stringList(obj ast.Object, key *ast.Term) ([]string, error) {
 // withheldList reads decision.withheld, pairs [withheld, collides with].
 func withheldList(obj ast.Object) ([]Withheld, error) {
 	var out []Withheld
-	err := eachElement(obj, keyWithheld, func(t *ast.Term) error {
+	err := eachElement(obj.Get(keyWithheld), keyWithheld, func(t *ast.Term) error {
 		pair, _ := t.Value.(*ast.Array)
 		var a, b ast.String
 		var ok1, ok2 bool

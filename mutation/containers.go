@@ -17,48 +17,48 @@ type placed struct {
 }
 
 // mergeContainers is OpenKruise's mergeSidecarContainers (compat §1.13), for containers and init
-// containers alike: a sidecar whose name is already in the pod replaces that container where it
-// stands; the others go in front (BeforeAppContainer) or behind (AfterAppContainer, and anything
-// else, since an undefaulted policy behaves as After). The growth is that plan against the
-// original indices, from which the patch is built; the merged list is built only when merge is
-// set (the webhook needs the patch alone).
+// containers alike, as a plan against the pod's list: a sidecar whose name is already in the pod
+// replaces that container where it stands; the others go in front (BeforeAppContainer) or behind
+// (AfterAppContainer, and anything else, since an undefaulted policy behaves as After). The patch is
+// built from the plan, and the merged list, when wanted, is the plan applied (listGrowth.apply).
 //
 // The name index is built once from the pod's own list, last index winning, exactly as OpenKruise's
 // map does; two sidecars with the same name therefore both replace the same pod container (the last
 // one stays), or are both added.
-func mergeContainers(pod []corev1.Container, sidecars []placed, merge bool) ([]corev1.Container, listGrowth[corev1.Container]) {
+func mergeContainers(pod []corev1.Container, sidecars []placed) listGrowth[corev1.Container] {
 	g := listGrowth[corev1.Container]{origLen: len(pod)}
 	if len(sidecars) == 0 {
-		return pod, g
+		return g
 	}
 	index := make(map[string]int, len(pod))
 	for i := range pod {
 		index[pod[i].Name] = i
 	}
-	// One list of pointers holds the front, then the back, in sidecar order.
-	added := make([]*corev1.Container, 0, len(sidecars))
-	var replacedBy []*corev1.Container // the last sidecar of each pod container's name
-	for _, before := range []bool{true, false} {
-		for k := range sidecars {
-			s := &sidecars[k]
-			if i, ok := index[s.container.Name]; ok {
-				if before {
-					if replacedBy == nil {
-						replacedBy = make([]*corev1.Container, len(pod))
-					}
-					replacedBy[i] = s.container
-				}
-				continue
-			}
-			if (s.policy == v1beta1.BeforeAppContainerType) == before {
-				added = append(added, s.container)
-			}
-		}
-		if before {
-			g.front = added[:len(added):len(added)]
+	// One list holds the front, then the back, in sidecar order.
+	front := 0
+	for _, s := range sidecars {
+		if _, ok := index[s.container.Name]; !ok && s.policy == v1beta1.BeforeAppContainerType {
+			front++
 		}
 	}
-	g.back = added[len(g.front):]
+	added := make([]*corev1.Container, front, len(sidecars))
+	var replacedBy []*corev1.Container // the last sidecar of each pod container's name
+	next := 0
+	for _, s := range sidecars {
+		switch i, ok := index[s.container.Name]; {
+		case ok:
+			if replacedBy == nil {
+				replacedBy = make([]*corev1.Container, len(pod))
+			}
+			replacedBy[i] = s.container
+		case s.policy == v1beta1.BeforeAppContainerType:
+			added[next] = s.container
+			next++
+		default:
+			added = append(added, s.container)
+		}
+	}
+	g.front, g.back = added[:front:front], added[front:]
 	for i, s := range replacedBy {
 		// A sidecar identical to the container it replaces is no change: re-injecting an injected
 		// pod must give an empty patch. reflect.DeepEqual, not semantic equality, because a
@@ -67,24 +67,7 @@ func mergeContainers(pod []corev1.Container, sidecars []placed, merge bool) ([]c
 			g.replaced = append(g.replaced, indexed[corev1.Container]{index: i, value: s})
 		}
 	}
-	if !merge {
-		return nil, g
-	}
-	merged := make([]corev1.Container, 0, len(added)+len(pod))
-	for _, s := range g.front {
-		merged = append(merged, *s)
-	}
-	for i := range pod {
-		if replacedBy != nil && replacedBy[i] != nil {
-			merged = append(merged, *replacedBy[i])
-		} else {
-			merged = append(merged, pod[i])
-		}
-	}
-	for _, s := range g.back {
-		merged = append(merged, *s)
-	}
-	return merged, g
+	return g
 }
 
 // sortByName orders injected init containers by name, stably, before they are merged: OpenKruise

@@ -324,11 +324,11 @@ func (b *builder) result(origAnnotations map[string]string, merge bool) Result {
 	}
 
 	sortByName(b.initContainers)
-	inits, gi := mergeContainers(pod.Spec.InitContainers, b.initContainers, merge)
-	containers, gc := mergeContainers(pod.Spec.Containers, b.containers, merge)
-	volumes, gv := mergeVolumes(pod.Spec.Volumes, b.volumes, merge)
+	gi := mergeContainers(pod.Spec.InitContainers, b.initContainers)
+	gc := mergeContainers(pod.Spec.Containers, b.containers)
+	gv := mergeVolumes(pod.Spec.Volumes, b.volumes)
 	if merge {
-		pod.Spec.InitContainers, pod.Spec.Containers, pod.Spec.Volumes = inits, containers, volumes
+		pod.Spec.InitContainers, pod.Spec.Containers, pod.Spec.Volumes = gi.apply(pod.Spec.InitContainers), gc.apply(pod.Spec.Containers), gv.apply(pod.Spec.Volumes)
 	}
 	// Sized once: with ten SidecarSets, growing the patch by doubling was a tenth of the injection's
 	// bytes. The annotations take three or four operations; more grows it.

@@ -53,6 +53,27 @@ func (g *listGrowth[T]) empty() bool {
 	return len(g.replaced) == 0 && len(g.front) == 0 && len(g.back) == 0
 }
 
+// apply is the list the plan makes of orig, the pod's: the front, orig with its replacements, the
+// back; what the patch does to it. The elements are copies.
+func (g *listGrowth[T]) apply(orig []T) []T {
+	if g.empty() {
+		return orig
+	}
+	out := make([]T, 0, len(g.front)+len(orig)+len(g.back))
+	for _, v := range g.front {
+		out = append(out, *v)
+	}
+	start := len(out)
+	out = append(out, orig...)
+	for _, r := range g.replaced {
+		out[start+r.index] = *r.value
+	}
+	for _, v := range g.back {
+		out = append(out, *v)
+	}
+	return out
+}
+
 // size is how many operations appendOps appends.
 func (g *listGrowth[T]) size() int {
 	switch {

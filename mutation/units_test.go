@@ -139,28 +139,25 @@ func TestMergeContainersGrowth(t *testing.T) {
 		{container: &corev1.Container{Name: "z"}, policy: "Weird"},
 		{container: &corev1.Container{Name: "f2"}, policy: v1beta1.BeforeAppContainerType},
 	}
-	merged, g := mergeContainers(pod, sidecars, true)
+	g := mergeContainers(pod, sidecars)
+	merged := g.apply(pod)
 	mustEqual(t, "names", names(merged), []string{"f1", "f2", "a", "b", "a", "z"})
 	mustEqual(t, "last same-name index is replaced", merged[4].Image, "x")
 	mustEqual(t, "first duplicate untouched", merged[2].Image, "")
 	mustEqual(t, "identical replacement is not a change", len(g.replaced), 1)
 	mustEqual(t, "replaced index", g.replaced[0].index, 2)
 	mustEqual(t, "pod slice not modified", pod[2].Image, "dup")
-	ops := g.appendOps(nil, pathContainers)
-	mustEqual(t, "ops", opsSummary(ops), []string{
+	mustEqual(t, "ops", opsSummary(g.appendOps(nil, pathContainers)), []string{
 		"replace /spec/containers/2", "add /spec/containers/-", "add /spec/containers/0", "add /spec/containers/1"})
 
-	// Without the merged list, the same plan and the same patch.
-	none, g := mergeContainers(pod, sidecars, false)
-	mustEqual(t, "no merged list", none == nil, true)
-	mustEqual(t, "same patch", string(mustJSON(t, g.appendOps(nil, pathContainers))), string(mustJSON(t, ops)))
-
 	// An empty pod list is written whole: front, then back.
-	_, g = mergeContainers(nil, sidecars, false)
+	g = mergeContainers(nil, sidecars)
 	mustEqual(t, "whole list", string(mustJSON(t, g.appendOps(nil, pathContainers))),
 		`[{"op":"add","path":"/spec/containers","value":[{"name":"f1","resources":{}},{"name":"a","image":"x","resources":{}},{"name":"f2","resources":{}},{"name":"b","image":"old","resources":{}},{"name":"z","resources":{}}]}]`)
+	mustEqual(t, "applied to nothing", names(g.apply(nil)), []string{"f1", "a", "f2", "b", "z"})
 
-	same, g := mergeContainers(pod, nil, true)
+	g = mergeContainers(pod, nil)
+	same := g.apply(pod)
 	if len(g.appendOps(nil, pathContainers)) != 0 || len(same) != len(pod) {
 		t.Errorf("no sidecars must be no change")
 	}

@@ -100,10 +100,10 @@ func (c catalogue) appendReferenced(out []*corev1.Volume, sc *v1beta1.SidecarCon
 	return out
 }
 
-// mergeVolumes is OpenKruise's MergeVolumes: the pod's volumes first, then the collected ones,
-// first of a name wins, so a pod volume always beats a SidecarSet volume of the same name. The
-// merged list is built only when merge is set.
-func mergeVolumes(pod []corev1.Volume, collected []*corev1.Volume, merge bool) ([]corev1.Volume, listGrowth[corev1.Volume]) {
+// mergeVolumes is OpenKruise's MergeVolumes, as a plan against the pod's list: the pod's volumes
+// first, then the collected ones, first of a name wins, so a pod volume always beats a SidecarSet
+// volume of the same name.
+func mergeVolumes(pod []corev1.Volume, collected []*corev1.Volume) listGrowth[corev1.Volume] {
 	g := listGrowth[corev1.Volume]{origLen: len(pod)}
 	seen := make(map[string]bool, len(pod)+len(collected))
 	for i := range pod {
@@ -118,14 +118,7 @@ func mergeVolumes(pod []corev1.Volume, collected []*corev1.Volume, merge bool) (
 			g.back = append(g.back, v)
 		}
 	}
-	if g.back == nil || !merge {
-		return pod, g
-	}
-	merged := append(make([]corev1.Volume, 0, len(pod)+len(g.back)), pod...)
-	for _, v := range g.back {
-		merged = append(merged, *v)
-	}
-	return merged, g
+	return g
 }
 
 // mergeSecrets is OpenKruise's mergeSidecarSecrets: pod secrets first, then the SidecarSets',
