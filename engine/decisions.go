@@ -263,7 +263,7 @@ func (s *Snapshot) sidecarSetViolations(ctx context.Context, query string, pq in
 	if err != nil {
 		return nil, fmt.Errorf("engine: SidecarSet/%s input: %w", ss.Name, err)
 	}
-	rs, err := pq.Eval(ctx, rego.EvalParsedInput(in))
+	rs, err := pq.Eval(ctx, rego.EvalParsedInput(in), rego.EvalExternalCancel(ctxCancel{ctx}))
 	if err != nil {
 		return nil, fmt.Errorf("engine: %s: %w", query, err)
 	}
