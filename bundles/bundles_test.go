@@ -285,6 +285,13 @@ func TestNormalizeNamespaceSelectorAndCanary(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, false, doc["canary"])
 	assert.Equal(t, "", doc["base"])
+
+	// Nor is one that names itself as its base, which validation refuses (decision D3).
+	ss.Annotations = map[string]string{v1beta1.SidecarSetCanaryAnnotation: "true", v1beta1.SidecarSetBaseAnnotation: "a"}
+	doc, err = Normalize(ss)
+	require.NoError(t, err)
+	assert.Equal(t, false, doc["canary"])
+	assert.Equal(t, "", doc["base"])
 }
 
 // opaBinary is the pinned opa built by `make tools`; the Makefile passes its path.

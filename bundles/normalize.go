@@ -71,10 +71,13 @@ func created(ss *v1beta1.SidecarSet) string {
 }
 
 // canaryBase returns the base of a canary SidecarSet (compat §1.21): annotated canary "true"
-// (case-sensitive) with a non-empty base.
+// (case-sensitive) with a non-empty base other than itself. Validation refuses a SidecarSet that
+// names itself as its base; one that got past it (created while no webhook ran) is taken as not a
+// canary, as one without a base is, rather than as displacing itself from every pod it selects.
+// The match policy relies on it: no canary is its own base.
 func canaryBase(ss *v1beta1.SidecarSet) (string, bool) {
 	base := ss.Annotations[v1beta1.SidecarSetBaseAnnotation]
-	if ss.Annotations[v1beta1.SidecarSetCanaryAnnotation] != "true" || base == "" {
+	if ss.Annotations[v1beta1.SidecarSetCanaryAnnotation] != "true" || base == "" || base == ss.Name {
 		return "", false
 	}
 	return base, true

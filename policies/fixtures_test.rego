@@ -68,4 +68,4 @@ _shared_names(index) := {name |
 }
 
 # canaries builds data.sidecarops.state.canaries (canary name → base name), as bundles does.
-canaries(sidecarsets) := {s.name: s.base | some s in sidecarsets; s.canary}
+canaries(sidecarsets) := {s.name: s.base | some s in sidecarsets; s.canary; s.base != s.name}

@@ -20,9 +20,15 @@ import data.sidecarops.selector
 # One rule with an else rather than a rule per field: every rule evaluated costs allocations, and
 # this is evaluated per admission. The gates are read directly rather than through denied, whose
 # default costs an evaluation of its own. A single candidate, the usual case, cannot collide with
-# another, so its branch skips evaluating withheld: the same answer for a third fewer allocations.
+# another, so its branches skip evaluating withheld: the same answer for a third fewer allocations.
+# Fewer than two applicable SidecarSets are the candidates themselves: a canary displaces only its
+# base, which is another SidecarSet (bundles never lists a canary as its own base), so that branch
+# skips candidates and the canaries it would read.
 decision := {"matched": [], "denied": sort(data.gates.deny_injection), "withheld": []} if {
 	count(data.gates.deny_injection) > 0
+} else := {"matched": sort(matches), "denied": [], "withheld": []} if {
+	matches := applicable
+	count(matches) < 2
 } else := {"matched": sort(candidates), "denied": [], "withheld": []} if {
 	count(candidates) < 2
 } else := {"matched": sort(candidates - {name | some [name, _] in withheld}), "denied": [], "withheld": sort(withheld)}

@@ -109,6 +109,24 @@ test_stale_index_rules_are_replaced_by_fresh_ones if {
 	decision.matched == ["added", "changed", "kept"]
 }
 
+# With one SidecarSet in the index, the stale list still applies: the decision's single-candidate
+# branch reads applicable, not the index.
+test_stale_single_index_match_is_dropped if {
+	_single_stale(set()) == {"matched": [], "denied": [], "withheld": []}
+	_single_stale({"added"}) == {"matched": ["added"], "denied": [], "withheld": []}
+}
+
+_single_stale(fresh) := decision if {
+	sets := [_nginx("changed", {}), _nginx("added", {})]
+	decision := match.decision with input as {
+		"namespace": "default", "pod": pod({"app": "nginx"}),
+		"index": {"stale": {"changed", "added"}, "fresh": fresh},
+	}
+		with data.sidecarops.state.sidecarsets as by_name(sets)
+		with data.sidecarops.state.canaries as canaries(sets)
+		with data.sidecarops.index.matches as {"changed"}
+}
+
 test_no_index_no_match if {
 	decision := match.decision with input as {"namespace": "default", "pod": pod({"app": "nginx"})}
 		with data.sidecarops.state.sidecarsets as by_name([_nginx("s1", {})])
@@ -129,6 +147,12 @@ test_canary_not_matching_keeps_base if {
 	canary := _canary("base-canary", "base", {"selector": labels_selector({"app": "nginx", "canary": "true"})})
 	_matched([_nginx("base", {}), canary], {"app": "nginx"}) == ["base"]
 	_matched([_nginx("base", {}), canary], {"app": "nginx", "canary": "true"}) == ["base-canary"]
+}
+
+# A canary alone on a pod injects: its base is another SidecarSet, which the pod does not select.
+test_canary_alone_injects if {
+	canary := _canary("base-canary", "base", {})
+	_matched([sidecarset("base", {"selector": labels_selector({"app": "other"})}), canary], {"app": "nginx"}) == ["base-canary"]
 }
 
 test_paused_canary_keeps_base if {
