@@ -228,6 +228,7 @@ func TestInputMatchesOPADecoding(t *testing.T) {
 	docs := []string{
 		`{"metadata":{"name":"p","labels":{"a":"b","esc\"aped":"\u00e9\n"},"annotations":{}},"spec":{"hostNetwork":true,"n":[1,2.5,-3e2,12345678901234567890],"x":null,"y":false,"e":[],"o":{"k":[{"z":1}]}}}`,
 		`{}`,
+		`{"a":1,"b":[[],[{}]],"a":{"c":[1,1]}}`, // a repeated key: the last one wins, as in encoding/json
 	}
 	for _, doc := range docs {
 		got, err := input(&projection{all: true}, "ns", []byte(doc))
