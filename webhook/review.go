@@ -234,14 +234,15 @@ func appendReview(b []byte, uid types.UID, resp *reviewResponse) []byte {
 	b = strconv.AppendInt(b, int64(resp.code), 10)
 	b = append(b, '}')
 	if len(resp.patch) > 0 {
-		patch, err := marshalPatch(resp.patch)
-		if err != nil {
+		w := patchWriters.Get().(*patchWriter)
+		defer w.release()
+		if err := w.marshal(resp.patch); err != nil {
 			// The patch holds the pod's own types; failing to encode them is a server fault.
 			return appendReview(b[:0], uid, &reviewResponse{code: http.StatusInternalServerError,
 				message: "unable to encode the patch: " + err.Error()})
 		}
 		b = append(b, `,"patch":"`...)
-		b = base64.StdEncoding.AppendEncode(b, patch)
+		b = base64.StdEncoding.AppendEncode(b, w.buf.Bytes())
 		b = append(b, `","patchType":"JSONPatch"`...)
 	}
 	if len(resp.warnings) > 0 {
@@ -257,32 +258,53 @@ func appendReview(b []byte, uid types.UID, resp *reviewResponse) []byte {
 	return append(b, "}}\n"...)
 }
 
-// marshalPatch encodes an RFC 6902 patch as json.Marshal would, one operation at a time: each
-// operation's MarshalJSON output would otherwise be checked and compacted again by the encoder.
-func marshalPatch(ops []jsonpatch.JsonPatchOperation) ([]byte, error) {
-	b := make([]byte, 0, 256*len(ops))
-	b = append(b, '[')
+// patchWriter encodes an RFC 6902 patch as json.Marshal would, one operation at a time: each
+// operation's MarshalJSON output would otherwise be checked and compacted again by the encoder. The
+// values go through one json.Encoder into one buffer, where json.Marshal would return each in a
+// slice of its own; both are kept between requests (patchWriters).
+type patchWriter struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var patchWriters = sync.Pool{New: func() any {
+	w := &patchWriter{}
+	w.enc = json.NewEncoder(&w.buf) // escapes HTML, as json.Marshal does
+	return w
+}}
+
+// maxPooledPatch bounds what a pooled writer keeps: an unusually large patch is not held onto.
+const maxPooledPatch = 64 << 10
+
+func (w *patchWriter) release() {
+	if w.buf.Cap() <= maxPooledPatch {
+		w.buf.Reset()
+		patchWriters.Put(w)
+	}
+}
+
+func (w *patchWriter) marshal(ops []jsonpatch.JsonPatchOperation) error {
+	w.buf.Reset()
+	w.buf.WriteByte('[')
 	for i := range ops {
 		op := &ops[i]
 		if i > 0 {
-			b = append(b, ',')
+			w.buf.WriteByte(',')
 		}
-		b = append(b, `{"op":`...)
-		b = appendString(b, op.Operation)
-		b = append(b, `,"path":`...)
-		b = appendString(b, op.Path)
+		w.buf.Write(appendString(append(w.buf.AvailableBuffer(), `{"op":`...), op.Operation))
+		w.buf.Write(appendString(append(w.buf.AvailableBuffer(), `,"path":`...), op.Path))
 		// As the operation's own MarshalJSON: add and replace always carry a value, null included.
 		if op.Value != nil || op.Operation == "add" || op.Operation == "replace" {
-			v, err := json.Marshal(op.Value)
-			if err != nil {
-				return nil, err
+			w.buf.WriteString(`,"value":`)
+			if err := w.enc.Encode(op.Value); err != nil {
+				return err
 			}
-			b = append(b, `,"value":`...)
-			b = append(b, v...)
+			w.buf.Truncate(w.buf.Len() - 1) // the newline Encode ends each value with
 		}
-		b = append(b, '}')
+		w.buf.WriteByte('}')
 	}
-	return append(b, ']'), nil
+	w.buf.WriteByte(']')
+	return nil
 }
 
 // appendString appends s as a JSON string, escaped as encoding/json escapes it.

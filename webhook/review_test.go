@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -60,6 +61,27 @@ func TestAppendReviewMatchesEncodingJSON(t *testing.T) {
 			require.NoError(t, json.NewEncoder(&buf).Encode(want))
 			assert.Equal(t, buf.String(), string(got), uid)
 		})
+	}
+}
+
+// A patch whose values cannot be encoded is answered with a 500 naming the fault, and the writer it
+// went through (pooled between requests) answers the next request with nothing of it left over.
+func TestAppendReviewUnencodablePatch(t *testing.T) {
+	bad := reviewResponse{allowed: true, code: 200, patch: []jsonpatch.JsonPatchOperation{
+		{Operation: "add", Path: "/metadata/labels/a", Value: "fine"},
+		{Operation: "add", Path: "/spec/x", Value: math.Inf(1)},
+	}}
+	var got admissionv1.AdmissionReview
+	require.NoError(t, json.Unmarshal(appendReview(nil, "u1", &bad), &got))
+	assert.False(t, got.Response.Allowed)
+	assert.Equal(t, int32(http.StatusInternalServerError), got.Response.Result.Code)
+	assert.Contains(t, got.Response.Result.Message, "unable to encode the patch: json: unsupported value: +Inf")
+	assert.Empty(t, got.Response.Patch)
+
+	for range 3 { // whichever pooled writer serves it
+		good := reviewResponse{allowed: true, code: 200, patch: bad.patch[:1]}
+		require.NoError(t, json.Unmarshal(appendReview(nil, "u2", &good), &got))
+		assert.JSONEq(t, `[{"op":"add","path":"/metadata/labels/a","value":"fine"}]`, string(got.Response.Patch))
 	}
 }
 
