@@ -85,6 +85,36 @@ func TestAppendReviewUnencodablePatch(t *testing.T) {
 	}
 }
 
+// The review's object is read in place: exactly the value's bytes in the body, whatever the layout
+// around it, the last one when the name is repeated, and nothing when it is absent.
+func TestDecodeReviewObjectInPlace(t *testing.T) {
+	const head = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":`
+	cases := []struct {
+		name, request, want string
+	}{
+		{"compact", `{"uid":"u","object":{"metadata":{"name":"p"}},"namespace":"n"}`, `{"metadata":{"name":"p"}}`},
+		{"spaced", "{\"uid\" : \"u\" ,\n  \"object\" :\t\r\n {\"a\": [1, \"}\"] }  ,\"namespace\":\"n\"}", `{"a": [1, "}"] }`},
+		{"last of two", `{"object":{"first":1},"uid":"u","object":{"second":2}}`, `{"second":2}`},
+		{"escaped strings", `{"object":{"k\"ey":"v\\\"al\u00e9"}}`, `{"k\"ey":"v\\\"al\u00e9"}`},
+		{"null", `{"object":null}`, `null`},
+		{"absent", `{"uid":"u"}`, ``},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			body := []byte(head + tc.request + "}\n")
+			r := httptest.NewRequest(http.MethodPost, PodPath, nil)
+			r.Header.Set("Content-Type", "application/json")
+			req, _, ok := decodeReview(r, body)
+			require.True(t, ok)
+			assert.Equal(t, tc.want, string(req.Object))
+			if len(req.Object) > 0 { // the body's own bytes, not a copy
+				at := bytes.Index(body, []byte(tc.want))
+				assert.Same(t, &body[at], &req.Object[0])
+			}
+		})
+	}
+}
+
 // Requests the pod webhook refuses before looking at the pod: a clean 400 (413 for a huge body)
 // in an AdmissionReview with HTTP 200, never a panic.
 func TestPodReviewRefused(t *testing.T) {
