@@ -172,7 +172,7 @@ func newBuilder(pod *corev1.Pod, sets []*v1beta1.SidecarSet, now metav1.Time) (*
 		pod.Annotations = ann
 	}
 
-	b := &builder{pod: pod, ann: ann, now: now, exclude: make(map[string]bool, len(sets)), versions: map[string]string{}}
+	b := &builder{pod: pod, ann: ann, now: now, exclude: make(map[string]bool, len(sets))}
 	var err error
 	if b.hashes, err = parseUpgradeSpecs(ann, v1beta1.SidecarSetHashAnnotation, len(sets)); err != nil {
 		return nil, err
@@ -257,6 +257,9 @@ func (b *builder) place(list *[]placed, ss *v1beta1.SidecarSet, field string, i 
 		return err
 	}
 	if twins {
+		if b.versions == nil { // made by the first hot-upgrade sidecar; most pods have none
+			b.versions = map[string]string{}
+		}
 		c1, c2 := hotUpgradeTwins(&own, b.versions, b.working)
 		*list = append(*list, c1, c2)
 		b.hotUpgrade = true
