@@ -44,8 +44,9 @@ type envKey struct{ container, name string }
 // transferEnvs resolves a sidecar's transferEnv entries against the pod's app containers (compat §1.16,
 // S12–S13). Only spec.containers are a source; of duplicate env names in one container the last
 // wins, as in OpenKruise's lookup map. Entries whose source container cannot be named are skipped,
-// never an error: a pod without the label/annotation simply gets no transferred env.
-func transferEnvs(sc *v1beta1.SidecarContainer, pod *corev1.Pod) []corev1.EnvVar {
+// never an error: a pod without the label/annotation simply gets no transferred env. ann are the
+// pod's annotations as patched so far, which a fieldRef reads (compat §1.12: metadata first).
+func transferEnvs(sc *v1beta1.SidecarContainer, pod *corev1.Pod, ann map[string]string) []corev1.EnvVar {
 	if len(sc.TransferEnv) == 0 {
 		return nil
 	}
@@ -60,7 +61,7 @@ func transferEnvs(sc *v1beta1.SidecarContainer, pod *corev1.Pod) []corev1.EnvVar
 	for _, t := range sc.TransferEnv {
 		source := t.SourceContainerName
 		if t.SourceContainerNameFrom != nil && t.SourceContainerNameFrom.FieldRef != nil {
-			name, err := containerNameFromFieldRef(t.SourceContainerNameFrom.FieldRef.FieldPath, pod)
+			name, err := containerNameFromFieldRef(t.SourceContainerNameFrom.FieldRef.FieldPath, ann, pod.Labels)
 			if err != nil {
 				continue
 			}
@@ -96,7 +97,7 @@ func transferEnvNames(t v1beta1.TransferEnvVar) []string {
 // containerNameFromFieldRef reads a container name from metadata.labels['k'] or
 // metadata.annotations['k'] (S12); a missing key yields "". Everything else is refused, as the
 // downward API conversion OpenKruise validates with would refuse it.
-func containerNameFromFieldRef(fieldPath string, pod *corev1.Pod) (string, error) {
+func containerNameFromFieldRef(fieldPath string, annotations, labels map[string]string) (string, error) {
 	path, subscript, ok := fieldpath.SplitMaybeSubscripted(fieldPath)
 	if !ok {
 		return "", fmt.Errorf("unsupported fieldPath %q", fieldPath)
@@ -106,12 +107,12 @@ func containerNameFromFieldRef(fieldPath string, pod *corev1.Pod) (string, error
 		if errs := validation.IsQualifiedName(strings.ToLower(subscript)); len(errs) != 0 {
 			return "", fmt.Errorf("invalid key subscript in %s: %s", fieldPath, strings.Join(errs, ";"))
 		}
-		return pod.Annotations[subscript], nil
+		return annotations[subscript], nil
 	case "metadata.labels":
 		if errs := validation.IsQualifiedName(subscript); len(errs) != 0 {
 			return "", fmt.Errorf("invalid key subscript in %s: %s", fieldPath, strings.Join(errs, ";"))
 		}
-		return pod.Labels[subscript], nil
+		return labels[subscript], nil
 	}
 	return "", errors.New("fieldPath " + fieldPath + " does not support subscript")
 }

@@ -190,18 +190,24 @@ func patchMismatch(t testing.TB, orig *corev1.Pod, res Result) string {
 	return ""
 }
 
-// patchOnlyMismatch injects in again with PatchOnly and demands no pod and the very patch of res,
-// byte for byte: the webhook's patch must not depend on whether the pod is built. inj must give the
+// patchOnlyMismatch injects in again with PatchOnly and demands no pod, the caller's pod as it was,
+// and the very patch of res, byte for byte: the webhook's patch must not depend on whether the pod
+// is built. inj must give the
 // same clock reading and random draws twice.
 func patchOnlyMismatch(t testing.TB, inj *Injector, in Input, res Result) string {
 	t.Helper()
 	in.PatchOnly = true
+	before := mustJSON(t, in.Pod)
 	only, err := inj.Inject(in)
 	if err != nil {
 		return "PatchOnly: " + err.Error()
 	}
 	if only.Pod != nil {
 		return "PatchOnly returned a pod"
+	}
+	// PatchOnly plans against the caller's pod itself, not a copy: it must write nothing into it.
+	if after := mustJSON(t, in.Pod); !bytes.Equal(before, after) {
+		return "PatchOnly wrote into the caller's pod\nbefore: " + string(before) + "\nafter:  " + string(after)
 	}
 	if a, b := mustJSON(t, res.Patch), mustJSON(t, only.Patch); !bytes.Equal(a, b) {
 		return "PatchOnly gave another patch\n full: " + string(a) + "\n only: " + string(b)

@@ -53,22 +53,24 @@ func (in *Injector) Inject(input Input) (Result, error) {
 	if input.Pod == nil {
 		return Result{}, errors.New("mutation: Input.Pod is nil")
 	}
-	// A shallow copy, not a deep one: injection replaces every list and map it changes (annotations,
-	// containers, volumes, secrets) and never writes into one of the pod's, so the result can share
-	// the rest with input.Pod. A deep copy of a real pod costs as much as a third of the injection.
-	pod := new(corev1.Pod)
-	*pod = *input.Pod
-	if !IsActive(pod) || len(input.SidecarSets) == 0 {
-		if input.PatchOnly {
-			pod = nil
+	if !IsActive(input.Pod) || len(input.SidecarSets) == 0 {
+		res := Result{Patch: []jsonpatch.JsonPatchOperation{}}
+		if !input.PatchOnly {
+			res.Pod = shallowCopy(input.Pod)
 		}
-		return Result{Pod: pod, Patch: []jsonpatch.JsonPatchOperation{}}, nil
+		return res, nil
+	}
+	// PatchOnly builds no pod: the plan reads input.Pod, and its annotations as patched from the
+	// builder's own map, and nothing is written into it.
+	pod := input.Pod
+	if !input.PatchOnly {
+		pod = shallowCopy(pod)
 	}
 	sets, err := in.chooseRevisions(input)
 	if err != nil {
 		return Result{}, err
 	}
-	b, err := newBuilder(pod, sets, metav1.NewTime(in.Now()))
+	b, err := newBuilder(pod, sets, metav1.NewTime(in.Now()), !input.PatchOnly)
 	if err != nil {
 		return Result{}, err
 	}
@@ -84,7 +86,16 @@ func (in *Injector) Inject(input Input) (Result, error) {
 			return Result{}, err
 		}
 	}
-	return b.result(input.Pod.Annotations, !input.PatchOnly), nil
+	return b.result(input.Pod.Annotations), nil
+}
+
+// shallowCopy copies pod's struct, not its lists and maps: injection replaces every list and map it
+// changes (annotations, containers, volumes, secrets) and never writes into one of the pod's, so
+// the result can share the rest with the input. A deep copy of a real pod costs as much as a third
+// of the injection.
+func shallowCopy(pod *corev1.Pod) *corev1.Pod {
+	c := *pod
+	return &c
 }
 
 // IsActive is Kubernetes' controller.IsPodActive, which OpenKruise uses to skip pods: a pod that
@@ -130,10 +141,13 @@ func (in *Injector) chooseRevisions(input Input) ([]*v1beta1.SidecarSet, error) 
 
 // builder accumulates the injection plan over the SidecarSets, in order.
 type builder struct {
-	// pod is what the sidecars are built against: annotations already patched, the pod's own
-	// containers not yet merged. OpenKruise builds every sidecar before merging any, so one
-	// SidecarSet never shares volumes from, or transfers env from, another's sidecars.
+	// pod is what the sidecars are built against, with its annotations as patched in ann: the
+	// pod's own containers, not yet merged. OpenKruise builds every sidecar before merging any, so
+	// one SidecarSet never shares volumes from, or transfers env from, another's sidecars. With
+	// merge, pod is the result's, and the plan is merged into it; without, it is the caller's, and
+	// nothing is written into it.
 	pod     *corev1.Pod
+	merge   bool
 	ann     map[string]string
 	now     metav1.Time
 	exclude map[string]bool // names resourcesPolicy must not aggregate over (compat §1.19)
@@ -156,7 +170,7 @@ type builder struct {
 	processed, injected        []string
 }
 
-func newBuilder(pod *corev1.Pod, sets []*v1beta1.SidecarSet, now metav1.Time) (*builder, error) {
+func newBuilder(pod *corev1.Pod, sets []*v1beta1.SidecarSet, now metav1.Time, merge bool) (*builder, error) {
 	// Metadata is patched first, and everything after reads the patched annotations, as in
 	// OpenKruise (compat §1.12 step 6 before 7).
 	ann := make(map[string]string, len(pod.Annotations)+8)
@@ -168,11 +182,11 @@ func newBuilder(pod *corev1.Pod, sets []*v1beta1.SidecarSet, now metav1.Time) (*
 			return nil, err
 		}
 	}
-	if pod.Annotations != nil || len(ann) > 0 {
+	if merge && (pod.Annotations != nil || len(ann) > 0) {
 		pod.Annotations = ann
 	}
 
-	b := &builder{pod: pod, ann: ann, now: now, exclude: make(map[string]bool, len(sets))}
+	b := &builder{pod: pod, merge: merge, ann: ann, now: now, exclude: make(map[string]bool, len(sets))}
 	var err error
 	if b.hashes, err = parseUpgradeSpecs(ann, v1beta1.SidecarSetHashAnnotation, len(sets)); err != nil {
 		return nil, err
@@ -294,7 +308,7 @@ func (b *builder) build(ss *v1beta1.SidecarSet, list string, index int, sc *v1be
 		sc.Resources = r
 	}
 	mounts, subPathEnvs := b.sharedWith(sc)
-	extraEnv := mergeEnv(transferEnvs(sc, b.pod), subPathEnvs)
+	extraEnv := mergeEnv(transferEnvs(sc, b.pod, b.ann), subPathEnvs)
 
 	sc.VolumeMounts = mergeMounts(sc.VolumeMounts, mounts, sc.VolumeDevices)
 	env := make([]corev1.EnvVar, 0, len(sc.Env)+1+len(extraEnv))
@@ -317,20 +331,20 @@ func (b *builder) sharedWith(sc *v1beta1.SidecarContainer) ([]corev1.VolumeMount
 	return b.sharedMounts, b.sharedEnvs
 }
 
-// result derives the patch from the plan and, when merge is set, merges the plan into the pod
+// result derives the patch from the plan and, with merge, merges the plan into the pod
 // (compat §1.12 step 9).
-func (b *builder) result(origAnnotations map[string]string, merge bool) Result {
+func (b *builder) result(origAnnotations map[string]string) Result {
 	pod := b.pod
 	if len(b.containers) == 0 && len(b.initContainers) == 0 {
 		// Nothing to inject: only patchPodMetadata may have changed the pod.
-		return b.done(annotationOps([]jsonpatch.JsonPatchOperation{}, origAnnotations, b.ann), merge)
+		return b.done(annotationOps([]jsonpatch.JsonPatchOperation{}, origAnnotations, b.ann))
 	}
 
 	sortByName(b.initContainers)
 	gi := mergeContainers(pod.Spec.InitContainers, b.initContainers)
 	gc := mergeContainers(pod.Spec.Containers, b.containers)
 	gv := mergeVolumes(pod.Spec.Volumes, b.volumes)
-	if merge {
+	if b.merge {
 		pod.Spec.InitContainers, pod.Spec.Containers, pod.Spec.Volumes = gi.apply(pod.Spec.InitContainers), gc.apply(pod.Spec.Containers), gv.apply(pod.Spec.Volumes)
 	}
 	// Sized once: with ten SidecarSets, growing the patch by doubling was a tenth of the injection's
@@ -346,7 +360,9 @@ func (b *builder) result(origAnnotations map[string]string, merge bool) Result {
 		} else {
 			patch = append(patch, opReplace(pathImagePullSecrets, secrets))
 		}
-		pod.Spec.ImagePullSecrets = secrets
+		if b.merge {
+			pod.Spec.ImagePullSecrets = secrets
+		}
 	}
 
 	b.ann[v1beta1.SidecarSetHashAnnotation] = b.hashes.marshal()
@@ -358,13 +374,15 @@ func (b *builder) result(origAnnotations map[string]string, merge bool) Result {
 		}
 		b.ann[v1beta1.SidecarSetWorkingHotUpgradeContainer] = marshalString(b.working)
 	}
-	pod.Annotations = b.ann
-	return b.done(annotationOps(patch, origAnnotations, b.ann), merge)
+	if b.merge {
+		pod.Annotations = b.ann
+	}
+	return b.done(annotationOps(patch, origAnnotations, b.ann))
 }
 
 // done is the result of the patch, with the pod when merged.
-func (b *builder) done(patch []jsonpatch.JsonPatchOperation, merge bool) Result {
-	if !merge {
+func (b *builder) done(patch []jsonpatch.JsonPatchOperation) Result {
+	if !b.merge {
 		return Result{Patch: patch, Injected: b.injected}
 	}
 	return Result{Pod: b.pod, Patch: patch, Injected: b.injected}

@@ -19,7 +19,7 @@ func TestPreparedIsBuiltPerPod(t *testing.T) {
 	prepared, perPod := 0, 0
 	for run := range 1000 {
 		pod, sets := g.pod(), g.sidecarSets()
-		b, err := newBuilder(pod, sets, metav1.NewTime(testNow))
+		b, err := newBuilder(pod, sets, metav1.NewTime(testNow), false)
 		if err != nil {
 			continue
 		}

@@ -31,7 +31,7 @@ func TestContainerNameFromFieldRef(t *testing.T) {
 		{path: "['x']", err: true},
 	}
 	for _, tc := range cases {
-		got, err := containerNameFromFieldRef(tc.path, pod)
+		got, err := containerNameFromFieldRef(tc.path, pod.Annotations, pod.Labels)
 		if (err != nil) != tc.err || got != tc.want {
 			t.Errorf("%s: got (%q, %v), want (%q, error=%v)", tc.path, got, err, tc.want, tc.err)
 		}
