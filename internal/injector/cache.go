@@ -38,7 +38,7 @@ const (
 type Cache struct {
 	mu      sync.Mutex
 	snap    *engine.Snapshot
-	ignored []string // what the snapshot's policies do not read of metadata.name, generateName, uid
+	ignored []string // the gjson paths of what the policies do not read of metadata.name, generateName, uid
 	seed    maphash.Seed
 	entries map[uint64]*entry // by the hash of the key, which the entry holds
 	seen    map[uint64]struct{}
@@ -93,7 +93,7 @@ func (c *Cache) lookup(snap *engine.Snapshot, ns string, raw []byte) (k podKey, 
 		c.snap, c.entries, c.seen, c.ignored, c.seed = snap, map[uint64]*entry{}, map[uint64]struct{}{}, nil, maphash.MakeSeed()
 		for _, f := range []string{"name", "generateName", "uid"} {
 			if !snap.ReadsPod("metadata", f) {
-				c.ignored = append(c.ignored, f)
+				c.ignored = append(c.ignored, "metadata."+f)
 			}
 		}
 	}
@@ -149,7 +149,7 @@ func newPodKey(ignored []string, ns string, raw []byte) podKey {
 	// A string view of raw, not a copy (GetBytes copies what it returns): only positions are kept.
 	view := unsafe.String(unsafe.SliceData(raw), len(raw)) //nolint:gosec // G103: read only, and nothing read is kept
 	for _, f := range ignored {
-		if v := gjson.Get(view, "metadata."+f); v.Index > 0 && v.Type == gjson.String && v.Str != "" {
+		if v := gjson.Get(view, f); v.Index > 0 && v.Type == gjson.String && v.Str != "" {
 			k.cuts[k.n].from, k.cuts[k.n].to = v.Index, v.Index+len(v.Raw)
 			// Kept in raw's order by insertion: three at most.
 			for i := k.n; i > 0 && k.cuts[i].from < k.cuts[i-1].from; i-- {

@@ -195,7 +195,7 @@ func mustMarshal(t *testing.T, v any) []byte {
 // A pod's key leaves out the values of the ignored fields, keeping whether they are empty, and
 // reads as its String whether compared or hashed.
 func TestPodKey(t *testing.T) {
-	ignored := []string{"name", "generateName", "uid"}
+	ignored := []string{"metadata.name", "metadata.generateName", "metadata.uid"}
 	seed := maphash.MakeSeed()
 	base := newPodKey(ignored, "shop", []byte(`{"metadata":{"uid":"u1","name":"a","generateName":"w-","labels":{"name":"x"}},"spec":{}}`))
 	for _, tc := range []struct {
