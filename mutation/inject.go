@@ -150,7 +150,8 @@ type builder struct {
 	merge   bool
 	ann     map[string]string
 	now     metav1.Time
-	exclude map[string]bool // names resourcesPolicy must not aggregate over (compat §1.19)
+	sets    []*v1beta1.SidecarSet
+	exclude map[string]bool // names resourcesPolicy must not aggregate over (compat §1.19), made at its first use
 
 	hashes, hashesWithoutImage upgradeSpecs
 	working                    map[string]string
@@ -186,7 +187,7 @@ func newBuilder(pod *corev1.Pod, sets []*v1beta1.SidecarSet, now metav1.Time, me
 		pod.Annotations = ann
 	}
 
-	b := &builder{pod: pod, merge: merge, ann: ann, now: now, exclude: make(map[string]bool, len(sets))}
+	b := &builder{pod: pod, merge: merge, ann: ann, now: now, sets: sets}
 	var err error
 	if b.hashes, err = parseUpgradeSpecs(ann, v1beta1.SidecarSetHashAnnotation, len(sets)); err != nil {
 		return nil, err
@@ -200,11 +201,9 @@ func newBuilder(pod *corev1.Pod, sets []*v1beta1.SidecarSet, now metav1.Time, me
 	var inits, containers, volumes int
 	for _, ss := range sets {
 		for i := range ss.Spec.InitContainers {
-			b.exclude[ss.Spec.InitContainers[i].Name] = true
 			volumes += len(ss.Spec.InitContainers[i].VolumeMounts) + len(ss.Spec.InitContainers[i].VolumeDevices)
 		}
 		for i := range ss.Spec.Containers {
-			b.exclude[ss.Spec.Containers[i].Name] = true
 			volumes += len(ss.Spec.Containers[i].VolumeMounts) + len(ss.Spec.Containers[i].VolumeDevices)
 		}
 		inits, containers = inits+len(ss.Spec.InitContainers), containers+len(ss.Spec.Containers)
@@ -301,6 +300,17 @@ func ownCopy(sc *v1beta1.SidecarContainer) v1beta1.SidecarContainer {
 // The sidecar is the SidecarSet's list[index], named in an error only.
 func (b *builder) build(ss *v1beta1.SidecarSet, list string, index int, sc *v1beta1.SidecarContainer) error {
 	if sc.ResourcesPolicy != nil {
+		if b.exclude == nil {
+			b.exclude = map[string]bool{}
+			for _, ss := range b.sets {
+				for i := range ss.Spec.InitContainers {
+					b.exclude[ss.Spec.InitContainers[i].Name] = true
+				}
+				for i := range ss.Spec.Containers {
+					b.exclude[ss.Spec.Containers[i].Name] = true
+				}
+			}
+		}
 		r, err := resourcespolicy.Compute(b.pod, sc, b.exclude)
 		if err != nil {
 			return fieldErr(ss.Name, fmt.Sprintf("%s[%d].resourcesPolicy", list, index), err)
