@@ -174,7 +174,9 @@ type builder struct {
 func newBuilder(pod *corev1.Pod, sets []*v1beta1.SidecarSet, now metav1.Time, merge bool) (*builder, error) {
 	// Metadata is patched first, and everything after reads the patched annotations, as in
 	// OpenKruise (compat §1.12 step 6 before 7).
-	ann := make(map[string]string, len(pod.Annotations)+8)
+	// Room for the three annotations every injection writes (the hashes and the injected list);
+	// patched metadata and hot upgrade, which write more, are rare enough to grow the map.
+	ann := make(map[string]string, len(pod.Annotations)+3)
 	for k, v := range pod.Annotations {
 		ann[k] = v
 	}
