@@ -193,7 +193,8 @@ func (ctxCancel) Cancel() {}
 func (c ctxCancel) Cancelled() bool { return c.ctx.Err() != nil }
 
 func evalOne(ctx context.Context, pq rego.PreparedEvalQuery, in ast.Value) (any, error) {
-	rs, err := pq.Eval(ctx, rego.EvalParsedInput(in), rego.EvalMetrics(noMetrics), rego.EvalExternalCancel(ctxCancel{ctx}))
+	rs, err := pq.Eval(ctx, rego.EvalParsedInput(in), rego.EvalMetrics(noMetrics), rego.EvalExternalCancel(ctxCancel{ctx}),
+		rego.EvalVirtualCache(newSmallCache()))
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +209,7 @@ func evalOne(ctx context.Context, pq rego.PreparedEvalQuery, in ast.Value) (any,
 // callers read a few strings out of the value, straight away. nil means undefined.
 func evalTerm(ctx context.Context, pq rego.PreparedEvalQuery, in ast.Value) (*ast.Term, error) {
 	rs, err := pq.Eval(ctx, rego.EvalParsedInput(in), rego.EvalMetrics(noMetrics), rego.EvalExternalCancel(ctxCancel{ctx}),
-		rego.EvalGenerateJSON(keepTerm))
+		rego.EvalVirtualCache(newSmallCache()), rego.EvalGenerateJSON(keepTerm))
 	if err != nil {
 		return nil, err
 	}
