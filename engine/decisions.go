@@ -200,13 +200,13 @@ func (s *Snapshot) Explain(ctx context.Context, ns string, podJSON []byte) (map[
 	if err != nil {
 		return nil, err
 	}
-	v, err := evalOne(ctx, s.explain, in)
+	t, err := evalTerm(ctx, s.explain, in)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %s: %w", explainQuery, err)
 	}
 	out := map[string][]string{}
-	if v != nil {
-		if err := decode(v, &out); err != nil {
+	if t != nil {
+		if err := ast.As(t.Value, &out); err != nil {
 			return nil, fmt.Errorf("engine: %s result: %w", explainQuery, err)
 		}
 	}

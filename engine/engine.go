@@ -192,21 +192,10 @@ func (ctxCancel) Cancel() {}
 
 func (c ctxCancel) Cancelled() bool { return c.ctx.Err() != nil }
 
-func evalOne(ctx context.Context, pq rego.PreparedEvalQuery, in ast.Value) (any, error) {
-	rs, err := pq.Eval(ctx, rego.EvalParsedInput(in), rego.EvalMetrics(noMetrics), rego.EvalExternalCancel(ctxCancel{ctx}),
-		rego.EvalVirtualCache(newSmallCache()))
-	if err != nil {
-		return nil, err
-	}
-	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
-		return nil, nil
-	}
-	return rs[0].Expressions[0].Value, nil
-}
-
-// evalTerm is evalOne without converting the value into Go maps and slices, which Eval does by
-// default: on the per-pod path that conversion was a tenth of the decision's allocations, and the
-// callers read a few strings out of the value, straight away. nil means undefined.
+// evalTerm evaluates pq on in and returns the value as OPA's AST, without the conversion into Go maps
+// and slices Eval does by default: on the per-pod path that conversion was a tenth of the decision's
+// allocations, and the callers read a few strings out of the value, straight away. nil means
+// undefined.
 func evalTerm(ctx context.Context, pq rego.PreparedEvalQuery, in ast.Value) (*ast.Term, error) {
 	rs, err := pq.Eval(ctx, rego.EvalParsedInput(in), rego.EvalMetrics(noMetrics), rego.EvalExternalCancel(ctxCancel{ctx}),
 		rego.EvalVirtualCache(newSmallCache()), rego.EvalGenerateJSON(keepTerm))

@@ -151,7 +151,7 @@ type builder struct {
 	ann     map[string]string
 	now     metav1.Time
 	sets    []*v1beta1.SidecarSet
-	exclude map[string]bool // names resourcesPolicy must not aggregate over (compat §1.19), made at its first use
+	exclude map[string]bool // excluded's, made at its first call
 
 	hashes, hashesWithoutImage upgradeSpecs
 	working                    map[string]string
@@ -185,10 +185,6 @@ func newBuilder(pod *corev1.Pod, sets []*v1beta1.SidecarSet, now metav1.Time, me
 			return nil, err
 		}
 	}
-	if merge && (pod.Annotations != nil || len(ann) > 0) {
-		pod.Annotations = ann
-	}
-
 	b := &builder{pod: pod, merge: merge, ann: ann, now: now, sets: sets}
 	var err error
 	if b.hashes, err = parseUpgradeSpecs(ann, v1beta1.SidecarSetHashAnnotation, len(sets)); err != nil {
@@ -302,18 +298,7 @@ func ownCopy(sc *v1beta1.SidecarContainer) v1beta1.SidecarContainer {
 // The sidecar is the SidecarSet's list[index], named in an error only.
 func (b *builder) build(ss *v1beta1.SidecarSet, list string, index int, sc *v1beta1.SidecarContainer) error {
 	if sc.ResourcesPolicy != nil {
-		if b.exclude == nil {
-			b.exclude = map[string]bool{}
-			for _, ss := range b.sets {
-				for i := range ss.Spec.InitContainers {
-					b.exclude[ss.Spec.InitContainers[i].Name] = true
-				}
-				for i := range ss.Spec.Containers {
-					b.exclude[ss.Spec.Containers[i].Name] = true
-				}
-			}
-		}
-		r, err := resourcespolicy.Compute(b.pod, sc, b.exclude)
+		r, err := resourcespolicy.Compute(b.pod, sc, b.excluded())
 		if err != nil {
 			return fieldErr(ss.Name, fmt.Sprintf("%s[%d].resourcesPolicy", list, index), err)
 		}
@@ -328,6 +313,23 @@ func (b *builder) build(ss *v1beta1.SidecarSet, list string, index int, sc *v1be
 	sc.Env = mergeEnv(env, extraEnv)
 	sc.VolumeDevices = mergeDevices(sc.VolumeDevices, sharedDevices(sc, b.pod), sc.VolumeMounts)
 	return nil
+}
+
+// excluded returns the names resourcesPolicy must not aggregate over: every sidecar of the
+// SidecarSets being injected (compat §1.19). Collected at the first sidecar with resourcesPolicy.
+func (b *builder) excluded() map[string]bool {
+	if b.exclude == nil {
+		b.exclude = map[string]bool{}
+		for _, ss := range b.sets {
+			for i := range ss.Spec.InitContainers {
+				b.exclude[ss.Spec.InitContainers[i].Name] = true
+			}
+			for i := range ss.Spec.Containers {
+				b.exclude[ss.Spec.Containers[i].Name] = true
+			}
+		}
+	}
+	return b.exclude
 }
 
 // sharedWith is sharedMountsAndEnvs, read from the pod once: the app containers do not change while
@@ -386,16 +388,17 @@ func (b *builder) result(origAnnotations map[string]string) Result {
 		}
 		b.ann[v1beta1.SidecarSetWorkingHotUpgradeContainer] = marshalString(b.working)
 	}
-	if b.merge {
-		pod.Annotations = b.ann
-	}
 	return b.done(annotationOps(patch, origAnnotations, b.ann))
 }
 
-// done is the result of the patch, with the pod when merged.
+// done is the result of the patch, with the pod, and its annotations as patched, when merged. A pod
+// without annotations keeps a nil map when nothing was patched into it.
 func (b *builder) done(patch []jsonpatch.JsonPatchOperation) Result {
 	if !b.merge {
 		return Result{Patch: patch, Injected: b.injected}
+	}
+	if b.pod.Annotations != nil || len(b.ann) > 0 {
+		b.pod.Annotations = b.ann
 	}
 	return Result{Pod: b.pod, Patch: patch, Injected: b.injected}
 }
