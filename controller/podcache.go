@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"net/http"
 	goruntime "runtime"
 	"slices"
 	"strconv"
@@ -26,12 +25,14 @@ import (
 // gets a *corev1.Pod, made from the compact record when it is read (compactPod.pod), so nothing of
 // the controller changes.
 //
-// Pods are listed and watched over cfg and hc by the informer itself, decoded from protobuf
-// straight into records (podwire.go), every pod of the cluster: the ListerWatcher the cache hands
-// over for pods, which decodes whole pods, is not used, so the cache must not be given selectors
-// or namespaces for pods (internal/wiring gives none).
-func NewInformerFunc(cfg *rest.Config, hc *http.Client) (func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer, error) {
-	pods, err := podListWatch(cfg, hc)
+// Pods are listed and watched by the informer itself, on connections of its own to cfg's API
+// server (podConnections), decoded from protobuf straight into records (podwire.go), every pod of
+// the cluster: the ListerWatcher the cache hands over for pods, which decodes whole pods, is not
+// used, so the cache must not be given selectors or namespaces for pods (internal/wiring gives
+// none). The pod informer is an inlineInformer: its event handlers are called on the watch's own
+// goroutine.
+func NewInformerFunc(cfg *rest.Config) (func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer, error) {
+	pods, err := podListWatch(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -39,13 +40,15 @@ func NewInformerFunc(cfg *rest.Config, hc *http.Client) (func(toolscache.ListerW
 		if _, ok := obj.(*corev1.Pod); !ok {
 			return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
 		}
-		return newPodInformer(pods, resync, indexers)
+		return newPodInformer(pods, indexers)
 	}, nil
 }
 
-// newPodInformer is the pod informer over lw, which lists and watches compact records.
-func newPodInformer(lw toolscache.ListerWatcher, resync time.Duration, indexers toolscache.Indexers) *podInformer {
-	return &podInformer{SharedIndexInformer: toolscache.NewSharedIndexInformer(lw, &compactPod{}, resync, indexers)}
+// newPodInformer is the pod informer over lw, which lists and watches compact records. It is an
+// inlineInformer: its handlers are called on the watch's goroutine, and none is resynced (every
+// handler of pods ignores an update that does not change the resourceVersion).
+func newPodInformer(lw toolscache.ListerWatcher, indexers toolscache.Indexers) *podInformer {
+	return &podInformer{inlineInformer: newInlineInformer(lw, &compactPod{}, indexers)}
 }
 
 // compactPod is a pod as the pod informer stores it: what the controller reads of it (the
@@ -161,7 +164,7 @@ func expandedAll(objs []any) []any {
 // podInformer stores compact records (decoded as such; interned by its transform) and gives out
 // pods.
 type podInformer struct {
-	toolscache.SharedIndexInformer
+	*inlineInformer
 	labels labelPool
 }
 
@@ -272,7 +275,7 @@ func (p *labelPool) size() int {
 }
 
 func (i *podInformer) SetTransform(f toolscache.TransformFunc) error {
-	return i.SharedIndexInformer.SetTransform(func(obj any) (any, error) {
+	return i.inlineInformer.SetTransform(func(obj any) (any, error) {
 		if f != nil {
 			var err error
 			if obj, err = f(obj); err != nil {
@@ -289,19 +292,19 @@ func (i *podInformer) SetTransform(f toolscache.TransformFunc) error {
 func (i *podInformer) GetStore() toolscache.Store { return i.GetIndexer() }
 
 func (i *podInformer) GetIndexer() toolscache.Indexer {
-	return podIndexer{i.SharedIndexInformer.GetIndexer()}
+	return podIndexer{i.inlineInformer.GetIndexer()}
 }
 
 func (i *podInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
-	return i.SharedIndexInformer.AddEventHandler(podHandler{h})
+	return i.inlineInformer.AddEventHandler(podHandler{h})
 }
 
 func (i *podInformer) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEventHandler, resync time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
-	return i.SharedIndexInformer.AddEventHandlerWithResyncPeriod(podHandler{h}, resync)
+	return i.inlineInformer.AddEventHandlerWithResyncPeriod(podHandler{h}, resync)
 }
 
 func (i *podInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, o toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
-	return i.SharedIndexInformer.AddEventHandlerWithOptions(podHandler{h}, o)
+	return i.inlineInformer.AddEventHandlerWithOptions(podHandler{h}, o)
 }
 
 // podIndexer is the store's reading side, giving out pods; writes are the informer's own.

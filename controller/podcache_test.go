@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"reflect"
 	goruntime "runtime"
 	"sync"
@@ -118,7 +117,7 @@ func TestLabelPool(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond, "label sets no record holds are dropped")
 }
 
-// The pod informer, run by client-go over a watch: its store holds records, and everything that
+// The pod informer, run over a watch: its store holds records, and everything that
 // reads it — the indexer the cache's client reads, the indexes, the event handlers — gets the
 // trimmed pods.
 func TestPodInformer(t *testing.T) {
@@ -144,7 +143,7 @@ func TestPodInformer(t *testing.T) {
 			return w, nil
 		},
 	}
-	var inf toolscache.SharedIndexInformer = newPodInformer(lw, 0, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+	var inf toolscache.SharedIndexInformer = newPodInformer(lw, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 	require.NoError(t, inf.SetTransform(cache.TransformStripManagedFields()))
 	require.NoError(t, inf.AddIndexers(toolscache.Indexers{"by-list": func(obj any) ([]string, error) {
 		return injectedBy(obj.(*compactPod)), nil
@@ -195,7 +194,7 @@ func TestPodInformer(t *testing.T) {
 		return ok && item.(*corev1.Pod).ResourceVersion == "3"
 	}, 10*time.Second, 10*time.Millisecond)
 
-	stored := inf.(*podInformer).SharedIndexInformer.GetIndexer().List()
+	stored := inf.(*podInformer).inlineInformer.GetIndexer().List()
 	require.Len(t, stored, 1)
 	assert.IsType(t, &compactPod{}, stored[0], "the store holds the record")
 	want := trimmed(t, next)
@@ -218,7 +217,7 @@ func TestPodInformer(t *testing.T) {
 
 	w.Delete(wire(next))
 	require.Eventually(t, func() bool { return len(inf.GetStore().ListKeys()) == 0 }, 10*time.Second, 10*time.Millisecond)
-	// Handlers are called from a queue of their own, after the store has changed.
+	// Handlers are called on the watch's goroutine, once the store has changed.
 	require.Eventually(t, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -237,7 +236,7 @@ func TestPodInformer(t *testing.T) {
 // Informers of other kinds are client-go's own, over the ListerWatcher the cache gives; pods' are
 // ours, over our own.
 func TestNewInformerFunc(t *testing.T) {
-	newInformer, err := NewInformerFunc(&rest.Config{Host: "https://127.0.0.1:1"}, http.DefaultClient)
+	newInformer, err := NewInformerFunc(&rest.Config{Host: "https://127.0.0.1:1"})
 	require.NoError(t, err)
 	_, isPods := newInformer(&toolscache.ListWatch{}, &corev1.Namespace{}, 0, toolscache.Indexers{}).(*podInformer)
 	assert.False(t, isPods)

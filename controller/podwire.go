@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -220,13 +219,14 @@ var podWire = func() serializer.CodecFactory {
 	return serializer.NewCodecFactory(s)
 }()
 
-// podListWatch lists and watches every pod of the cluster over protobuf, decoding records.
-func podListWatch(cfg *rest.Config, hc *http.Client) (toolscache.ListerWatcher, error) {
-	cfg = rest.CopyConfig(cfg)
+// podListWatch lists and watches every pod of the cluster over protobuf, decoding records, on
+// connections of its own (podConnections).
+func podListWatch(cfg *rest.Config) (toolscache.ListerWatcher, error) {
+	cfg = podConnections(cfg)
 	cfg.APIPath, cfg.GroupVersion = "/api", &corev1.SchemeGroupVersion
 	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeProtobuf, runtime.ContentTypeProtobuf
 	cfg.NegotiatedSerializer = podWire.WithoutConversion()
-	rc, err := rest.RESTClientForConfigAndClient(cfg, hc)
+	rc, err := rest.RESTClientFor(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -205,8 +205,8 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.DisableCompression = true
-	// One HTTP client (one connection) for the cache's informers and the pod informer's own list
-	// and watch.
+	// One HTTP client (one connection) for the cache's informers; the pod informer has its own
+	// (controller.NewInformerFunc).
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err
@@ -214,7 +214,7 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	// Every pod of the cluster is cached for the controller, decoded into compact records of what it
 	// reads (controller.NewInformerFunc), which lists and watches them itself: pods must get no
 	// ByObject entry with selectors or namespaces.
-	newInformer, err := controller.NewInformerFunc(cfg, httpClient)
+	newInformer, err := controller.NewInformerFunc(cfg)
 	if err != nil {
 		return nil, err
 	}
