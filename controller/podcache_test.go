@@ -244,38 +244,41 @@ func TestNewInformerFunc(t *testing.T) {
 	assert.True(t, isPods)
 }
 
+// benchmarkPod is the i-th pod of a ReplicaSet as the API server sends it after injection, with
+// the managedFields it keeps.
+func benchmarkPod(i int) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: fmt.Sprintf("web-5d9c7b8f4-%05d", i), GenerateName: "web-5d9c7b8f4-",
+			UID: types.UID(fmt.Sprintf("0b5e1a47-3c1d-4a8e-9f2b-%012d", i)), ResourceVersion: fmt.Sprint(1000 + i),
+			Labels: map[string]string{"app": "web", "tier": "frontend", "pod-template-hash": "5d9c7b8f4"},
+			Annotations: map[string]string{
+				"kruise.io/sidecarset-hash":               `{"log":{"updateTimestamp":"2026-11-27T08:00:00Z","hash":"2vxz8v2d9w6f4x8c6z5b7c","sidecarSetName":"log","sidecarList":["log"],"controllerRevision":"log-6d4f8b9c7"}}`,
+				"kruise.io/sidecarset-hash-without-image": `{"log":{"updateTimestamp":"2026-11-27T08:00:00Z","hash":"8c6z5b7c2vxz8v2d9w6f4x","sidecarSetName":"log","sidecarList":["log"],"controllerRevision":"log-6d4f8b9c7"}}`,
+				"kruise.io/sidecarset-injected-list":      "log",
+			},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-5d9c7b8f4", UID: "7f3e"}},
+			// The ReplicaSet controller's and the kubelet's entries, as the API server keeps them.
+			ManagedFields: []metav1.ManagedFieldsEntry{
+				{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &metav1.Time{Time: time.Unix(1795000000, 0)},
+					FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:generateName":{},"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{},"f:tier":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"7f3e\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}`)},
+				{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Subresource: "status", Time: &metav1.Time{Time: time.Unix(1795000002, 0)},
+					FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:conditions":{"k:{\"type\":\"ContainersReady\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Ready\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}}},"f:containerStatuses":{},"f:hostIP":{},"f:phase":{},"f:podIP":{},"f:podIPs":{".":{},"k:{\"ip\":\"10.0.0.7\"}":{".":{},"f:ip":{}}},"f:startTime":{}}}`)},
+			},
+		},
+		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{
+			{Name: "log", Image: "example.com/log:1"}, {Name: "web", Image: "example.com/web:1"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+}
+
 // What the pod informer's decoding costs per event, for a pod of a ReplicaSet as the API server
 // sends it after injection, from its protobuf to the interned record.
 //
 //	go test ./controller/ -run '^$' -bench PodRecord -benchmem
 func BenchmarkPodRecord(b *testing.B) {
-	pod := func(i int) *corev1.Pod {
-		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: fmt.Sprintf("web-5d9c7b8f4-%05d", i), GenerateName: "web-5d9c7b8f4-",
-				UID: types.UID(fmt.Sprintf("0b5e1a47-3c1d-4a8e-9f2b-%012d", i)), ResourceVersion: fmt.Sprint(1000 + i),
-				Labels: map[string]string{"app": "web", "tier": "frontend", "pod-template-hash": "5d9c7b8f4"},
-				Annotations: map[string]string{
-					"kruise.io/sidecarset-hash":               `{"log":{"updateTimestamp":"2026-11-27T08:00:00Z","hash":"2vxz8v2d9w6f4x8c6z5b7c","sidecarSetName":"log","sidecarList":["log"],"controllerRevision":"log-6d4f8b9c7"}}`,
-					"kruise.io/sidecarset-hash-without-image": `{"log":{"updateTimestamp":"2026-11-27T08:00:00Z","hash":"8c6z5b7c2vxz8v2d9w6f4x","sidecarSetName":"log","sidecarList":["log"],"controllerRevision":"log-6d4f8b9c7"}}`,
-					"kruise.io/sidecarset-injected-list":      "log",
-				},
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-5d9c7b8f4", UID: "7f3e"}},
-				// The ReplicaSet controller's and the kubelet's entries, as the API server keeps them.
-				ManagedFields: []metav1.ManagedFieldsEntry{
-					{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &metav1.Time{Time: time.Unix(1795000000, 0)},
-						FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:generateName":{},"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{},"f:tier":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"7f3e\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}`)},
-					{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Subresource: "status", Time: &metav1.Time{Time: time.Unix(1795000002, 0)},
-						FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:conditions":{"k:{\"type\":\"ContainersReady\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Ready\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}}},"f:containerStatuses":{},"f:hostIP":{},"f:phase":{},"f:podIP":{},"f:podIPs":{".":{},"k:{\"ip\":\"10.0.0.7\"}":{".":{},"f:ip":{}}},"f:startTime":{}}}`)},
-				},
-			},
-			Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{
-				{Name: "log", Image: "example.com/log:1"}, {Name: "web", Image: "example.com/web:1"}}},
-			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
-		}
-	}
 	wire := make([][]byte, 1000)
 	for i := range wire {
-		data, err := pod(i).Marshal()
+		data, err := benchmarkPod(i).Marshal()
 		if err != nil {
 			b.Fatal(err)
 		}

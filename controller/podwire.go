@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -225,7 +227,7 @@ func podListWatch(cfg *rest.Config) (toolscache.ListerWatcher, error) {
 	cfg = podConnections(cfg)
 	cfg.APIPath, cfg.GroupVersion = "/api", &corev1.SchemeGroupVersion
 	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeProtobuf, runtime.ContentTypeProtobuf
-	cfg.NegotiatedSerializer = podWire.WithoutConversion()
+	cfg.NegotiatedSerializer = inPlace(podWire.WithoutConversion())
 	rc, err := rest.RESTClientFor(cfg)
 	if err != nil {
 		return nil, err
@@ -241,4 +243,121 @@ func podListWatch(cfg *rest.Config) (toolscache.ListerWatcher, error) {
 			return rc.Get().Resource("pods").VersionedParams(&o, clientgoscheme.ParameterCodec).Watch(ctx)
 		},
 	}, nil
+}
+
+// inPlace is ns with its protobuf decoders reading watch events and pods where they are, in the
+// frame the watch has read: client-go's copy each event's object twice (into the event's
+// RawExtension, then into the runtime.Unknown around the object) before the record is decoded
+// from it, a few kilobytes per event for the collector. Nothing decoded keeps a slice of the frame
+// (the record copies what it keeps), so the frame can be read over by the next event. Everything
+// else — lists, Status errors, other encodings — is decoded by ns's own decoders.
+func inPlace(ns runtime.NegotiatedSerializer) runtime.NegotiatedSerializer {
+	infos := slices.Clone(ns.SupportedMediaTypes())
+	for i := range infos {
+		if infos[i].MediaType != runtime.ContentTypeProtobuf || infos[i].StreamSerializer == nil {
+			continue
+		}
+		infos[i].Serializer = inPlacePods{infos[i].Serializer}
+		stream := *infos[i].StreamSerializer
+		stream.Serializer = inPlaceEvents{stream.Serializer}
+		infos[i].StreamSerializer = &stream
+	}
+	return inPlaceSerializer{NegotiatedSerializer: ns, infos: infos}
+}
+
+type inPlaceSerializer struct {
+	runtime.NegotiatedSerializer
+	infos []runtime.SerializerInfo
+}
+
+func (s inPlaceSerializer) SupportedMediaTypes() []runtime.SerializerInfo { return s.infos }
+
+var (
+	podKind        = corev1.SchemeGroupVersion.WithKind("Pod")
+	watchEventKind = corev1.SchemeGroupVersion.WithKind("WatchEvent")
+	// protobufPrefix starts every object the API server encodes in protobuf.
+	protobufPrefix = []byte("k8s\x00")
+)
+
+// Field numbers of runtime.Unknown, TypeMeta, metav1.WatchEvent and runtime.RawExtension.
+const (
+	unknownTypeMeta, unknownRaw, unknownContentEncoding = 1, 2, 3
+	typeMetaAPIVersion, typeMetaKind                    = 1, 2
+	watchEventType, watchEventObject                    = 1, 2
+	rawExtensionRaw                                     = 1
+)
+
+// inPlacePods decodes a v1 Pod into a record from where its encoding is.
+type inPlacePods struct{ runtime.Serializer }
+
+func (d inPlacePods) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	rec, toRecord := into.(*compactPod)
+	raw, isPod := podEncoding(data)
+	if !isPod || (into != nil && !toRecord) {
+		return d.Serializer.Decode(data, defaults, into)
+	}
+	if rec == nil {
+		rec = &compactPod{}
+	}
+	rec.Reset()
+	gvk := podKind
+	if err := rec.Unmarshal(raw); err != nil {
+		return nil, &gvk, err
+	}
+	return rec, &gvk, nil
+}
+
+// podEncoding is the v1 Pod message inside data, an object encoded in protobuf, if it is one.
+func podEncoding(data []byte) (raw []byte, ok bool) {
+	body, found := bytes.CutPrefix(data, protobufPrefix)
+	if !found {
+		return nil, false
+	}
+	var apiVersion, kind, encoding []byte
+	err := eachField(body, []protowire.Number{unknownTypeMeta, unknownRaw, unknownContentEncoding}, func(num protowire.Number, v []byte) error {
+		switch num {
+		case unknownTypeMeta:
+			return eachField(v, []protowire.Number{typeMetaAPIVersion, typeMetaKind}, func(num protowire.Number, v []byte) error {
+				if num == typeMetaAPIVersion {
+					apiVersion = v
+				} else {
+					kind = v
+				}
+				return nil
+			})
+		case unknownRaw:
+			raw = v
+		default:
+			encoding = v
+		}
+		return nil
+	})
+	ok = err == nil && len(encoding) == 0 && string(apiVersion) == podKind.Version && string(kind) == podKind.Kind
+	return raw, ok
+}
+
+// inPlaceEvents decodes a watch event's frame, leaving the event's object where it is.
+type inPlaceEvents struct{ runtime.Serializer }
+
+func (d inPlaceEvents) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	ev, ok := into.(*metav1.WatchEvent)
+	if !ok {
+		return d.Serializer.Decode(data, defaults, into)
+	}
+	*ev = metav1.WatchEvent{}
+	gvk := watchEventKind
+	err := eachField(data, []protowire.Number{watchEventType, watchEventObject}, func(num protowire.Number, v []byte) error {
+		if num == watchEventType {
+			ev.Type = string(v)
+			return nil
+		}
+		return eachField(v, []protowire.Number{rawExtensionRaw}, func(_ protowire.Number, v []byte) error {
+			ev.Object.Raw = v
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, &gvk, err
+	}
+	return ev, &gvk, nil
 }
