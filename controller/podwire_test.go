@@ -175,7 +175,7 @@ func watchFrame(t testing.TB, typ watch.EventType, obj runtime.Object) []byte {
 	var encoded, frame bytes.Buffer
 	require.NoError(t, apiServerProtobuf.encoder.Encode(obj, &encoded))
 	ev := &metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: encoded.Bytes()}}
-	require.NoError(t, apiServerProtobuf.info.StreamSerializer.Encode(ev, apiServerProtobuf.info.StreamSerializer.Framer.NewFrameWriter(&frame)))
+	require.NoError(t, apiServerProtobuf.info.StreamSerializer.Encode(ev, apiServerProtobuf.info.StreamSerializer.NewFrameWriter(&frame)))
 	return frame.Bytes()
 }
 
