@@ -23,7 +23,8 @@ import (
 // event. client-go's shared informer hands every event from the Reflector to a FIFO, from the FIFO
 // to a processor and from the processor to each handler's listener, each on a goroutine of its
 // own. A pod brings the manager two watch events, and in a scale-up those hand-offs and the
-// wake-ups between them were a tenth of the manager's CPU (docs/benchmarks.md, "Scale-up").
+// wake-ups between them were about a tenth of the manager's CPU (docs/benchmarks.md, "The pod
+// informer's own queue and connections").
 //
 // What that costs: a handler that blocks holds up the watch, so handlers must only enqueue work, as
 // controller-runtime's do; and a handler is never called with an unchanged object (no resync:
@@ -124,9 +125,13 @@ func (i *inlineInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHa
 }
 
 func (i *inlineInformer) RemoveEventHandler(handle toolscache.ResourceEventHandlerRegistration) error {
+	reg, ok := handle.(*inlineRegistration)
+	if !ok {
+		return fmt.Errorf("%T is not a registration of this informer", handle)
+	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	i.handlers = slices.DeleteFunc(i.handlers, func(r *inlineRegistration) bool { return r == handle })
+	i.handlers = slices.DeleteFunc(i.handlers, func(r *inlineRegistration) bool { return r == reg })
 	return nil
 }
 

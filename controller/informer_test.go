@@ -246,6 +246,7 @@ func TestInlineInformer(t *testing.T) {
 
 			// The watch expires; the relist finds a changed, c gone and d new.
 			require.NoError(t, inf.RemoveEventHandler(lateReg))
+			require.Error(t, inf.RemoveEventHandler(nil), "a registration of another informer is refused")
 			lw.set("20", *configMap("a", "15", "a3"), *configMap("d", "16", "d1"))
 			w.Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired})
 			lw.nextWatch(t)

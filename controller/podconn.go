@@ -21,14 +21,14 @@ const waitedRead = time.Millisecond
 // podConnections is cfg for the pod informer's own connections: HTTP/1.1, whose reads are
 // coalesced (coalescingConn).
 //
-// Why: receiving a pod's watch events was the largest part of what a pod costs the manager
-// besides its admission (docs/benchmarks.md, "Scale-up"), and most of that was not the events but
-// what each one woke: over HTTP/2, which the manager's other requests share, the connection's read
-// loop read each event, handed it to the watch's goroutine through a pipe and acknowledged it with
-// a flow-control write; and every event, arriving alone, cost a wake-up from the network poller
-// and a read system call of its own. Over HTTP/1.1 the watch's goroutine reads its own
-// connection, and a connection of its own can wait before reading without slowing any other
-// request.
+// Why: receiving a pod's watch events was the largest part of what a pod costs the manager besides
+// its admission, and most of that was not the events but what each one woke: over HTTP/2, which
+// the manager's other requests share, the connection's read loop read each event, handed it to the
+// watch's goroutine through a pipe and acknowledged it with a flow-control write; and every event,
+// arriving alone, cost a wake-up from the network poller and a read system call of its own. Over
+// HTTP/1.1 the watch's goroutine reads its own connection, and a connection of its own can wait
+// before reading without slowing any other request (docs/benchmarks.md, "The pod informer's own
+// queue and connections").
 func podConnections(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.NextProtos = []string{"http/1.1"}
