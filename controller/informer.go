@@ -272,14 +272,20 @@ func (s inlineStore) Update(obj any) error {
 	if err := i.indexer.Update(obj); err != nil {
 		return err
 	}
+	i.stored(old, exists, obj, false)
+	return nil
+}
+
+// stored calls the handlers with obj, now in the store: an update of old if the store had it, or
+// an addition. Called with mu held.
+func (i *inlineInformer) stored(old any, existed bool, obj any, initial bool) {
 	for _, r := range i.handlers {
-		if exists {
+		if existed {
 			r.h.OnUpdate(old, obj)
 		} else {
-			r.h.OnAdd(obj, false)
+			r.h.OnAdd(obj, initial)
 		}
 	}
-	return nil
 }
 
 func (s inlineStore) Delete(obj any) error {
@@ -335,13 +341,7 @@ func (s inlineStore) Replace(list []any, resourceVersion string) error {
 		}
 		old, exists := before[key]
 		delete(before, key)
-		for _, r := range i.handlers {
-			if exists {
-				r.h.OnUpdate(old, obj)
-			} else {
-				r.h.OnAdd(obj, initial)
-			}
-		}
+		i.stored(old, exists, obj, initial)
 	}
 	for key, old := range before {
 		for _, r := range i.handlers {
