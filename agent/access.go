@@ -16,20 +16,26 @@ type Access struct {
 }
 
 // Authorizer says who sent a request to the agent's API and whether they may have the access it asks
-// for. token is the request's bearer token, never empty.
+// for. c are the request's bearer token, never empty, and its remote address.
 //
 // The error wraps ErrUnauthenticated when the token is not accepted, ErrForbidden when its user (then
-// returned too) may not have a; any other error means no answer could be had (the API server is unreachable, the agent
-// may not ask it), and nothing is allowed.
+// returned too) may not have a, ErrThrottled (a *kubeauth.Throttled) when the answer would have cost
+// more reviews than c's source, or all sources together, may have; any other error means no answer
+// could be had (the API server is unreachable, the agent may not ask it), and nothing is allowed.
 type Authorizer interface {
-	Authorize(ctx context.Context, token string, a Access) (user string, err error)
+	Authorize(ctx context.Context, c Credentials, a Access) (user string, err error)
 }
+
+// Credentials are what a request presents: its bearer token and its remote address.
+type Credentials = kubeauth.Credentials
 
 var (
 	// ErrUnauthenticated answers 401: no token, or one the API server does not accept.
 	ErrUnauthenticated = kubeauth.ErrUnauthenticated
 	// ErrForbidden answers 403: an authenticated user without the access asked for.
 	ErrForbidden = kubeauth.ErrForbidden
+	// ErrThrottled answers 429: a new token, while its source (or everyone) has had too many reviewed.
+	ErrThrottled = kubeauth.ErrThrottled
 )
 
 type callerKey struct{}

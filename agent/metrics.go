@@ -6,14 +6,15 @@ import (
 
 // Metrics are the agent's Prometheus collectors, served on /metrics.
 type Metrics struct {
-	Registry *prometheus.Registry
-	up       *prometheus.GaugeVec
-	failures *prometheus.CounterVec
-	restarts *prometheus.CounterVec
-	stores   *prometheus.CounterVec
-	reloads  *prometheus.CounterVec
-	api      *prometheus.CounterVec
-	refused  *prometheus.CounterVec
+	Registry  *prometheus.Registry
+	up        *prometheus.GaugeVec
+	failures  *prometheus.CounterVec
+	restarts  *prometheus.CounterVec
+	stores    *prometheus.CounterVec
+	reloads   *prometheus.CounterVec
+	api       *prometheus.CounterVec
+	throttled *prometheus.CounterVec
+	refused   *prometheus.CounterVec
 }
 
 // NewMetrics registers the agent's collectors on reg, or on a new registry when reg is nil (each
@@ -35,10 +36,12 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_agent_config_reloads_total",
 			Help: "config.yaml changes seen: applied or rejected (the previous configuration keeps running)."}, []string{"result"}),
 		api: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_agent_api_requests_total",
-			Help: "Requests to the agent's API but /healthz: allowed, unauthenticated (401), forbidden (403) or error (503: no answer from the API server)."}, []string{"result"}),
+			Help: "Requests to the agent's API but /healthz: allowed, unauthenticated (401), forbidden (403), throttled (429: too many new tokens to review) or error (503: no answer from the API server)."}, []string{"result"}),
+		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_agent_auth_throttled_total",
+			Help: "API requests refused (429) without a review of their new token, by the allowance spent: source (the caller's address) or global."}, []string{"reason"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidecar_agent_plugin_refused_total",
 			Help: "Requests, downloads and stored records a plugin refused, by the plugin's reason."}, []string{"plugin", "reason"}),
 	}
-	reg.MustRegister(m.up, m.failures, m.restarts, m.stores, m.reloads, m.api, m.refused)
+	reg.MustRegister(m.up, m.failures, m.restarts, m.stores, m.reloads, m.api, m.throttled, m.refused)
 	return m
 }

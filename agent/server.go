@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sidecarops/sidecarops/internal/kubeauth"
 )
 
 // StatusReport is the body of /status.
@@ -31,6 +32,8 @@ type ConfigStatus struct {
 type Server struct {
 	m     *Manager
 	authz Authorizer
+	// Callers can make either as often as they like: logged sampled.
+	failedLog, throttledLog *kubeauth.Sampler
 
 	mu     sync.Mutex
 	config ConfigStatus
@@ -38,7 +41,9 @@ type Server struct {
 
 // NewServer serves m. Every request but /healthz must pass authz; a nil authz (the agent runs without
 // the Kubernetes API, so nobody can be authenticated) refuses them all.
-func NewServer(m *Manager, authz Authorizer) *Server { return &Server{m: m, authz: authz} }
+func NewServer(m *Manager, authz Authorizer) *Server {
+	return &Server{m: m, authz: authz, failedLog: kubeauth.NewSampler(), throttledLog: kubeauth.NewSampler()}
+}
 
 func (s *Server) setConfig(file string, c *Config) {
 	s.mu.Lock()
@@ -102,19 +107,20 @@ func (s *Server) authorized(next http.Handler) http.Handler {
 			}
 			http.Error(w, msg, code)
 		}
-		token := bearerToken(r)
+		c := kubeauth.FromRequest(r)
 		switch {
 		case s.authz == nil:
 			// Logged once per request at V(1): anything that reaches the port can make these.
 			log.V(1).Info("API request refused: the agent runs without the Kubernetes API and authenticates nobody")
 			refuse("unauthenticated", http.StatusUnauthorized, "the agent runs without the Kubernetes API and cannot authenticate callers; its API is closed")
 			return
-		case token == "":
+		case c.Token == "":
 			log.V(1).Info("API request refused: no bearer token")
 			refuse("unauthenticated", http.StatusUnauthorized, "a bearer token is required (Authorization: Bearer TOKEN)")
 			return
 		}
-		user, err := s.authz.Authorize(r.Context(), token, a)
+		user, err := s.authz.Authorize(r.Context(), c, a)
+		var throttled *kubeauth.Throttled
 		switch {
 		case errors.Is(err, ErrUnauthenticated):
 			log.V(1).Info("API request refused: token not accepted", "reason", err.Error())
@@ -124,8 +130,18 @@ func (s *Server) authorized(next http.Handler) http.Handler {
 			log.Info("API request refused: caller not allowed", "user", user, "verb", a.Verb, "plugin", a.Plugin, "reason", err.Error())
 			refuse("forbidden", http.StatusForbidden, err.Error())
 			return
+		case errors.As(err, &throttled):
+			s.m.o.Metrics.throttled.WithLabelValues(throttled.Reason).Inc()
+			s.throttledLog.Do(func(skipped int64) {
+				log.Info("API request refused: too many new tokens to review", "reason", err.Error(), "skipped", skipped)
+			})
+			w.Header().Set("Retry-After", throttled.RetryAfterSeconds())
+			refuse("throttled", http.StatusTooManyRequests, "too many new tokens to review; retry later")
+			return
 		case err != nil:
-			log.Error(err, "API request refused: the caller could not be authorised")
+			s.failedLog.Do(func(skipped int64) {
+				log.Error(err, "API request refused: the caller could not be authorised", "skipped", skipped)
+			})
 			refuse("error", http.StatusServiceUnavailable, "the caller could not be authorised; try again later")
 			return
 		}
@@ -134,14 +150,4 @@ func (s *Server) authorized(next http.Handler) http.Handler {
 		r.Header.Del("Authorization")
 		next.ServeHTTP(w, r)
 	})
-}
-
-// bearerToken is the token of an "Authorization: Bearer TOKEN" header (the scheme is
-// case-insensitive, RFC 6750), "" without one.
-func bearerToken(r *http.Request) string {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return strings.TrimSpace(token)
 }

@@ -9,31 +9,39 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sidecarops/sidecarops/internal/kubeauth"
 )
 
 // authz stands for the API server's reviews: "admin" may do anything, "viewer" only get, "broken"
-// gets no answer; any other token is unknown.
+// gets no answer, "flood" is a new token from a source that has had too many; any other token is
+// unknown.
 type authz struct {
 	mu    sync.Mutex
 	asked []Access
 }
 
-func (z *authz) Authorize(_ context.Context, token string, a Access) (string, error) {
+func (z *authz) Authorize(_ context.Context, c Credentials, a Access) (string, error) {
 	z.mu.Lock()
 	z.asked = append(z.asked, a)
 	z.mu.Unlock()
-	switch {
+	switch token := c.Token; {
 	case token == "admin", token == "viewer" && a.Verb == "get":
 		return "system:serviceaccount:ops:" + token, nil
 	case token == "viewer":
 		return "system:serviceaccount:ops:viewer", fmt.Errorf("%w: viewer may not %s", ErrForbidden, a.Verb)
 	case token == "broken":
 		return "", errors.New("TokenReview: connection refused")
+	case token == "flood":
+		return "", &kubeauth.Throttled{Reason: "source", RetryAfter: 1500 * time.Millisecond}
 	}
 	return "", fmt.Errorf("%w: unknown token", ErrUnauthenticated)
 }
@@ -60,6 +68,7 @@ func TestAPIAuthentication(t *testing.T) {
 		name, method, path, auth string
 		closed                   bool // the agent runs without an Authorizer (--no-kube)
 		want                     answer
+		retryAfter               string
 		asked                    *Access
 	}{
 		{name: "healthz is open", method: "GET", path: "/healthz", want: answer{200, "ok"}},
@@ -74,6 +83,8 @@ func TestAPIAuthentication(t *testing.T) {
 			want: answer{403, "viewer may not update"}, asked: &Access{"update", "hot_update"}},
 		{name: "no answer from the API server", method: "GET", path: "/status", auth: "Bearer broken",
 			want: answer{503, "could not be authorised"}, asked: &Access{Verb: "get"}},
+		{name: "too many new tokens", method: "GET", path: "/status", auth: "Bearer flood",
+			want: answer{429, "too many new tokens"}, retryAfter: "2", asked: &Access{Verb: "get"}},
 		{name: "status allowed", method: "GET", path: "/status", auth: "Bearer viewer", want: answer{200, `"version"`}, asked: &Access{Verb: "get"}},
 		{name: "metrics allowed", method: "GET", path: "/metrics", auth: "bearer viewer", want: answer{200, "sidecar_agent_api_requests_total"}, asked: &Access{Verb: "get"}},
 		// The plugin learns who called, and never sees the token.
@@ -112,6 +123,7 @@ func TestAPIAuthentication(t *testing.T) {
 			if tt.want.code == 401 {
 				assert.Equal(t, `Bearer realm="sidecar-agent"`, w.Header().Get("WWW-Authenticate"))
 			}
+			assert.Equal(t, tt.retryAfter, w.Header().Get("Retry-After"))
 			if tt.asked == nil {
 				assert.Empty(t, z.asked, "no token, no review")
 			} else {
@@ -124,7 +136,7 @@ func TestAPIAuthentication(t *testing.T) {
 func TestAPIMetrics(t *testing.T) {
 	m := NewManager(ManagerOptions{Registry: Registry{}, Logger: testr.New(t)})
 	h := NewServer(m, &authz{}).Handler()
-	for _, token := range []string{"", "made-up", "viewer", "broken", "admin"} {
+	for _, token := range []string{"", "made-up", "viewer", "broken", "flood", "flood", "admin"} {
 		r := httptest.NewRequest("POST", "/plugins/x/y", nil)
 		if token != "" {
 			r.Header.Set("Authorization", "Bearer "+token)
@@ -139,8 +151,42 @@ func TestAPIMetrics(t *testing.T) {
 		`sidecar_agent_api_requests_total{result="unauthenticated"} 2`,
 		`sidecar_agent_api_requests_total{result="forbidden"} 1`,
 		`sidecar_agent_api_requests_total{result="error"} 1`,
+		`sidecar_agent_api_requests_total{result="throttled"} 2`,
+		`sidecar_agent_auth_throttled_total{reason="source"} 2`,
 		`sidecar_agent_api_requests_total{result="allowed"} 2`, // admin's POST and this GET
 	} {
 		assert.Contains(t, w.Body.String(), line)
 	}
 }
+
+// Issue 28: every review without an answer logged an ERROR line, so anyone reaching the port could
+// fill the log; now the first few of each kind are logged, then one per interval with the count of
+// those skipped. The requests are still answered and counted one by one.
+func TestAPIRefusalsLoggedSampled(t *testing.T) {
+	var lines lineCounter
+	m := NewManager(ManagerOptions{Registry: Registry{}, Logger: logr.New(&lines)})
+	h := NewServer(m, &authz{}).Handler()
+	codes := map[int]int{}
+	for _, token := range []string{"broken", "flood"} {
+		for range 100 {
+			r := httptest.NewRequest("GET", "/status", nil)
+			r.Header.Set("Authorization", "Bearer "+token)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			codes[w.Code]++
+		}
+	}
+	assert.Equal(t, map[int]int{http.StatusServiceUnavailable: 100, http.StatusTooManyRequests: 100}, codes)
+	assert.Equal(t, int64(5), lines.errors.Load(), "ERROR lines")
+	assert.Equal(t, int64(5), lines.infos.Load(), "throttled lines")
+}
+
+// lineCounter is a logr.LogSink counting the lines logged at verbosity 0, discarding them.
+type lineCounter struct{ errors, infos atomic.Int64 }
+
+func (*lineCounter) Init(logr.RuntimeInfo)            {}
+func (*lineCounter) Enabled(level int) bool           { return level == 0 }
+func (l *lineCounter) Info(int, string, ...any)       { l.infos.Add(1) }
+func (l *lineCounter) Error(error, string, ...any)    { l.errors.Add(1) }
+func (l *lineCounter) WithValues(...any) logr.LogSink { return l }
+func (l *lineCounter) WithName(string) logr.LogSink   { return l }

@@ -5,8 +5,8 @@ import (
 
 	authzv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"github.com/sidecarops/sidecarops/agent"
 	"github.com/sidecarops/sidecarops/agent/storage"
@@ -16,8 +16,8 @@ import (
 // Options configure a Reviewer.
 type Options struct {
 	// Client asks the API server: create TokenReviews (cluster-wide) and LocalSubjectAccessReviews
-	// (in Self's namespace). Give it a client of its own, with its own rate limiter: made-up tokens
-	// sent to the agent then cannot starve the agent's writes of results.
+	// (in Self's namespace). Give it a client of its own, made with kubeauth.ClientConfig: made-up
+	// tokens sent to the agent then cannot starve the agent's writes of results.
 	Client kubernetes.Interface
 	// Self is the pod the agent runs in: the namespace and the name of the resource reviewed.
 	Self storage.Self
@@ -27,8 +27,10 @@ type Options struct {
 	// Resource is what callers are authorised on, e.g. sidecaragents.sidecarops.io: verb get (GET
 	// /status, /metrics) or get/update of subresource PLUGIN (requests to /plugins/PLUGIN/).
 	Resource schema.GroupResource
-	// Clock is time for the caches; the real one when nil.
-	Clock cache.Clock
+	// Limits bound the reviews asked; kubeauth.DefaultLimits when zero.
+	Limits kubeauth.Limits
+	// Clock is time for the caches and the limits; the real one when nil.
+	Clock clock.PassiveClock
 }
 
 // Reviewer is an agent.Authorizer asking the API server (internal/kubeauth). Safe for concurrent use.
@@ -39,13 +41,13 @@ type Reviewer struct {
 
 // NewReviewer makes a Reviewer.
 func NewReviewer(o Options) *Reviewer {
-	return &Reviewer{o: o, review: kubeauth.NewReviewer(kubeauth.Options{Client: o.Client, Audiences: o.Audiences, Clock: o.Clock})}
+	return &Reviewer{o: o, review: kubeauth.NewReviewer(kubeauth.Options{Client: o.Client, Audiences: o.Audiences, Limits: o.Limits, Clock: o.Clock})}
 }
 
 // Authorize implements agent.Authorizer: a is access to the resource named after the agent's pod,
 // in its namespace, a plugin's requests to the subresource named after the plugin.
-func (r *Reviewer) Authorize(ctx context.Context, token string, a agent.Access) (string, error) {
-	return r.review.Review(ctx, token, kubeauth.Attributes{Resource: &authzv1.ResourceAttributes{
+func (r *Reviewer) Authorize(ctx context.Context, c agent.Credentials, a agent.Access) (string, error) {
+	return r.review.Review(ctx, c, kubeauth.Attributes{Resource: &authzv1.ResourceAttributes{
 		Namespace: r.o.Self.PodNamespace, Verb: a.Verb, Group: r.o.Resource.Group,
 		Resource: r.o.Resource.Resource, Subresource: a.Plugin, Name: r.o.Self.PodName,
 	}})

@@ -24,6 +24,7 @@ import (
 	"github.com/sidecarops/sidecarops/agent/auth"
 	"github.com/sidecarops/sidecarops/agent/plugins"
 	"github.com/sidecarops/sidecarops/agent/storage"
+	"github.com/sidecarops/sidecarops/internal/kubeauth"
 	"github.com/sidecarops/sidecarops/internal/version"
 )
 
@@ -94,8 +95,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 }
 
 // kubeClients are the agent's API access: the storage of results, and the reviews authorising the
-// API's callers, each through a client of its own so that each has its own rate limiter (callers
-// with made-up tokens must not delay the results' writes).
+// API's callers, each through a client of its own: the results' writes keep client-go's rate
+// limiter to themselves, and the reviews have none but the Reviewer's limits, which refuse rather
+// than queue (kubeauth.ClientConfig), so callers with made-up tokens delay neither the writes nor
+// the reviews of other callers.
 func kubeClients(kubeconfig string, self storage.Self, o auth.Options) (*storage.Kube, *auth.Reviewer, error) {
 	if self.PodName == "" || self.PodNamespace == "" {
 		return nil, nil, errors.New("POD_NAME and POD_NAMESPACE must be set (downward API fieldRefs metadata.name and metadata.namespace), or pass --no-kube")
@@ -115,7 +118,7 @@ func kubeClients(kubeconfig string, self storage.Self, o auth.Options) (*storage
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the Kubernetes client: %w", err)
 	}
-	if o.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+	if o.Client, err = kubernetes.NewForConfig(kubeauth.ClientConfig(cfg)); err != nil {
 		return nil, nil, fmt.Errorf("building the Kubernetes client: %w", err)
 	}
 	return &storage.Kube{Client: dc, Self: self}, auth.NewReviewer(o), nil

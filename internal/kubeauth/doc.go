@@ -2,11 +2,14 @@
 // token belongs to (a TokenReview, optionally for given audiences) and whether that user may have
 // the access a request asks for (a SubjectAccessReview: a LocalSubjectAccessReview for a resource
 // in a namespace, a cluster one for a non-resource path such as /metrics). Answers are kept briefly
-// in caches of bounded size, so that neither a busy caller nor a flood of made-up tokens costs the
-// API server more than a review per token and period, or the process more than a fixed amount of
-// memory.
+// in caches of bounded size, allowed answers apart from refusals; the reviews not yet answered are
+// bounded per source address and in all (Limits), refused at once past that; and the failures a
+// caller can provoke are logged sampled (Sampler). So neither a busy caller nor a flood of made-up
+// tokens costs the API server more than the limits allow, the process more than a fixed amount of
+// memory, or a caller whose answer is kept its access.
 //
-// It serves the sidecar agent's API (agent/auth) and the manager's metrics (internal/wiring). It
-// must not serve HTTP itself nor write anything to the API server: reviews are questions, and the
-// only API calls it makes.
+// It serves the sidecar agent's API (agent/auth) and the manager's metrics (internal/wiring),
+// reading their requests' credentials (FromRequest) and sizing their review clients
+// (ClientConfig). It must not serve HTTP itself nor write anything to the API server: reviews are
+// questions, and the only API calls it makes.
 package kubeauth

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -26,8 +28,8 @@ const (
 	// Refusals are kept shorter, so a caller just granted access waits little, and long enough that
 	// a caller repeating a bad token costs the API server one review per deniedTTL.
 	deniedTTL = 10 * time.Second
-	// cacheSize bounds each cache: a flood of made-up tokens evicts entries (costing reviews), it
-	// cannot grow memory.
+	// cacheSize bounds each cache: a flood of made-up tokens evicts refusals (costing reviews, which
+	// Limits bound), it cannot grow memory.
 	cacheSize = 1024
 	// reviewTimeout bounds one review, so a slow API server does not hold requests indefinitely.
 	reviewTimeout = 10 * time.Second
@@ -65,14 +67,39 @@ func (c Clients) AuthorizationV1() authorizationv1client.AuthorizationV1Interfac
 // Options configure a Reviewer.
 type Options struct {
 	// Client creates TokenReviews, and SubjectAccessReviews or LocalSubjectAccessReviews (in the
-	// namespaces of the resources asked about). Give it a client of its own, with its own rate
-	// limiter: made-up tokens then cannot starve the process's other API calls.
+	// namespaces of the resources asked about). Give it a client of its own, made with ClientConfig:
+	// Limits bound its calls, so made-up tokens cannot starve the process's other API calls, and
+	// no limiter of client-go's queues the reviews Limits admitted.
 	Client Client
 	// Audiences the caller's token must be issued for. Empty: the API server's own (a token the
 	// caller could also use against the API server).
 	Audiences []string
-	// Clock is time for the caches; the real one when nil.
-	Clock cache.Clock
+	// Limits bound the reviews asked; DefaultLimits when zero, else each field positive (rate.Inf
+	// for no bound).
+	Limits Limits
+	// Clock is time for the caches and the limits; the real one when nil.
+	Clock clock.PassiveClock
+}
+
+// Credentials are what a request presents: its bearer token, and where it comes from.
+type Credentials struct {
+	Token string
+	// Source is whose allowance of reviews a new token spends (Limits.PerSource): the address the
+	// request came from.
+	Source string
+}
+
+// FromRequest are a request's credentials: the token of its "Authorization: Bearer TOKEN" header
+// (the scheme is case-insensitive, RFC 6750; "" without one) and its remote IP address.
+func FromRequest(r *http.Request) Credentials {
+	c := Credentials{Source: r.RemoteAddr}
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		c.Source = host
+	}
+	if scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+		c.Token = strings.TrimSpace(token)
+	}
+	return c
 }
 
 // Attributes are what a request asks for: exactly one of the two is set.
@@ -104,8 +131,9 @@ func (a Attributes) String() string {
 // Reviewer asks the API server and keeps its answers. Safe for concurrent use.
 type Reviewer struct {
 	o      Options
-	tokens *cache.LRUExpireCache // token hash → authentication
-	access *cache.LRUExpireCache // token hash, attributes → error (nil: allowed)
+	tokens answers // token hash → authentication
+	access answers // token hash, attributes → error (nil: allowed)
+	limits *limiter
 }
 
 type authentication struct {
@@ -113,44 +141,84 @@ type authentication struct {
 	err  error
 }
 
+// answers keep allowed answers and refusals in caches of their own, so that refusals, which
+// anyone can have by making tokens up, never evict an allowed answer.
+type answers struct{ allowed, denied *cache.LRUExpireCache }
+
+func newAnswers(c clock.PassiveClock) answers {
+	return answers{allowed: cache.NewLRUExpireCacheWithClock(cacheSize, c), denied: cache.NewLRUExpireCacheWithClock(cacheSize, c)}
+}
+
+func (a answers) get(key string) (any, bool) {
+	if v, ok := a.allowed.Get(key); ok {
+		return v, true
+	}
+	return a.denied.Get(key)
+}
+
+// add keeps v, the answer whose refusal is err (nil: allowed), allowed longer than refused.
+func (a answers) add(key string, v any, err error) {
+	if err != nil {
+		a.allowed.Remove(key)
+		a.denied.Add(key, v, deniedTTL)
+		return
+	}
+	a.denied.Remove(key)
+	a.allowed.Add(key, v, allowedTTL)
+}
+
 // NewReviewer makes a Reviewer.
 func NewReviewer(o Options) *Reviewer {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	return &Reviewer{o: o, tokens: cache.NewLRUExpireCacheWithClock(cacheSize, o.Clock), access: cache.NewLRUExpireCacheWithClock(cacheSize, o.Clock)}
+	if o.Limits == (Limits{}) {
+		o.Limits = DefaultLimits
+	}
+	return &Reviewer{o: o, tokens: newAnswers(o.Clock), access: newAnswers(o.Clock), limits: newLimiter(o.Limits, o.Clock)}
 }
 
-// Review says who token belongs to and whether they may have a. The error wraps
+// Review says who c.Token belongs to and whether they may have a. The error wraps
 // ErrUnauthenticated when the token is not accepted, ErrForbidden when its user (then returned
-// too) may not have a; any other error means no answer could be had (the API server is
-// unreachable, or this process may not ask it), and nothing is allowed.
-func (r *Reviewer) Review(ctx context.Context, token string, a Attributes) (string, error) {
+// too) may not have a, ErrThrottled (a *Throttled) when an answer not yet known would have cost
+// c.Source, or all sources together, more reviews than Limits allow; any other error means no
+// answer could be had (the API server is unreachable, or this process may not ask it), and nothing
+// is allowed.
+//
+// A token is never refused for its shape, e.g. for not being a JWT: the API server's
+// authenticators accept more than service account and OIDC tokens (bootstrap tokens, a static
+// token file, a webhook authenticator with tokens of its own, which may honour any audience), so
+// only a review can tell. Limits make up for it: a made-up token costs a review of its source's
+// allowance, never one of another source.
+func (r *Reviewer) Review(ctx context.Context, c Credentials, a Attributes) (string, error) {
 	if (a.Resource == nil) == (a.NonResource == nil) {
 		return "", errors.New("kubeauth: a review asks about a resource or a non-resource path, exactly one")
 	}
-	if token == "" {
+	if c.Token == "" {
 		return "", fmt.Errorf("%w: a bearer token is required", ErrUnauthenticated)
 	}
 	// Only a hash is kept: a memory dump of the process does not hand out its callers' tokens.
-	sum := sha256.Sum256([]byte(token))
+	sum := sha256.Sum256([]byte(c.Token))
 	key := hex.EncodeToString(sum[:])
-	user, err := r.authenticate(ctx, key, token)
+	user, err := r.authenticate(ctx, key, c)
 	if err != nil {
 		return "", err
 	}
-	return user.Username, r.authorize(ctx, key, user, a)
+	return user.Username, r.authorize(ctx, key, c.Source, user, a)
 }
 
-func (r *Reviewer) authenticate(ctx context.Context, key, token string) (authenticationv1.UserInfo, error) {
-	if v, ok := r.tokens.Get(key); ok {
+func (r *Reviewer) authenticate(ctx context.Context, key string, c Credentials) (authenticationv1.UserInfo, error) {
+	if v, ok := r.tokens.get(key); ok {
 		a := v.(authentication)
 		return a.user, a.err
+	}
+	if err := r.limits.admit(c.Source); err != nil {
+		return authenticationv1.UserInfo{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
 	defer cancel()
 	tr, err := r.o.Client.AuthenticationV1().TokenReviews().Create(ctx,
-		&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: r.o.Audiences}}, metav1.CreateOptions{})
+		&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: c.Token, Audiences: r.o.Audiences}}, metav1.CreateOptions{})
 	if err != nil {
 		// Not cached: the next request asks again.
 		return authenticationv1.UserInfo{}, fmt.Errorf("TokenReview: %w", err)
@@ -165,19 +233,22 @@ func (r *Reviewer) authenticate(ctx context.Context, key, token string) (authent
 	case tr.Status.User.Username == "":
 		a.err = fmt.Errorf("%w: token has no user name", ErrUnauthenticated)
 	}
-	r.tokens.Add(key, a, ttl(a.err))
+	r.tokens.add(key, a, a.err)
 	return a.user, a.err
 }
 
-func (r *Reviewer) authorize(ctx context.Context, key string, user authenticationv1.UserInfo, a Attributes) error {
+func (r *Reviewer) authorize(ctx context.Context, key, source string, user authenticationv1.UserInfo, a Attributes) error {
 	akey := key
 	if res := a.Resource; res != nil {
 		akey += "\x00r\x00" + strings.Join([]string{res.Namespace, res.Verb, res.Group, res.Version, res.Resource, res.Subresource, res.Name}, "\x00")
 	} else {
 		akey += "\x00n\x00" + a.NonResource.Verb + "\x00" + a.NonResource.Path
 	}
-	if v, ok := r.access.Get(akey); ok {
+	if v, ok := r.access.get(akey); ok {
 		err, _ := v.(error)
+		return err
+	}
+	if err := r.limits.admit(source); err != nil {
 		return err
 	}
 	spec := authzv1.SubjectAccessReviewSpec{User: user.Username, Groups: user.Groups, UID: user.UID,
@@ -212,13 +283,6 @@ func (r *Reviewer) authorize(ctx context.Context, key string, user authenticatio
 			denied = fmt.Errorf("%w (%s)", denied, reason)
 		}
 	}
-	r.access.Add(akey, denied, ttl(denied))
+	r.access.add(akey, denied, denied)
 	return denied
-}
-
-func ttl(err error) time.Duration {
-	if err != nil {
-		return deniedTTL
-	}
-	return allowedTTL
 }

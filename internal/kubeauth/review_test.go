@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -20,6 +21,12 @@ const (
 	prometheus = "system:serviceaccount:monitoring:prometheus"
 	viewer     = "system:serviceaccount:ops:viewer"
 )
+
+// as is a request with token from one address.
+func as(token string) Credentials { return Credentials{Token: token, Source: "192.0.2.1"} }
+
+// unlimited lets a test ask as many reviews as it likes, for what is not about Limits.
+var unlimited = Limits{PerSource: rate.Inf, PerSourceBurst: 1, Global: rate.Inf, GlobalBurst: 1}
 
 var (
 	getMetrics = Attributes{NonResource: &authzv1.NonResourceAttributes{Path: "/metrics", Verb: "get"}}
@@ -62,7 +69,7 @@ func TestReview(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := NewReviewer(Options{Client: newAPIServer().Client()})
-			user, err := r.Review(context.Background(), tt.token, tt.a)
+			user, err := r.Review(context.Background(), as(tt.token), tt.a)
 			assert.Equal(t, tt.user, user)
 			if tt.err == nil {
 				require.NoError(t, err)
@@ -79,7 +86,7 @@ func TestReview(t *testing.T) {
 func TestReviewsSent(t *testing.T) {
 	s := newAPIServer()
 	r := NewReviewer(Options{Client: s.Client()})
-	_, err := r.Review(context.Background(), "prometheus-token", getMetrics)
+	_, err := r.Review(context.Background(), as("prometheus-token"), getMetrics)
 	require.NoError(t, err)
 	reviews := s.Reviews()
 	require.Len(t, reviews, 2)
@@ -88,7 +95,7 @@ func TestReviewsSent(t *testing.T) {
 		Groups: []string{"system:serviceaccounts"}, Extra: map[string]authzv1.ExtraValue{}}, reviews[1].(*authzv1.SubjectAccessReview).Spec)
 
 	for _, a := range []Attributes{{}, {Resource: updatePod.Resource, NonResource: getMetrics.NonResource}} {
-		_, err := r.Review(context.Background(), "prometheus-token", a)
+		_, err := r.Review(context.Background(), as("prometheus-token"), a)
 		require.Error(t, err)
 		assert.False(t, errors.Is(err, ErrUnauthenticated) || errors.Is(err, ErrForbidden))
 	}
@@ -100,17 +107,17 @@ func TestReviewsSent(t *testing.T) {
 func TestCache(t *testing.T) {
 	s := newAPIServer()
 	clock := clocktesting.NewFakeClock(time.Now())
-	r := NewReviewer(Options{Client: s.Client(), Clock: clock})
+	r := NewReviewer(Options{Client: s.Client(), Clock: clock, Limits: unlimited})
 	ctx := context.Background()
 
 	// The same three callers each time: allowed, unknown, refused.
 	askAll := func() {
 		t.Helper()
-		_, err := r.Review(ctx, "prometheus-token", getMetrics)
+		_, err := r.Review(ctx, as("prometheus-token"), getMetrics)
 		require.NoError(t, err)
-		_, err = r.Review(ctx, "made-up", getMetrics)
+		_, err = r.Review(ctx, as("made-up"), getMetrics)
 		require.ErrorIs(t, err, ErrUnauthenticated)
-		_, err = r.Review(ctx, "viewer-token", getMetrics)
+		_, err = r.Review(ctx, as("viewer-token"), getMetrics)
 		require.ErrorIs(t, err, ErrForbidden)
 	}
 	for range 3 {
@@ -118,7 +125,7 @@ func TestCache(t *testing.T) {
 	}
 	assert.Len(t, s.Reviews(), 5, "2 reviews for prometheus, 1 for the made-up token, 2 for the viewer")
 	// Another question of a known token asks only the new question.
-	_, err := r.Review(ctx, "viewer-token", updatePod)
+	_, err := r.Review(ctx, as("viewer-token"), updatePod)
 	require.ErrorIs(t, err, ErrForbidden)
 	assert.Len(t, s.Reviews(), 6)
 
@@ -129,7 +136,7 @@ func TestCache(t *testing.T) {
 	clock.Step(allowedTTL)
 	s.SetDown(true)
 	for range 2 {
-		_, err = r.Review(ctx, "prometheus-token", getMetrics)
+		_, err = r.Review(ctx, as("prometheus-token"), getMetrics)
 		require.Error(t, err)
 		assert.False(t, errors.Is(err, ErrUnauthenticated) || errors.Is(err, ErrForbidden), "no answer is not a refusal: %v", err)
 		assert.ErrorContains(t, err, "TokenReview: connection refused")
@@ -139,8 +146,10 @@ func TestCache(t *testing.T) {
 	// Made-up tokens cannot grow the caches past their bound.
 	s.SetDown(false)
 	for i := range 2 * cacheSize {
-		_, _ = r.Review(ctx, fmt.Sprintf("made-up-%d", i), getMetrics)
+		_, _ = r.Review(ctx, as(fmt.Sprintf("made-up-%d", i)), getMetrics)
 	}
-	assert.LessOrEqual(t, len(r.tokens.Keys()), cacheSize)
-	assert.LessOrEqual(t, len(r.access.Keys()), cacheSize)
+	for _, c := range []answers{r.tokens, r.access} {
+		assert.LessOrEqual(t, len(c.allowed.Keys()), cacheSize)
+		assert.LessOrEqual(t, len(c.denied.Keys()), cacheSize)
+	}
 }

@@ -19,12 +19,13 @@ import (
 // TokenReview of their bearer token) and authorizes for the request's path and verb (a
 // SubjectAccessReview of a non-resource URL: GET /metrics, which the ClusterRole
 // sidecarops-metrics-reader grants), as controller-runtime's filters.WithAuthenticationAndAuthorization
-// does, with the same answers (401, 403, 500). That one builds on the API server's own
-// authenticator and authorizer packages, and with them CEL, gRPC and OpenTelemetry: 30 MB of the
-// manager's 100 MB executable and ≈ 10 MB of its memory at start-up (docs/benchmarks.md,
+// does, with the same answers (401, 403, 500), and 429 past kubeauth's limits of reviews of new
+// tokens. That one builds on the API server's own authenticator and authorizer packages, and with
+// them CEL, gRPC and OpenTelemetry: 30 MB of the manager's 100 MB executable and ≈ 10 MB of its memory at start-up (docs/benchmarks.md,
 // "Manager memory"), for two API calls that internal/kubeauth makes, and caches, for the agent
 // already.
 func metricsFilter(cfg *rest.Config, hc *http.Client) (metricsserver.Filter, error) {
+	cfg = kubeauth.ClientConfig(cfg)
 	authn, err := authenticationv1client.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, err
@@ -38,9 +39,12 @@ func metricsFilter(cfg *rest.Config, hc *http.Client) (metricsserver.Filter, err
 
 func metricsFilterOf(r *kubeauth.Reviewer) metricsserver.Filter {
 	return func(log logr.Logger, next http.Handler) (http.Handler, error) {
+		// Anyone reaching the port can make reviews fail or be throttled: logged sampled.
+		failedLog, throttledLog := kubeauth.NewSampler(), kubeauth.NewSampler()
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			user, err := r.Review(req.Context(), bearerToken(req), kubeauth.Attributes{NonResource: &authzv1.NonResourceAttributes{
+			user, err := r.Review(req.Context(), kubeauth.FromRequest(req), kubeauth.Attributes{NonResource: &authzv1.NonResourceAttributes{
 				Path: req.URL.Path, Verb: strings.ToLower(req.Method)}})
+			var throttled *kubeauth.Throttled
 			switch {
 			case errors.Is(err, kubeauth.ErrUnauthenticated):
 				log.V(4).Info("metrics request not authenticated", "reason", err.Error())
@@ -48,21 +52,20 @@ func metricsFilterOf(r *kubeauth.Reviewer) metricsserver.Filter {
 			case errors.Is(err, kubeauth.ErrForbidden):
 				log.V(4).Info("metrics request not authorized", "reason", err.Error())
 				http.Error(w, "Authorization denied for user "+user, http.StatusForbidden)
+			case errors.As(err, &throttled):
+				throttledLog.Do(func(skipped int64) {
+					log.Info("metrics request throttled", "remote", req.RemoteAddr, "reason", err.Error(), "skipped", skipped)
+				})
+				w.Header().Set("Retry-After", throttled.RetryAfterSeconds())
+				http.Error(w, "Too many new tokens to review", http.StatusTooManyRequests)
 			case err != nil:
-				log.Error(err, "metrics request: the API server's review failed")
+				failedLog.Do(func(skipped int64) {
+					log.Error(err, "metrics request: the API server's review failed", "skipped", skipped)
+				})
 				http.Error(w, "Authentication or authorization failed", http.StatusInternalServerError)
 			default:
 				next.ServeHTTP(w, req)
 			}
 		}), nil
 	}
-}
-
-// bearerToken is the request's bearer token, "" without one.
-func bearerToken(req *http.Request) string {
-	scheme, token, ok := strings.Cut(req.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return strings.TrimSpace(token)
 }

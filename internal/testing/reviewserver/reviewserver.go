@@ -1,27 +1,38 @@
 // Package reviewserver is a fake API server's answers to TokenReviews and SubjectAccessReviews, as
-// a cluster gives them, for the tests of what asks them (internal/kubeauth, agent/auth, the
-// manager's metrics filter).
+// a cluster gives them, through a fake clientset or over HTTP, for the tests of what asks them
+// (internal/kubeauth, agent/auth, the manager's metrics filter).
 package reviewserver
 
 import (
+	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"slices"
 	"sync"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	k8stesting "k8s.io/client-go/testing"
 )
 
+// APIAudience is the API server's own audience, of the tokens it issues without one asked for.
+const APIAudience = "https://kubernetes.default.svc"
+
 // Server answers reviews: Tokens maps a token to its user, Audiences to the audiences it was issued
 // for; Allow decides a SubjectAccessReview's spec (namespace: the LocalSubjectAccessReview's, "" for
-// a cluster one). Set the fields before the first review.
+// a cluster one). IgnoreAudiences answers as an authenticator that does not check audiences: a
+// known token is accepted for whatever is asked, and the answer names the audiences it was issued
+// for. Set the fields before the first review, or between reviews of one goroutine.
 type Server struct {
-	Tokens    map[string]authenticationv1.UserInfo
-	Audiences map[string][]string
-	Allow     func(namespace string, spec authzv1.SubjectAccessReviewSpec) bool
+	Tokens          map[string]authenticationv1.UserInfo
+	Audiences       map[string][]string
+	Allow           func(namespace string, spec authzv1.SubjectAccessReviewSpec) bool
+	IgnoreAudiences bool
 
 	mu      sync.Mutex
 	down    bool
@@ -31,43 +42,78 @@ type Server struct {
 // Client is a clientset whose reviews s answers.
 func (s *Server) Client() *fake.Clientset {
 	c := fake.NewClientset()
-	c.PrependReactor("create", "tokenreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		tr := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenReview).DeepCopy()
-		if err := s.record(tr); err != nil {
-			return true, nil, err
+	for _, review := range []string{"tokenreviews", "localsubjectaccessreviews", "subjectaccessreviews"} {
+		c.PrependReactor("create", review, func(a k8stesting.Action) (bool, runtime.Object, error) {
+			return s.answer(a.(k8stesting.CreateAction).GetObject())
+		})
+	}
+	return c
+}
+
+// Handler serves s's answers over HTTP at the API server's paths of the three reviews, for a real
+// client-go client, with its transport and rate limiter, to ask.
+func (s *Server) Handler() http.Handler {
+	review := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
 		}
-		user, ok := s.Tokens[tr.Spec.Token]
-		issued := s.Audiences[tr.Spec.Token]
-		// As the API server: a token is accepted only for an audience it was issued for, and
-		// without audiences asked for, for its own (all a token here is issued for).
-		both := issued
-		if len(tr.Spec.Audiences) > 0 {
-			both = slices.DeleteFunc(slices.Clone(tr.Spec.Audiences), func(aud string) bool { return !slices.Contains(issued, aud) })
+		// JSON or protobuf, whichever the client sent.
+		asked, err := runtime.Decode(clientgoscheme.Codecs.UniversalDeserializer(), body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		_, answer, err := s.answer(asked)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(answer)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /apis/authentication.k8s.io/v1/tokenreviews", review)
+	mux.Handle("POST /apis/authorization.k8s.io/v1/namespaces/{ns}/localsubjectaccessreviews", review)
+	mux.Handle("POST /apis/authorization.k8s.io/v1/subjectaccessreviews", review)
+	return mux
+}
+
+// answer records review and answers it, as a reactor does.
+func (s *Server) answer(review runtime.Object) (bool, runtime.Object, error) {
+	review = review.DeepCopyObject()
+	if err := s.record(review); err != nil {
+		return true, nil, err
+	}
+	switch r := review.(type) {
+	case *authenticationv1.TokenReview:
+		r.TypeMeta = metav1.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenReview"}
+		user, ok := s.Tokens[r.Spec.Token]
+		issued := s.Audiences[r.Spec.Token]
+		// As the API server: a token is accepted only for an audience asked for that it was
+		// issued for, and without audiences asked for, for the API server's own.
+		asked := r.Spec.Audiences
+		if len(asked) == 0 {
+			asked = []string{APIAudience}
+		}
+		both := slices.DeleteFunc(slices.Clone(asked), func(aud string) bool { return !slices.Contains(issued, aud) })
+		if s.IgnoreAudiences {
+			both = issued
 		}
 		if ok && len(both) > 0 {
-			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: user, Audiences: both}
+			r.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: user, Audiences: both}
 		} else {
-			tr.Status = authenticationv1.TokenReviewStatus{Error: "invalid bearer token"}
+			r.Status = authenticationv1.TokenReviewStatus{Error: "invalid bearer token"}
 		}
-		return true, tr, nil
-	})
-	c.PrependReactor("create", "localsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		sar := a.(k8stesting.CreateAction).GetObject().(*authzv1.LocalSubjectAccessReview).DeepCopy()
-		if err := s.record(sar); err != nil {
-			return true, nil, err
-		}
-		sar.Status.Allowed = s.Allow(sar.Namespace, sar.Spec)
-		return true, sar, nil
-	})
-	c.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		sar := a.(k8stesting.CreateAction).GetObject().(*authzv1.SubjectAccessReview).DeepCopy()
-		if err := s.record(sar); err != nil {
-			return true, nil, err
-		}
-		sar.Status.Allowed = s.Allow("", sar.Spec)
-		return true, sar, nil
-	})
-	return c
+	case *authzv1.LocalSubjectAccessReview:
+		r.TypeMeta = metav1.TypeMeta{APIVersion: "authorization.k8s.io/v1", Kind: "LocalSubjectAccessReview"}
+		r.Status.Allowed = s.Allow(r.Namespace, r.Spec)
+	case *authzv1.SubjectAccessReview:
+		r.TypeMeta = metav1.TypeMeta{APIVersion: "authorization.k8s.io/v1", Kind: "SubjectAccessReview"}
+		r.Status.Allowed = s.Allow("", r.Spec)
+	}
+	return true, review, nil
 }
 
 // record keeps a review asked; an error while the server is down.
