@@ -1,17 +1,49 @@
 package v1alpha1
 
 import (
+	"encoding/json"
 	"fmt"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
+// The two annotations that carry, through the other version, what one version holds and the other
+// has no place for, so that a client of either version that reads a SidecarSet and replaces it
+// writes back what is stored. OpenKruise's conversion keeps nothing of the kind (it drops these
+// fields), so the names are sidecarops's own.
+const (
+	// V1alpha1FieldsAnnotation, on a v1beta1 SidecarSet converted from v1alpha1, holds as JSON the
+	// v1alpha1 fields the conversion replaced: spec.namespace with the namespaceSelector written
+	// beside it, and an empty custom-version label. It is read back only while the v1beta1 spec
+	// still says what they became, and otherwise stays an ordinary annotation.
+	V1alpha1FieldsAnnotation = "conversion.sidecarops.io/v1alpha1-fields"
+	// V1beta1FieldsAnnotation, on a v1alpha1 SidecarSet converted from v1beta1, holds as JSON the
+	// v1beta1 object's own custom-version label: in v1alpha1 that label is spec.customVersion.
+	V1beta1FieldsAnnotation = "conversion.sidecarops.io/v1beta1-fields"
+)
+
+// v1alpha1Fields is the value of V1alpha1FieldsAnnotation.
+// +kubebuilder:object:generate=false
+type v1alpha1Fields struct {
+	Namespace          string                `json:"namespace,omitempty"`
+	NamespaceSelector  *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	CustomVersionLabel *string               `json:"customVersionLabel,omitempty"`
+}
+
+// v1beta1Fields is the value of V1beta1FieldsAnnotation.
+// +kubebuilder:object:generate=false
+type v1beta1Fields struct {
+	CustomVersionLabel *string `json:"customVersionLabel,omitempty"`
+}
+
 // ConvertTo converts src to the hub version, as OpenKruise does: a non-empty spec.namespace
-// becomes a namespaceSelector on the namespace's name label and replaces any namespaceSelector
-// (the one thing v1alpha1 → v1beta1 → v1alpha1 loses), and the custom-version label moves to
-// spec.customVersion.
+// becomes a namespaceSelector on the namespace's name label and replaces any namespaceSelector,
+// and the custom-version label moves to spec.customVersion. What v1beta1 cannot hold goes to
+// V1alpha1FieldsAnnotation; V1beta1FieldsAnnotation gives the v1beta1 object its own label back.
 func (ss *SidecarSet) ConvertTo(hub conversion.Hub) error {
 	src := ss
 	dst, ok := hub.(*v1beta1.SidecarSet)
@@ -22,7 +54,6 @@ func (ss *SidecarSet) ConvertTo(hub conversion.Hub) error {
 	dst.ObjectMeta = *src.ObjectMeta.DeepCopy()
 	dst.Spec = v1beta1.SidecarSetSpec{
 		Selector:             s.Selector,
-		NamespaceSelector:    s.NamespaceSelector,
 		InitContainers:       s.InitContainers,
 		Containers:           s.Containers,
 		Volumes:              s.Volumes,
@@ -32,19 +63,28 @@ func (ss *SidecarSet) ConvertTo(hub conversion.Hub) error {
 		RevisionHistoryLimit: s.RevisionHistoryLimit,
 		PatchPodMetadata:     s.PatchPodMetadata,
 	}
-	if s.Namespace != "" {
-		dst.Spec.NamespaceSelector = v1beta1.NamespaceNamed(s.Namespace)
+	label, labelled := dst.Labels[SidecarSetCustomVersionLabel]
+	var kept string
+	dst.Spec.NamespaceSelector, dst.Spec.CustomVersion, kept = toV1beta1(s.Namespace, s.NamespaceSelector, label, labelled)
+	delete(dst.Labels, SidecarSetCustomVersionLabel)
+	if kept != "" {
+		setAnnotation(&dst.ObjectMeta, V1alpha1FieldsAnnotation, kept)
 	}
-	if v, ok := dst.Labels[SidecarSetCustomVersionLabel]; ok {
-		dst.Spec.CustomVersion = v
-		delete(dst.Labels, SidecarSetCustomVersionLabel)
+	if raw, ok := dst.Annotations[V1beta1FieldsAnnotation]; ok {
+		delete(dst.Annotations, V1beta1FieldsAnnotation)
+		var own v1beta1Fields
+		if json.Unmarshal([]byte(raw), &own) == nil && own.CustomVersionLabel != nil {
+			setLabel(&dst.ObjectMeta, SidecarSetCustomVersionLabel, *own.CustomVersionLabel)
+		}
 	}
 	dst.Status = *src.Status.DeepCopy()
 	return nil
 }
 
-// ConvertFrom converts from the hub version: namespaceSelector is kept as it is (no
-// spec.namespace is recreated) and spec.customVersion becomes the custom-version label.
+// ConvertFrom converts from the hub version: spec.customVersion becomes the custom-version label,
+// the v1beta1 object's own label goes to V1beta1FieldsAnnotation, and V1alpha1FieldsAnnotation,
+// while it still describes the spec, gives back the v1alpha1 fields it holds. Without it
+// namespaceSelector is kept as it is, as OpenKruise does (no spec.namespace is recreated).
 func (ss *SidecarSet) ConvertFrom(hub conversion.Hub) error {
 	dst := ss
 	src, ok := hub.(*v1beta1.SidecarSet)
@@ -65,12 +105,88 @@ func (ss *SidecarSet) ConvertFrom(hub conversion.Hub) error {
 		RevisionHistoryLimit: s.RevisionHistoryLimit,
 		PatchPodMetadata:     s.PatchPodMetadata,
 	}
-	if s.CustomVersion != "" {
-		if dst.Labels == nil {
-			dst.Labels = map[string]string{}
+	// The conversion never leaves this annotation on a v1beta1 object: one written there is not
+	// the object's label and must not become it on the way back.
+	delete(dst.Annotations, V1beta1FieldsAnnotation)
+	if own, ok := dst.Labels[SidecarSetCustomVersionLabel]; ok {
+		delete(dst.Labels, SidecarSetCustomVersionLabel)
+		setAnnotation(&dst.ObjectMeta, V1beta1FieldsAnnotation, mustMarshal(v1beta1Fields{CustomVersionLabel: &own}))
+	}
+	label, labelled := s.CustomVersion, s.CustomVersion != ""
+	if raw, ok := dst.Annotations[V1alpha1FieldsAnnotation]; ok {
+		if f, ok := readV1alpha1Fields(raw, s); ok {
+			delete(dst.Annotations, V1alpha1FieldsAnnotation)
+			if f.Namespace != "" {
+				dst.Spec.Namespace, dst.Spec.NamespaceSelector = f.Namespace, f.NamespaceSelector
+			}
+			if f.CustomVersionLabel != nil {
+				label, labelled = *f.CustomVersionLabel, true
+			}
 		}
-		dst.Labels[SidecarSetCustomVersionLabel] = s.CustomVersion
+	}
+	if labelled {
+		setLabel(&dst.ObjectMeta, SidecarSetCustomVersionLabel, label)
 	}
 	dst.Status = *src.Status.DeepCopy()
 	return nil
+}
+
+// toV1beta1 is what the v1alpha1 fields v1beta1 lacks become: the namespaceSelector,
+// spec.customVersion, and the value of V1alpha1FieldsAnnotation ("" when nothing is lost).
+func toV1beta1(namespace string, selector *metav1.LabelSelector, label string, labelled bool) (*metav1.LabelSelector, string, string) {
+	var lost v1alpha1Fields
+	if namespace != "" {
+		lost.Namespace, lost.NamespaceSelector = namespace, selector
+		selector = v1beta1.NamespaceNamed(namespace)
+	}
+	if labelled && label == "" {
+		lost.CustomVersionLabel = &label
+	}
+	if lost == (v1alpha1Fields{}) {
+		return selector, label, ""
+	}
+	return selector, label, mustMarshal(lost)
+}
+
+// readV1alpha1Fields reads raw as V1alpha1FieldsAnnotation of a v1beta1 spec, and accepts it only
+// when converting what it holds gives back that very spec and annotation: one left from before a
+// v1beta1 client changed the spec, or written by hand, does not describe the object.
+func readV1alpha1Fields(raw string, spec *v1beta1.SidecarSetSpec) (v1alpha1Fields, bool) {
+	var f v1alpha1Fields
+	if json.Unmarshal([]byte(raw), &f) != nil {
+		return f, false
+	}
+	selector := spec.NamespaceSelector
+	if f.Namespace != "" {
+		selector = f.NamespaceSelector
+	}
+	label, labelled := spec.CustomVersion, spec.CustomVersion != ""
+	if f.CustomVersionLabel != nil {
+		label, labelled = *f.CustomVersionLabel, true
+	}
+	gotSelector, gotVersion, gotRaw := toV1beta1(f.Namespace, selector, label, labelled)
+	return f, gotRaw == raw && gotVersion == spec.CustomVersion && apiequality.Semantic.DeepEqual(gotSelector, spec.NamespaceSelector)
+}
+
+// mustMarshal encodes the annotation values above, which cannot fail to encode.
+func mustMarshal(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+func setAnnotation(m *metav1.ObjectMeta, key, value string) {
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[key] = value
+}
+
+func setLabel(m *metav1.ObjectMeta, key, value string) {
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	m.Labels[key] = value
 }

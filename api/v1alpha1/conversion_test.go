@@ -1,59 +1,218 @@
 package v1alpha1_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/diff"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/randfill"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/testing/randomobjects"
 )
 
-// v1beta1 → v1alpha1 → v1beta1 is the identity, except for one input OpenKruise loses the same
-// way: a v1beta1 object carrying the v1alpha1 custom-version label itself (its value and
-// spec.customVersion share one label in v1alpha1).
-func TestBetaAlphaBetaIsTheIdentity(t *testing.T) {
-	f := randomobjects.Filler(t, 1)
-	for range 3000 {
-		var beta v1beta1.SidecarSet
-		f.Fill(&beta)
-		beta.TypeMeta = metav1.TypeMeta{}
-		delete(beta.Labels, v1alpha1.SidecarSetCustomVersionLabel)
-		var alpha v1alpha1.SidecarSet
-		require.NoError(t, alpha.ConvertFrom(&beta))
-		var back v1beta1.SidecarSet
-		require.NoError(t, alpha.ConvertTo(&back))
-		require.True(t, apiequality.Semantic.DeepEqual(&beta, &back), "round trip changed the object:\n%#v\n%#v", beta.Spec, back.Spec)
+// The namespace scopes, custom versions and labels a round trip must keep, each with the others
+// and with every other field filled at random.
+var (
+	selectors = []*metav1.LabelSelector{
+		nil,
+		{},
+		v1beta1.NamespaceNamed("shop"),
+		v1beta1.NamespaceNamed("other"),
+		{MatchLabels: map[string]string{v1beta1.NamespaceNameLabel: "shop", "env": "prod"}},
+		{MatchLabels: map[string]string{v1beta1.NamespaceNameLabel: "shop"}, MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpExists}}},
+		{MatchLabels: map[string]string{"env": "prod"}},
 	}
+	versions = []*string{nil, ptr.To(""), ptr.To("v1"), ptr.To("v2")}
+)
+
+// fill returns a SidecarSet filled at random, with no TypeMeta (conversion does not set it) and
+// without the custom-version label and the conversion's annotations, which the cases set.
+func fill[T any, PT interface {
+	*T
+	metav1.Object
+}](f *randfill.Filler) PT {
+	obj := PT(new(T))
+	f.Fill(obj)
+	labels, annotations := obj.GetLabels(), obj.GetAnnotations()
+	delete(labels, v1alpha1.SidecarSetCustomVersionLabel)
+	delete(annotations, v1alpha1.V1alpha1FieldsAnnotation)
+	delete(annotations, v1alpha1.V1beta1FieldsAnnotation)
+	return obj
 }
 
-// v1alpha1 → v1beta1 → v1alpha1 loses what OpenKruise's conversion loses, and only that:
-// spec.namespace (folded into namespaceSelector, which it replaces) and an empty custom-version
-// label (spec.customVersion "" writes none back).
-func TestAlphaBetaAlphaLosesOnlyTheNamespace(t *testing.T) {
-	f := randomobjects.Filler(t, 2)
-	for range 3000 {
-		var alpha v1alpha1.SidecarSet
-		f.Fill(&alpha)
-		alpha.TypeMeta = metav1.TypeMeta{}
-		var beta v1beta1.SidecarSet
-		require.NoError(t, alpha.ConvertTo(&beta))
-		var back v1alpha1.SidecarSet
-		require.NoError(t, back.ConvertFrom(&beta))
+func setLabel(m *metav1.ObjectMeta, v *string) {
+	if v == nil {
+		return
+	}
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	m.Labels[v1alpha1.SidecarSetCustomVersionLabel] = *v
+}
 
-		want := alpha.DeepCopy()
-		if want.Spec.Namespace != "" {
-			want.Spec.NamespaceSelector = v1beta1.NamespaceNamed(want.Spec.Namespace)
-			want.Spec.Namespace = ""
+func setAnnotation(m *metav1.ObjectMeta, key, v string) {
+	if v == "" {
+		return
+	}
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[key] = v
+}
+
+// v1beta1 → v1alpha1 → v1beta1 is the identity, spec, labels and annotations included: a
+// v1alpha1 client that reads a SidecarSet and replaces it changing nothing else changes nothing.
+// The cases are every combination of the custom-version label (absent, empty, equal to
+// spec.customVersion or not), spec.customVersion, namespaceSelectors that are or are not the one
+// a spec.namespace becomes, and V1alpha1FieldsAnnotation as the conversion writes it, as a v1beta1
+// client's later change of the spec leaves it, or as written by hand.
+func TestBetaAlphaBetaIsTheIdentity(t *testing.T) {
+	f := randomobjects.Filler(t, 1)
+	fields := []string{
+		"",
+		`{"namespace":"shop"}`,
+		`{"namespace":"shop","namespaceSelector":{"matchLabels":{"env":"prod"}}}`,
+		`{"namespace":"shop","customVersionLabel":""}`,
+		`{"customVersionLabel":""}`,
+		`{"namespaceSelector":{"matchLabels":{"env":"prod"}}}`,
+		`{}`,
+		`{"namespace": "shop"}`,
+		`not json`,
+	}
+	n := 0
+	for _, label := range versions {
+		for _, customVersion := range []string{"", "v1", "v2"} {
+			for _, selector := range selectors {
+				for _, kept := range fields {
+					beta := fill[v1beta1.SidecarSet](f)
+					setLabel(&beta.ObjectMeta, label)
+					beta.Spec.CustomVersion = customVersion
+					beta.Spec.NamespaceSelector = selector.DeepCopy()
+					setAnnotation(&beta.ObjectMeta, v1alpha1.V1alpha1FieldsAnnotation, kept)
+
+					var alpha v1alpha1.SidecarSet
+					require.NoError(t, alpha.ConvertFrom(beta))
+					var back v1beta1.SidecarSet
+					require.NoError(t, alpha.ConvertTo(&back))
+					require.True(t, apiequality.Semantic.DeepEqual(beta, &back),
+						"label %q, customVersion %q, selector %v, annotation %q: the round trip changed the object:\n%s",
+						ptr.Deref(label, "<none>"), customVersion, selector, kept, diff.Diff(beta, &back))
+					n++
+				}
+			}
 		}
-		if v, ok := want.Labels[v1alpha1.SidecarSetCustomVersionLabel]; ok && v == "" {
-			delete(want.Labels, v1alpha1.SidecarSetCustomVersionLabel)
+	}
+	require.Equal(t, 4*3*7*9, n)
+}
+
+// v1alpha1 → v1beta1 → v1alpha1 is the identity too: every combination of spec.namespace,
+// namespaceSelectors that are or are not the one it becomes, the custom-version label (absent,
+// empty or set) and V1beta1FieldsAnnotation (the v1beta1 object's own label, as the conversion
+// writes it). V1alpha1FieldsAnnotation on a v1alpha1 object, as a v1beta1 client's change leaves
+// it, is TestBetaAlphaBetaIsTheIdentity's: it comes from there.
+func TestAlphaBetaAlphaIsTheIdentity(t *testing.T) {
+	f := randomobjects.Filler(t, 2)
+	n := 0
+	for _, namespace := range []string{"", "shop"} {
+		for _, selector := range selectors {
+			for _, label := range versions {
+				for _, own := range versions {
+					alpha := fill[v1alpha1.SidecarSet](f)
+					alpha.Spec.Namespace = namespace
+					alpha.Spec.NamespaceSelector = selector.DeepCopy()
+					setLabel(&alpha.ObjectMeta, label)
+					if own != nil {
+						setAnnotation(&alpha.ObjectMeta, v1alpha1.V1beta1FieldsAnnotation, fmt.Sprintf(`{"customVersionLabel":%q}`, *own))
+					}
+
+					var beta v1beta1.SidecarSet
+					require.NoError(t, alpha.ConvertTo(&beta))
+					var back v1alpha1.SidecarSet
+					require.NoError(t, back.ConvertFrom(&beta))
+					require.True(t, apiequality.Semantic.DeepEqual(alpha, &back),
+						"namespace %q, selector %v, label %q, own label %q: the round trip changed the object:\n%s",
+						namespace, selector, ptr.Deref(label, "<none>"), ptr.Deref(own, "<none>"), diff.Diff(alpha, &back))
+					n++
+				}
+			}
 		}
-		require.True(t, apiequality.Semantic.DeepEqual(want, &back), "round trip lost more than OpenKruise's:\n%#v\n%#v", want.Spec, back.Spec)
+	}
+	require.Equal(t, 2*7*4*4, n)
+}
+
+// What each version reads: OpenKruise's conversion where it loses nothing, and the fields the
+// other version has no place for in the conversion's annotations, never in its spec or labels.
+func TestConvertFrom(t *testing.T) {
+	named := v1beta1.NamespaceNamed("shop")
+	prod := &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}
+	tests := []struct {
+		name          string
+		labels        map[string]string
+		annotations   map[string]string
+		customVersion string
+		selector      *metav1.LabelSelector
+		want          v1alpha1.SidecarSet
+	}{
+		{
+			name:   "the custom-version label alone is no custom version: v1alpha1 reads none, and the label rides in the annotation",
+			labels: map[string]string{v1alpha1.SidecarSetCustomVersionLabel: "v1"},
+			want: v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{},
+				Annotations: map[string]string{v1alpha1.V1beta1FieldsAnnotation: `{"customVersionLabel":"v1"}`}}},
+		},
+		{
+			name:          "spec.customVersion becomes the label",
+			customVersion: "v2",
+			want:          v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SidecarSetCustomVersionLabel: "v2"}}},
+		},
+		{
+			name:          "a label other than spec.customVersion: v1alpha1 reads spec.customVersion",
+			labels:        map[string]string{v1alpha1.SidecarSetCustomVersionLabel: "v1"},
+			customVersion: "v2",
+			want: v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SidecarSetCustomVersionLabel: "v2"},
+				Annotations: map[string]string{v1alpha1.V1beta1FieldsAnnotation: `{"customVersionLabel":"v1"}`}}},
+		},
+		{
+			name:     "a namespaceSelector on the name label stays one, as OpenKruise converts",
+			selector: named,
+			want:     v1alpha1.SidecarSet{Spec: v1alpha1.SidecarSetSpec{NamespaceSelector: named}},
+		},
+		{
+			name:        "spec.namespace comes back from the annotation, with the selector written beside it",
+			selector:    named,
+			annotations: map[string]string{v1alpha1.V1alpha1FieldsAnnotation: `{"namespace":"shop","namespaceSelector":{"matchLabels":{"env":"prod"}}}`},
+			want:        v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}, Spec: v1alpha1.SidecarSetSpec{Namespace: "shop", NamespaceSelector: prod}},
+		},
+		{
+			name:        "an annotation the spec has moved away from is no spec.namespace, and stays",
+			selector:    prod,
+			annotations: map[string]string{v1alpha1.V1alpha1FieldsAnnotation: `{"namespace":"shop"}`},
+			want: v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.V1alpha1FieldsAnnotation: `{"namespace":"shop"}`}},
+				Spec: v1alpha1.SidecarSetSpec{NamespaceSelector: prod}},
+		},
+		{
+			name:        "an empty custom-version label comes back from the annotation",
+			annotations: map[string]string{v1alpha1.V1alpha1FieldsAnnotation: `{"customVersionLabel":""}`},
+			want: v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SidecarSetCustomVersionLabel: ""},
+				Annotations: map[string]string{}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			beta := &v1beta1.SidecarSet{
+				ObjectMeta: metav1.ObjectMeta{Labels: tt.labels, Annotations: tt.annotations},
+				Spec:       v1beta1.SidecarSetSpec{CustomVersion: tt.customVersion, NamespaceSelector: tt.selector},
+			}
+			var got v1alpha1.SidecarSet
+			require.NoError(t, got.ConvertFrom(beta))
+			assert.Equal(t, tt.want, got)
+		})
 	}
 }
 

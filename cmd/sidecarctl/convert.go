@@ -6,10 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/api/v1beta1"
@@ -29,9 +27,11 @@ func convertCmd() *cobra.Command {
 		Long: "convert prints the documents read, in input order, with every SidecarSet in the version --to (default\n" +
 			"v1beta1, the storage version), converted as OpenKruise converts: a v1alpha1 spec.namespace becomes a\n" +
 			"namespaceSelector on the label kubernetes.io/metadata.name, and the label\n" +
-			"apps.kruise.io/sidecarset-custom-version becomes spec.customVersion, and back. SidecarSets already in that\n" +
-			"version and documents of every other kind are printed unchanged; the items of a v1/List are printed as\n" +
-			"documents of their own. What a conversion loses is a warning on stderr naming the object and the field.\n" +
+			"apps.kruise.io/sidecarset-custom-version becomes spec.customVersion, and back. Nothing is lost: what one\n" +
+			"version has no place for is kept in the annotation " + v1alpha1.V1alpha1FieldsAnnotation + " or\n" +
+			v1alpha1.V1beta1FieldsAnnotation + ", as the API server stores it, and converting back gives the original.\n" +
+			"SidecarSets already in that version and documents of every other kind are printed unchanged; the items\n" +
+			"of a v1/List are printed as documents of their own.\n" +
 			"Nothing is defaulted or validated: `sidecarctl check` does that.\n\n" +
 			"A document that does not decode is reported on stderr and left out; the rest is printed and the exit\n" +
 			"status is 1.",
@@ -51,7 +51,7 @@ func convertCmd() *cobra.Command {
 			}
 			out := make([]runtime.Object, 0, len(w.objects))
 			for _, o := range w.objects {
-				obj, err := w.convert(o, target)
+				obj, err := convertObject(o.Obj, target)
 				if err != nil {
 					w.fail(o, err)
 					continue
@@ -86,22 +86,13 @@ func targetVersion(to string) (schema.GroupVersion, error) {
 	return schema.GroupVersion{}, fmt.Errorf("--to %q: unsupported SidecarSet version (%s)", to, strings.Join(names, " or "))
 }
 
-// customVersionLabel is where v1alpha1 keeps what v1beta1 has in spec.customVersion.
-var customVersionLabel = field.NewPath("metadata", "labels").Key(v1alpha1.SidecarSetCustomVersionLabel).String()
-
-// convert returns o's object with a SidecarSet in version to, converted as OpenKruise converts, and
-// warns about what the conversion loses. Anything else is returned as read.
-func (w *workspace) convert(o *manifest.Object, to schema.GroupVersion) (runtime.Object, error) {
-	switch ss := o.Obj.(type) {
+// convertObject returns obj, when it is a SidecarSet, in version to, converted as the API server
+// converts it with the manager's conversion webhook; anything else as it is.
+func convertObject(obj runtime.Object, to schema.GroupVersion) (runtime.Object, error) {
+	switch ss := obj.(type) {
 	case *v1alpha1.SidecarSet:
 		if to != v1beta1.GroupVersion {
 			return ss, nil
-		}
-		if ns := ss.Spec.Namespace; ns != "" && ss.Spec.NamespaceSelector != nil && !apiequality.Semantic.DeepEqual(ss.Spec.NamespaceSelector, v1beta1.NamespaceNamed(ns)) {
-			w.warn(o.Report("spec.namespaceSelector", fmt.Sprintf("dropped: spec.namespace %q replaces it with the selector %s=%s, as OpenKruise converts", ns, v1beta1.NamespaceNameLabel, ns)))
-		}
-		if v, ok := ss.Labels[v1alpha1.SidecarSetCustomVersionLabel]; ok && v == "" {
-			w.warn(o.Report(customVersionLabel, "dropped: an empty custom version is no spec.customVersion, as OpenKruise converts"))
 		}
 		written, err := versions.Of(ss)
 		return written.Hub, err
@@ -109,15 +100,8 @@ func (w *workspace) convert(o *manifest.Object, to schema.GroupVersion) (runtime
 		if to != v1alpha1.GroupVersion {
 			return ss, nil
 		}
-		if v, ok := ss.Labels[v1alpha1.SidecarSetCustomVersionLabel]; ok && v != ss.Spec.CustomVersion {
-			reason := fmt.Sprintf("%q overwritten by spec.customVersion %q, as OpenKruise converts", v, ss.Spec.CustomVersion)
-			if ss.Spec.CustomVersion == "" {
-				reason = fmt.Sprintf("%q kept, but v1alpha1 reads it as the custom version, which spec.customVersion does not set", v)
-			}
-			w.warn(o.Report(customVersionLabel, reason))
-		}
 		alpha := &v1alpha1.SidecarSet{}
 		return alpha, alpha.ConvertFrom(ss)
 	}
-	return o.Obj, nil
+	return obj, nil
 }

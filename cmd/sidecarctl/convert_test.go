@@ -33,10 +33,12 @@ spec:
   selector: {matchLabels: {app: web}}
   containers: [{name: agent, image: agent:1}]`
 
-// betaAgent is alphaAgent converted, as convert prints it.
+// betaAgent is alphaAgent converted, as convert prints it: spec.namespace kept for the way back.
 const betaAgent = `apiVersion: apps.kruise.io/v1beta1
 kind: SidecarSet
 metadata:
+  annotations:
+    conversion.sidecarops.io/v1alpha1-fields: '{"namespace":"shop"}'
   labels:
     team: a
   name: agent
@@ -53,7 +55,7 @@ spec:
       app: web
 `
 
-// alphaAgentBack is betaAgent converted back: OpenKruise does not recreate spec.namespace.
+// alphaAgentBack is betaAgent converted back: alphaAgent as convert prints it.
 const alphaAgentBack = `apiVersion: apps.kruise.io/v1alpha1
 kind: SidecarSet
 metadata:
@@ -65,13 +67,14 @@ spec:
   containers:
   - image: agent:1
     name: agent
-  namespaceSelector:
-    matchLabels:
-      kubernetes.io/metadata.name: shop
+  namespace: shop
   selector:
     matchLabels:
       app: web
 `
+
+// betaScoped is betaAgent as a v1beta1 client writes it, without the annotation.
+var betaScoped = strings.Replace(betaAgent, "  annotations:\n    conversion.sidecarops.io/v1alpha1-fields: '{\"namespace\":\"shop\"}'\n", "", 1)
 
 const betaJSON = `{"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet", "metadata": {"name": "s"}, "spec": {"customVersion": "v3", "selector": {"matchLabels": {"app": "web"}}}}`
 
@@ -128,7 +131,10 @@ const listJSON = `{
 }
 `
 
-const customVersionWarning = "warning: <stdin>: document 1 (SidecarSet/agent): metadata.labels[apps.kruise.io/sidecarset-custom-version]: "
+// withFields is betaAgent with the annotation V1alpha1FieldsAnnotation holding fields.
+func withFields(fields string) string {
+	return strings.Replace(betaAgent, `'{"namespace":"shop"}'`, "'"+fields+"'", 1)
+}
 
 func TestConvert(t *testing.T) {
 	deployment := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: shop}\nspec:\n  replicas: 0\n  selector: {matchLabels: {app: web}}\n" +
@@ -149,7 +155,7 @@ func TestConvert(t *testing.T) {
 			stdout: betaAgent,
 		},
 		{
-			name:   "v1beta1 to v1alpha1: namespaceSelector kept, spec.customVersion becomes the label",
+			name:   "v1beta1 to v1alpha1: spec.namespace comes back from the annotation, spec.customVersion becomes the label",
 			stdin:  betaAgent,
 			args:   []string{"-f", "-", "--to", "v1alpha1"},
 			stdout: alphaAgentBack,
@@ -161,6 +167,12 @@ func TestConvert(t *testing.T) {
 			stdout: alphaAgentBack,
 		},
 		{
+			name:   "v1beta1 without the annotation to v1alpha1: the namespaceSelector is kept, as OpenKruise converts",
+			stdin:  betaScoped,
+			args:   []string{"-f", "-", "--to", "v1alpha1"},
+			stdout: strings.Replace(alphaAgentBack, "  namespace: shop\n", "  namespaceSelector:\n    matchLabels:\n      kubernetes.io/metadata.name: shop\n", 1),
+		},
+		{
 			name:   "a v1beta1 SidecarSet to v1beta1 is printed unchanged",
 			stdin:  betaAgent,
 			args:   []string{"-f", "-", "--to", "v1beta1"},
@@ -170,48 +182,38 @@ func TestConvert(t *testing.T) {
 			name:   "a v1alpha1 SidecarSet to v1alpha1 is printed unchanged, spec.namespace and label included",
 			stdin:  alphaAgent,
 			args:   []string{"-f", "-", "--to", "v1alpha1"},
-			stdout: "apiVersion: apps.kruise.io/v1alpha1\nkind: SidecarSet\nmetadata:\n  labels:\n    apps.kruise.io/sidecarset-custom-version: v2\n    team: a\n  name: agent\nspec:\n  containers:\n  - image: agent:1\n    name: agent\n  namespace: shop\n  selector:\n    matchLabels:\n      app: web\n",
+			stdout: alphaAgentBack,
 		},
 		{
-			name:   "v1alpha1 with spec.namespace and another namespaceSelector: the selector is dropped, with a warning",
+			name:   "v1alpha1 with spec.namespace and another namespaceSelector: spec.namespace replaces the selector, which the annotation keeps",
 			stdin:  strings.Replace(alphaAgent, "  namespace: shop\n", "  namespace: shop\n  namespaceSelector: {matchLabels: {env: prod}}\n", 1),
 			args:   []string{"-f", "-"},
-			stderr: []string{`warning: <stdin>: document 1 (SidecarSet/agent): spec.namespaceSelector: dropped: spec.namespace "shop" replaces it with the selector kubernetes.io/metadata.name=shop, as OpenKruise converts`},
-			stdout: betaAgent,
+			stdout: withFields(`{"namespace":"shop","namespaceSelector":{"matchLabels":{"env":"prod"}}}`),
 		},
 		{
-			name:   "v1alpha1 with spec.namespace and the namespaceSelector it becomes loses nothing",
+			name:   "v1alpha1 with spec.namespace and the namespaceSelector it becomes: the annotation keeps both",
 			stdin:  strings.Replace(alphaAgent, "  namespace: shop\n", "  namespace: shop\n  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: shop}}\n", 1),
 			args:   []string{"-f", "-"},
-			stdout: betaAgent,
+			stdout: withFields(`{"namespace":"shop","namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"shop"}}}`),
 		},
 		{
-			name:   "v1alpha1 with an empty custom-version label: the label is dropped, with a warning",
+			name:   "v1alpha1 with an empty custom-version label: no spec.customVersion, and the annotation keeps the label",
 			stdin:  strings.Replace(alphaAgent, "sidecarset-custom-version: v2", `sidecarset-custom-version: ""`, 1),
 			args:   []string{"-f", "-"},
-			stderr: []string{customVersionWarning + "dropped: an empty custom version is no spec.customVersion, as OpenKruise converts"},
-			stdout: strings.Replace(betaAgent, "  customVersion: v2\n", "", 1),
+			stdout: strings.Replace(withFields(`{"namespace":"shop","customVersionLabel":""}`), "  customVersion: v2\n", "", 1),
 		},
 		{
-			name:   "v1beta1 with the custom-version label and another spec.customVersion: the label is overwritten, with a warning",
+			name:   "v1beta1 with the custom-version label and another spec.customVersion: v1alpha1 reads spec.customVersion, the annotation keeps the label",
 			stdin:  strings.Replace(betaAgent, "    team: a\n", "    team: a\n    apps.kruise.io/sidecarset-custom-version: v1\n", 1),
 			args:   []string{"-f", "-", "--to", "v1alpha1"},
-			stderr: []string{customVersionWarning + `"v1" overwritten by spec.customVersion "v2", as OpenKruise converts`},
-			stdout: alphaAgentBack,
+			stdout: strings.Replace(alphaAgentBack, "metadata:\n", "metadata:\n  annotations:\n    conversion.sidecarops.io/v1beta1-fields: '{\"customVersionLabel\":\"v1\"}'\n", 1),
 		},
 		{
-			name:  "v1beta1 with the custom-version label and no spec.customVersion: the label becomes the custom version, with a warning",
+			name:  "v1beta1 with the custom-version label and no spec.customVersion: v1alpha1 reads no custom version, the annotation keeps the label",
 			stdin: strings.Replace(strings.Replace(betaAgent, "    team: a\n", "    team: a\n    apps.kruise.io/sidecarset-custom-version: v1\n", 1), "  customVersion: v2\n", "", 1),
 			args:  []string{"-f", "-", "--to", "v1alpha1"},
-			stderr: []string{customVersionWarning +
-				`"v1" kept, but v1alpha1 reads it as the custom version, which spec.customVersion does not set`},
-			stdout: strings.Replace(alphaAgentBack, "sidecarset-custom-version: v2", "sidecarset-custom-version: v1", 1),
-		},
-		{
-			name:   "v1beta1 with the custom-version label equal to spec.customVersion loses nothing",
-			stdin:  strings.Replace(betaAgent, "    team: a\n", "    team: a\n    apps.kruise.io/sidecarset-custom-version: v2\n", 1),
-			args:   []string{"-f", "-", "--to", "v1alpha1"},
-			stdout: alphaAgentBack,
+			stdout: strings.Replace(strings.Replace(alphaAgentBack, "metadata:\n", "metadata:\n  annotations:\n    conversion.sidecarops.io/v1beta1-fields: '{\"customVersionLabel\":\"v1\"}'\n", 1),
+				"    apps.kruise.io/sidecarset-custom-version: v2\n", "", 1),
 		},
 		{
 			name:   "other documents pass through unchanged and unannounced, in input order",
@@ -431,8 +433,7 @@ func convertedSidecarSets(t *testing.T, source string, in, out []byte, to string
 // convert prints what it does not convert as it was read, although it decodes typed kinds and
 // encodes them again: on every manifest of convertInputs, to either version, each document that
 // is not a SidecarSet of the other version has the same content as written. A SidecarSet converted
-// and converted back has it too, but for the spec.namespace OpenKruise's conversion does not bring
-// back.
+// and converted back has it too.
 func TestConvertKeepsWhatItDoesNotConvert(t *testing.T) {
 	paths, _ := convertInputs(t)
 	for _, path := range paths {
@@ -456,11 +457,6 @@ func TestConvertKeepsWhatItDoesNotConvert(t *testing.T) {
 						require.NoError(t, err)
 						back, errOut, code := sidecarctlConvert(t, string(raw), "-f", "-", "--to", strings.TrimPrefix(doc["apiVersion"].(string), "apps.kruise.io/"))
 						require.Equal(t, 0, code, errOut)
-						spec, _ := doc["spec"].(map[string]any)
-						if ns, ok := spec["namespace"]; ok {
-							delete(spec, "namespace")
-							spec["namespaceSelector"] = map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}}
-						}
 						assert.Equal(t, doc, decodeDocs(t, back)[0], "document %d", i+1)
 					}
 				})

@@ -52,8 +52,8 @@ func Of(obj runtime.Object) (Written, error) {
 }
 
 // Object is the SidecarSet in the version it was written, with the hub's changes. A v1alpha1
-// keeps its namespace scope as written: the conversion would turn spec.namespace into a
-// namespaceSelector, which defaulting never changes.
+// keeps its namespace scope as written whatever became of the hub's annotations: the conversion
+// brings spec.namespace back from one of them, and defaulting never changes the scope.
 func (w Written) Object() (runtime.Object, error) {
 	if w.Alpha == nil {
 		return w.Hub, nil
