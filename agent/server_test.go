@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sidecarops/sidecarops/agent/agenttest"
 	"github.com/sidecarops/sidecarops/internal/kubeauth"
 )
 
@@ -163,7 +163,7 @@ func TestAPIMetrics(t *testing.T) {
 // fill the log; now the first few of each kind are logged, then one per interval with the count of
 // those skipped. The requests are still answered and counted one by one.
 func TestAPIRefusalsLoggedSampled(t *testing.T) {
-	var lines lineCounter
+	var lines agenttest.LogLines
 	m := NewManager(ManagerOptions{Registry: Registry{}, Logger: logr.New(&lines)})
 	h := NewServer(m, &authz{}).Handler()
 	codes := map[int]int{}
@@ -177,16 +177,6 @@ func TestAPIRefusalsLoggedSampled(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[int]int{http.StatusServiceUnavailable: 100, http.StatusTooManyRequests: 100}, codes)
-	assert.Equal(t, int64(5), lines.errors.Load(), "ERROR lines")
-	assert.Equal(t, int64(5), lines.infos.Load(), "throttled lines")
+	assert.Equal(t, int64(5), lines.Errors.Load(), "ERROR lines")
+	assert.Equal(t, int64(5), lines.Infos.Load(), "throttled lines")
 }
-
-// lineCounter is a logr.LogSink counting the lines logged at verbosity 0, discarding them.
-type lineCounter struct{ errors, infos atomic.Int64 }
-
-func (*lineCounter) Init(logr.RuntimeInfo)            {}
-func (*lineCounter) Enabled(level int) bool           { return level == 0 }
-func (l *lineCounter) Info(int, string, ...any)       { l.infos.Add(1) }
-func (l *lineCounter) Error(error, string, ...any)    { l.errors.Add(1) }
-func (l *lineCounter) WithValues(...any) logr.LogSink { return l }
-func (l *lineCounter) WithName(string) logr.LogSink   { return l }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -32,6 +33,7 @@ import (
 	"github.com/sidecarops/sidecarops/agent/auth"
 	"github.com/sidecarops/sidecarops/agent/plugins"
 	"github.com/sidecarops/sidecarops/agent/storage"
+	"github.com/sidecarops/sidecarops/internal/kubeauth"
 )
 
 var (
@@ -231,12 +233,18 @@ func pod(t *testing.T, ns, name string, labels map[string]any, owners ...any) {
 // called with callerToken.
 func startAgent(t *testing.T, identity *rest.Config, ns, podName, config, callerToken string) agentAPI {
 	t.Helper()
+	return startAgentLogging(t, identity, ns, podName, config, callerToken, testr.New(t))
+}
+
+// startAgentLogging is startAgent logging to log.
+func startAgentLogging(t *testing.T, identity *rest.Config, ns, podName, config, callerToken string, log logr.Logger) agentAPI {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(config), 0o644))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	self := storage.Self{PodName: podName, PodNamespace: ns}
-	reviews, err := kubernetes.NewForConfig(identity)
+	reviews, err := kubernetes.NewForConfig(kubeauth.ClientConfig(identity))
 	require.NoError(t, err)
 	authz := auth.NewReviewer(auth.Options{Client: reviews, Self: self, Audiences: []string{"sidecar-agent"},
 		Resource: schema.GroupResource{Group: "sidecarops.io", Resource: "sidecaragents"}})
@@ -244,7 +252,7 @@ func startAgent(t *testing.T, identity *rest.Config, ns, podName, config, caller
 	done := make(chan error, 1)
 	go func() {
 		done <- agent.Run(ctx, agent.RunOptions{
-			ManagerOptions: agent.ManagerOptions{Registry: plugins.Builtin(), Logger: testr.New(t), Self: self,
+			ManagerOptions: agent.ManagerOptions{Registry: plugins.Builtin(), Logger: log, Self: self,
 				Kube: &storage.Kube{Client: dynamicClient(t, identity), Self: self}, InitialBackoff: 200 * time.Millisecond},
 			ConfigPath: path, Listener: ln, Authorizer: authz,
 		})
