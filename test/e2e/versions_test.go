@@ -1,13 +1,17 @@
 package e2e
 
 import (
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/diff"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
@@ -17,7 +21,8 @@ import (
 // Both versions are served, v1beta1 stored, and the manager converts between them as OpenKruise
 // does: a SidecarSet written as v1alpha1 is read back as v1beta1 with its spec.namespace become a
 // namespaceSelector and its custom-version label become spec.customVersion, and injects into the
-// pods of that namespace only; one written as v1beta1 reads back as v1alpha1.
+// pods of that namespace only; one written as v1beta1 reads back as v1alpha1. Read as v1alpha1
+// again, each is as written.
 func TestBothVersionsServedAndConverted(t *testing.T) {
 	namespace(t, "e2e-alpha", nil)
 	namespace(t, "e2e-alpha-other", nil)
@@ -31,10 +36,11 @@ func TestBothVersionsServedAndConverted(t *testing.T) {
 	}
 	require.NoError(t, cluster.Client.Create(ctx(t), alpha))
 	t.Cleanup(func() { _ = cluster.Client.Delete(ctx(t), alpha) })
-	// Stored as v1beta1 and answered as v1alpha1 again, as OpenKruise does: spec.namespace comes back
-	// as the namespaceSelector it became.
-	assert.Empty(t, alpha.Spec.Namespace)
-	assert.Equal(t, v1beta1.NamespaceNamed("e2e-alpha"), alpha.Spec.NamespaceSelector)
+	// Stored as v1beta1 and answered as v1alpha1 again as written: spec.namespace comes back from the
+	// annotation the stored object keeps it in.
+	assert.Equal(t, "e2e-alpha", alpha.Spec.Namespace)
+	assert.Nil(t, alpha.Spec.NamespaceSelector)
+	assert.NotContains(t, alpha.Annotations, v1alpha1.V1alpha1FieldsAnnotation)
 	assert.Equal(t, "v7", alpha.Labels[v1alpha1.SidecarSetCustomVersionLabel])
 	assert.NotEmpty(t, alpha.Annotations[v1beta1.SidecarSetHashAnnotation], "defaulted and hashed")
 
@@ -43,6 +49,7 @@ func TestBothVersionsServedAndConverted(t *testing.T) {
 	assert.Equal(t, v1beta1.NamespaceNamed("e2e-alpha"), beta.Spec.NamespaceSelector)
 	assert.Equal(t, "v7", beta.Spec.CustomVersion)
 	assert.NotContains(t, beta.Labels, v1alpha1.SidecarSetCustomVersionLabel)
+	assert.JSONEq(t, `{"namespace":"e2e-alpha"}`, beta.Annotations[v1alpha1.V1alpha1FieldsAnnotation])
 
 	waitInjected(t, pod("e2e-alpha", "in-scope", map[string]string{"app": "alpha"}), "alpha-agent")
 	p := pod("e2e-alpha-other", "out-of-scope", map[string]string{"app": "alpha"})
@@ -77,5 +84,74 @@ func TestBothVersionsServedAndConverted(t *testing.T) {
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 		require.Len(t, lines, 3, "%s", out)
 		assert.Equal(t, []string{"NAME", "MATCHED", "UPDATED", "READY", "UPDATED-READY", "AGE"}, strings.Fields(lines[0]), resource)
+	}
+}
+
+// Issue 28: a v1alpha1 client that reads a SidecarSet stored as v1beta1 and replaces it, changing
+// one annotation, changes nothing else. What v1alpha1 has no place for (the v1beta1 object's own
+// custom-version label) rides in an annotation and comes back as it was: same spec, same labels,
+// generation still 1.
+func TestAlphaReplaceKeepsTheBetaObject(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*v1beta1.SidecarSet)
+	}{
+		{
+			name: "the custom-version label and no spec.customVersion",
+			mutate: func(ss *v1beta1.SidecarSet) {
+				ss.Labels = map[string]string{v1alpha1.SidecarSetCustomVersionLabel: "v1", "team": "a"}
+			},
+		},
+		{
+			name: "the custom-version label and another spec.customVersion",
+			mutate: func(ss *v1beta1.SidecarSet) {
+				ss.Labels = map[string]string{v1alpha1.SidecarSetCustomVersionLabel: "v1"}
+				ss.Spec.CustomVersion = "v2"
+			},
+		},
+		{
+			name: "an empty custom-version label",
+			mutate: func(ss *v1beta1.SidecarSet) {
+				ss.Labels = map[string]string{v1alpha1.SidecarSetCustomVersionLabel: ""}
+			},
+		},
+		{
+			name:   "a namespaceSelector on the name label",
+			mutate: func(ss *v1beta1.SidecarSet) { ss.Spec.NamespaceSelector = v1beta1.NamespaceNamed("e2e-replace") },
+		},
+		{
+			name: "a namespaceSelector on the name label and another term",
+			mutate: func(ss *v1beta1.SidecarSet) {
+				ss.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{v1beta1.NamespaceNameLabel: "e2e-replace", "env": "prod"}}
+			},
+		},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := fmt.Sprintf("e2e-replace-%d", i)
+			created := sidecarSet(name, map[string]string{"app": name}, name, tt.mutate)
+			require.NoError(t, cluster.Client.Create(ctx(t), created))
+			t.Cleanup(func() { _ = cluster.Client.Delete(ctx(t), created) })
+
+			require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				var alpha v1alpha1.SidecarSet
+				if err := cluster.Client.Get(ctx(t), client.ObjectKey{Name: name}, &alpha); err != nil {
+					return err
+				}
+				if alpha.Annotations == nil {
+					alpha.Annotations = map[string]string{}
+				}
+				alpha.Annotations["e2e.example.com/touched"] = "yes"
+				return cluster.Client.Update(ctx(t), &alpha)
+			}))
+
+			var stored v1beta1.SidecarSet
+			require.NoError(t, cluster.Client.Get(ctx(t), client.ObjectKey{Name: name}, &stored))
+			assert.Equal(t, "yes", stored.Annotations["e2e.example.com/touched"])
+			assert.True(t, apiequality.Semantic.DeepEqual(created.Spec, stored.Spec), "the spec changed: %s", diff.Diff(created.Spec, stored.Spec))
+			assert.Equal(t, created.Labels, stored.Labels)
+			assert.Equal(t, int64(1), stored.Generation)
+			assert.NotContains(t, stored.Annotations, v1alpha1.V1beta1FieldsAnnotation)
+		})
 	}
 }
