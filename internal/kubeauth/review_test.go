@@ -2,6 +2,8 @@ package kubeauth
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"testing"
@@ -152,4 +154,28 @@ func TestCache(t *testing.T) {
 		assert.LessOrEqual(t, len(c.allowed.Keys()), cacheSize)
 		assert.LessOrEqual(t, len(c.denied.Keys()), cacheSize)
 	}
+}
+
+// Only a hash of a token is kept, and an answer is kept for one token and one access: another
+// token of the same user, or another access, is asked again.
+func TestCacheKeys(t *testing.T) {
+	s := newAPIServer()
+	r := NewReviewer(Options{Client: s.Client()})
+	ctx := context.Background()
+	_, err := r.Review(ctx, as("prometheus-token"), getMetrics)
+	require.NoError(t, err)
+	_, err = r.Review(ctx, as("prometheus-token"), Attributes{NonResource: &authzv1.NonResourceAttributes{Path: "/metrics", Verb: "post"}})
+	require.ErrorIs(t, err, ErrForbidden)
+	sum := sha256.Sum256([]byte("prometheus-token"))
+	hash := hex.EncodeToString(sum[:])
+	assert.Equal(t, []any{hash}, r.tokens.allowed.Keys())
+	assert.Equal(t, []any{hash + "\x00n\x00get\x00/metrics"}, r.access.allowed.Keys())
+	assert.Equal(t, []any{hash + "\x00n\x00post\x00/metrics"}, r.access.denied.Keys())
+	assert.Len(t, s.Reviews(), 3)
+
+	s.Tokens["prometheus-token-2"] = s.Tokens["prometheus-token"]
+	s.Audiences["prometheus-token-2"] = s.Audiences["prometheus-token"]
+	_, err = r.Review(ctx, as("prometheus-token-2"), getMetrics)
+	require.NoError(t, err)
+	assert.Len(t, s.Reviews(), 5, "another token of the same user is reviewed again")
 }

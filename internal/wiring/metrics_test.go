@@ -5,12 +5,14 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/sidecarops/sidecarops/internal/kubeauth"
 	"github.com/sidecarops/sidecarops/internal/testing/reviewserver"
@@ -58,6 +60,22 @@ func TestMetricsFilter(t *testing.T) {
 			assert.Equal(t, tt.code, w.Code)
 			assert.Equal(t, tt.body, strings.TrimSpace(w.Body.String()))
 		})
+	}
+
+	// Past the limits of reviews of new tokens, a request is answered at once, without a review.
+	throttled, err := metricsFilterOf(kubeauth.NewReviewer(kubeauth.Options{Client: api.Client(), Clock: clocktesting.NewFakeClock(time.Now()),
+		Limits: kubeauth.Limits{PerSource: 1, PerSourceBurst: 1, Global: 1, GlobalBurst: 1}}))(logr.Discard(), http.NotFoundHandler())
+	require.NoError(t, err)
+	for _, want := range []struct {
+		code       int
+		retryAfter string
+	}{{http.StatusUnauthorized, ""}, {http.StatusTooManyRequests, "1"}} {
+		req := httptest.NewRequest("GET", "/metrics", nil)
+		req.Header.Set("Authorization", "Bearer made-up-"+want.retryAfter)
+		w := httptest.NewRecorder()
+		throttled.ServeHTTP(w, req)
+		assert.Equal(t, want.code, w.Code)
+		assert.Equal(t, want.retryAfter, w.Header().Get("Retry-After"))
 	}
 
 	// With the API server unreachable, nobody new gets in.
