@@ -14,6 +14,7 @@ import (
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -190,7 +191,7 @@ func createSidecarSet(ctx context.Context, t *testing.T, c client.Client) *v1bet
 }
 
 // The README's other install: kubectl apply of config/default (a release's install.yaml is it,
-// rendered with the image's digest), and kubectl delete of it.
+// rendered with the image's digest), the network-policy overlay over it, and kubectl delete.
 func TestKubectlApplyInstall(t *testing.T) {
 	ctx := t.Context()
 	ip := hostIP(t)
@@ -204,8 +205,16 @@ func TestKubectlApplyInstall(t *testing.T) {
 	assertInjected(ctx, t, k.c, "applied", true)
 	waitRevisions(ctx, t, k.c)
 
+	// The opt-in NetworkPolicy on top (the API server validates it; nothing here enforces it), and
+	// kubectl delete of that overlay, a superset of config/default.
+	k.kubectl(t, "apply", "--server-side", "-k", root+"/config/samples/network-policy")
+	np := &networkingv1.NetworkPolicy{}
+	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "sidecarops-manager"}, np))
+	assert.Len(t, np.Spec.Ingress, 2, "the webhook's rule and the metrics' rule")
+	assertInjected(ctx, t, k.c, "network-policy", true)
+
 	// The namespace would wait for a namespace controller this API server does not run.
-	k.kubectl(t, "delete", "-k", root+"/config/default", "--wait=false")
+	k.kubectl(t, "delete", "-k", root+"/config/samples/network-policy", "--wait=false")
 	for _, o := range []client.Object{&admissionregv1.MutatingWebhookConfiguration{}, &admissionregv1.ValidatingWebhookConfiguration{}} {
 		err := k.c.Get(ctx, client.ObjectKey{Name: wiring.WebhookConfigurationName}, o)
 		assert.True(t, apierrors.IsNotFound(err), "%T left behind: %v", o, err)

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
@@ -121,7 +122,7 @@ func TestChartMatchesConfigDefault(t *testing.T) {
 
 // The agent's RBAC and admission policy from the chart are config/agent's and config/agent-policy's.
 func TestChartAgentMatchesConfigAgent(t *testing.T) {
-	fromChart := chart(t, nil, "agent.rbac.enabled=true", "agent.rbac.namespaces={games}", "agent.ownPodPolicy.enabled=true",
+	fromChart := chart(t, nil, "agent.rbac.enabled=true", "agent.rbac.namespaces={games}",
 		// config/agent carries the example's storageConfig.target rule (examples/sidecar-agent).
 		"agent.rbac.extraRules[0].apiGroups={game.kruise.io}", "agent.rbac.extraRules[0].resources={gameservers}",
 		"agent.rbac.extraRules[0].verbs={get,patch}")
@@ -153,6 +154,67 @@ func TestChartAgentMatchesConfigAgent(t *testing.T) {
 	for k, want := range fromConfig {
 		assert.Equal(t, want.Object, fromChart[k].Object, "%s differs between config/agent and the chart", k)
 	}
+}
+
+// The agent's Role lets it patch every pod of its namespace, and only the admission policy narrows
+// that to its own pod: whenever the chart grants the one it installs the other, with no value to
+// leave the policy out.
+func TestChartAgentRoleComesWithItsFence(t *testing.T) {
+	policy := kustomize(t, "config/agent-policy")
+	require.Len(t, policy, 2, "the policy and its binding")
+	for _, tc := range []struct {
+		name   string
+		values []string
+		sets   []string
+	}{
+		{"one namespace", nil, []string{"agent.rbac.enabled=true", "agent.rbac.namespaces={games}"}},
+		{"no namespace yet", nil, []string{"agent.rbac.enabled=true"}},
+		{"full values", []string{fullValues}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := chart(t, tc.values, tc.sets...)
+			for k, want := range policy {
+				if assert.Contains(t, objs, k) {
+					assert.Equal(t, want.Object, objs[k].Object, "%s is config/agent-policy's", k)
+				}
+			}
+		})
+	}
+	objs := chart(t, nil)
+	for k := range policy {
+		assert.NotContains(t, objs, k, "no agent RBAC, nothing to fence")
+	}
+}
+
+// The NetworkPolicy is off by default; on, it opens the webhook and metrics ports the Deployment
+// renders, whatever their numbers, and is config/components/network-policy's with the same values.
+func TestChartNetworkPolicy(t *testing.T) {
+	key := "NetworkPolicy/" + namespace + "/sidecarops-manager"
+	assert.NotContains(t, chart(t, nil), key)
+	byName := func(names ...string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: names},
+		}}
+	}
+	for _, tc := range []struct {
+		name        string
+		values      []string
+		sets        []string
+		metricsFrom *metav1.LabelSelector
+	}{
+		{"defaults", nil, []string{"networkPolicy.enabled=true"}, byName("monitoring")},
+		{"namespaces", nil, []string{"networkPolicy.enabled=true", "networkPolicy.metricsNamespaces={prometheus,grafana-agent}"}, byName("prometheus", "grafana-agent")},
+		{"a selector, not merged into the names", []string{fullValues}, nil, &metav1.LabelSelector{MatchLabels: map[string]string{"team": "observability"}}},
+		{"no metrics", nil, []string{"networkPolicy.enabled=true", "metrics.enabled=false"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assertNetworkPolicyFits(t, chart(t, tc.values, tc.sets...), namespace, tc.metricsFrom)
+		})
+	}
+
+	fromChart := render.Objects{key: chart(t, nil, "networkPolicy.enabled=true")[key]}
+	stripHelmLabels(t, fromChart)
+	assert.Equal(t, kustomize(t, "config/samples/network-policy")[key].Object, fromChart[key].Object)
 }
 
 func keys(objs render.Objects) []string {
@@ -318,6 +380,10 @@ func TestChartRejectsBadValues(t *testing.T) {
 		{"extraArgs={leader-elect}", "/extraArgs/0"},
 		{"unknown=1", "additional properties 'unknown' not allowed"},
 		{"webhook.prefiltr=false", "additional properties 'prefiltr' not allowed"},
+		// The switch that could leave the agent's Role unfenced is gone, and saying so fails loudly.
+		{"agent.ownPodPolicy.enabled=false", "additional properties 'ownPodPolicy' not allowed"},
+		{"networkPolicy.metricsNamespaces={}", "/networkPolicy/metricsNamespaces"},
+		{"networkPolicy.metricsNamespaceSelector.matchExpressions[0].operator=Equals", "/networkPolicy/metricsNamespaceSelector/matchExpressions/0/operator"},
 	} {
 		t.Run(tc.set, func(t *testing.T) {
 			_, err := render.Chart(t.TempDir(), chartDir, "sidecarops", namespace, nil, tc.set)

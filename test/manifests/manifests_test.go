@@ -2,6 +2,8 @@ package manifests
 
 import (
 	"maps"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,11 +11,13 @@ import (
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sidecarops/sidecarops/internal/testing/render"
 )
@@ -185,6 +189,78 @@ func TestKruiseTakeoverOverlay(t *testing.T) {
 	binding := as[rbacv1.RoleBinding](t, objs["RoleBinding/kruise-system/sidecarops-manager-revisions"])
 	assert.Equal(t, "kruise-system", binding.Namespace)
 	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "sidecarops-manager", Namespace: "sidecarops-system"}}, binding.Subjects)
+}
+
+// The network-policy overlay is config/default and the NetworkPolicy, which fits the manager it
+// comes with.
+func TestNetworkPolicyOverlay(t *testing.T) {
+	objs := kustomize(t, "config/samples/network-policy")
+	key := "NetworkPolicy/sidecarops-system/sidecarops-manager"
+	assertNetworkPolicyFits(t, objs, "sidecarops-system", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"monitoring"}},
+	}})
+	def := kustomize(t, "config/default")
+	assert.NotContains(t, def, key, "opt-in")
+	delete(objs, key)
+	assert.Equal(t, def, objs, "nothing else changes")
+}
+
+// assertNetworkPolicyFits checks the manager's NetworkPolicy in objs against the Deployment and
+// Service beside it: it selects the manager's pods, opens the port the manager serves webhooks on
+// (the one the Service sends the API server's calls to) to every source, the port it serves metrics
+// on (none: metricsFrom nil) to the namespaces metricsFrom selects, and nothing else.
+func assertNetworkPolicyFits(t *testing.T, objs render.Objects, ns string, metricsFrom *metav1.LabelSelector) {
+	t.Helper()
+	np := as[networkingv1.NetworkPolicy](t, objs["NetworkPolicy/"+ns+"/sidecarops-manager"])
+	d := as[appsv1.Deployment](t, objs["Deployment/"+ns+"/sidecarops-manager"])
+	svc := as[corev1.Service](t, objs["Service/"+ns+"/sidecarops-webhook"])
+	sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	require.NoError(t, err)
+	assert.True(t, sel.Matches(labels.Set(d.Spec.Template.Labels)), "the policy selects the manager's pods")
+	assert.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, np.Spec.PolicyTypes, "egress stays open")
+
+	c := d.Spec.Template.Spec.Containers[0]
+	resolve := func(p intstr.IntOrString) int32 {
+		if p.Type == intstr.Int {
+			return p.IntVal
+		}
+		for _, cp := range c.Ports {
+			if cp.Name == p.StrVal {
+				return cp.ContainerPort
+			}
+		}
+		assert.Fail(t, "a port the manager's container does not name", "%q", p.StrVal)
+		return 0
+	}
+	flagPort := func(name string) int32 {
+		for _, a := range c.Args {
+			if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+				port, err := strconv.ParseInt(v[strings.LastIndex(v, ":")+1:], 10, 32)
+				require.NoError(t, err, a)
+				return int32(port)
+			}
+		}
+		require.FailNow(t, "no flag", "--%s in %v", name, c.Args)
+		return 0
+	}
+	opened := map[int32][]networkingv1.NetworkPolicyPeer{}
+	for _, r := range np.Spec.Ingress {
+		for _, p := range r.Ports {
+			require.NotNil(t, p.Port, "a rule for every port opens every port")
+			assert.Equal(t, corev1.ProtocolTCP, *p.Protocol)
+			opened[resolve(*p.Port)] = r.From
+		}
+	}
+	webhook := flagPort("webhook-port")
+	require.Len(t, svc.Spec.Ports, 1)
+	assert.Equal(t, webhook, resolve(svc.Spec.Ports[0].TargetPort), "the Service sends the API server's calls to the webhook port")
+	want := map[int32][]networkingv1.NetworkPolicyPeer{webhook: nil}
+	if metrics := flagPort("metrics-bind-address"); metricsFrom != nil {
+		want[metrics] = []networkingv1.NetworkPolicyPeer{{NamespaceSelector: metricsFrom}}
+	} else {
+		assert.Zero(t, metrics, "metrics are off")
+	}
+	assert.Equal(t, want, opened, "ports opened, by number, and to whom (nil: every source)")
 }
 
 func contains(xs []string, x string) bool {
