@@ -109,7 +109,7 @@ func TestReviewsSent(t *testing.T) {
 	}, sar.Spec)
 }
 
-// Issue 28: before, every new token cost a TokenReview through client-go's rate limiter (5 a second),
+// Issue 28: before, every new token cost a TokenReview through client-go's default rate limiter,
 // so a flood of made-up tokens from one address queued there, and a caller elsewhere with a valid
 // new token waited behind it until its review timed out: 503. Now
 // the flood's source spends its own allowance and is answered 429 at once, the valid caller is

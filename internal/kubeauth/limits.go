@@ -31,8 +31,8 @@ type Limits struct {
 }
 
 // DefaultLimits let one source have a few new callers' first requests at once (a new token costs
-// two reviews: who it is, and its access) and a new one a second, and all sources together at most
-// what client-go's default limiter let one process ask before.
+// two reviews: who it is, and its access) and a new one a second, and all sources together the
+// rate client-go's default limiter let one process ask at before, with room for a burst of callers.
 var DefaultLimits = Limits{PerSource: 1, PerSourceBurst: 10, Global: 5, GlobalBurst: 20}
 
 // ClientConfig is cfg for the client of a Reviewer. It has no client-side rate limiter: every call

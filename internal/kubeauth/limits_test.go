@@ -105,7 +105,7 @@ func TestRetryAfterSeconds(t *testing.T) {
 	}
 }
 
-// Before, one cache held both: 1,024 made-up tokens pushed every caller's allowed answer out, and
+// Before, one cache held both: a cacheful of made-up tokens pushed every caller's allowed answer out, and
 // each caller's next request cost reviews again (and waited behind the made-up ones for them).
 func TestRefusalsKeepAllowedAnswers(t *testing.T) {
 	s := newAPIServer()
