@@ -65,10 +65,11 @@ func convertCmd() *cobra.Command {
 		},
 	}
 	// convert reads files and nothing else the other commands do (bundles, namespaces): it takes -f
-	// from their shared flags rather than restating it.
+	// and its bound from their shared flags rather than restating them.
 	shared := pflag.NewFlagSet("", pflag.ContinueOnError)
 	src.register(shared)
 	cmd.Flags().AddFlag(shared.Lookup("filename"))
+	cmd.Flags().AddFlag(shared.Lookup(maxDocumentBytesFlag))
 	cmd.Flags().StringVar(&to, "to", v1beta1.GroupVersion.Version, "version to write SidecarSets in: v1beta1 or v1alpha1 (or apps.kruise.io/VERSION)")
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
 	return cmd

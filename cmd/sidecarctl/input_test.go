@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -122,6 +123,33 @@ func TestReadsWhatOthersWrote(t *testing.T) {
 			},
 			stdout:    []string{"kruise.io/sidecarset-injected-list: agent", "name: agent"},
 			notStdout: []string{"name: bad"},
+		},
+		{
+			name:  "a document over --max-document-bytes once its aliases are expanded is reported and skipped; inject goes on",
+			stdin: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb}\nx: &x " + strings.Repeat("x", 100) + "\ny: [*x, *x, *x, *x, *x, *x, *x, *x, *x, *x]\n---\n" + agent + "\n---\n" + pod,
+			args:  []string{"inject", "-f", "-", "--max-document-bytes", "1000"},
+			code:  1,
+			stderr: []string{
+				"<stdin>: document 1: 1212 bytes once its YAML aliases are expanded, over the limit of 1000 bytes per document (--max-document-bytes)",
+			},
+			stdout:     []string{"name: one", "IS_INJECTED"},
+			stdoutDocs: 1,
+		},
+		{
+			name:      "convert takes --max-document-bytes too",
+			stdin:     serviceYAML + "\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: shop}",
+			args:      []string{"convert", "-f", "-", "--max-document-bytes", "100"},
+			code:      1,
+			stderr:    []string{"<stdin>: document 1: " + strconv.Itoa(len(serviceYAML)+1) + " bytes as written, over the limit of 100 bytes per document (--max-document-bytes)"},
+			stdout:    []string{"kind: Namespace"},
+			notStdout: []string{"kind: Service"},
+		},
+		{
+			name:   "--max-document-bytes must be positive",
+			stdin:  pod,
+			args:   []string{"check", "-f", "-", "--max-document-bytes", "0"},
+			code:   1,
+			stderr: []string{"--max-document-bytes 0: must be positive"},
 		},
 		{
 			name:  "a document that does not decode does not stop inject",

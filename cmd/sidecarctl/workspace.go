@@ -24,9 +24,13 @@ import (
 	"github.com/sidecarops/sidecarops/internal/sidecarset/versions"
 )
 
+// maxDocumentBytesFlag bounds what one document of -f may cost to decode.
+const maxDocumentBytesFlag = "max-document-bytes"
+
 // sourceFlags are the inputs every subcommand that reads manifests shares.
 type sourceFlags struct {
 	files            []string
+	maxDocumentBytes int64
 	adminBundles     []string
 	verificationKeys []string
 	verificationAlg  string
@@ -37,6 +41,7 @@ type sourceFlags struct {
 
 func (f *sourceFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory (recursive *.yaml, *.yml, *.json; kustomization files skipped) or - for stdin; repeatable")
+	fs.Int64Var(&f.maxDocumentBytes, maxDocumentBytesFlag, manifest.DefaultMaxDocumentBytes, "largest size of one document of -f, as written and as JSON once its YAML aliases are expanded; a larger one is reported and skipped")
 	fs.StringArrayVar(&f.adminBundles, "bundle", nil, "administrators' bundle (directory or .tar.gz) with roots whitelist and/or gates; repeatable")
 	fs.StringArrayVar(&f.verificationKeys, "verification-key", nil, "PEM public key that --bundle signatures must verify against (key id: file name without extension); repeatable. When given, unsigned bundles are refused")
 	fs.StringVar(&f.verificationAlg, "verification-alg", "RS256", "signature algorithm of the verification keys")
@@ -172,7 +177,10 @@ func (f *sourceFlags) read(cmd *cobra.Command) (*workspace, error) {
 	if len(f.files) == 0 {
 		return nil, errors.New("no input: give at least one -f PATH")
 	}
-	in := manifest.ReadInput(cmd.InOrStdin(), f.files...)
+	if f.maxDocumentBytes <= 0 {
+		return nil, fmt.Errorf("--%s %d: must be positive", maxDocumentBytesFlag, f.maxDocumentBytes)
+	}
+	in := manifest.Reader{MaxDocumentBytes: f.maxDocumentBytes, LimitName: "--" + maxDocumentBytesFlag}.ReadInput(cmd.InOrStdin(), f.files...)
 	w := &workspace{objects: in.Objects, origin: map[*v1beta1.SidecarSet]*manifest.Object{}, written: map[*v1beta1.SidecarSet]versions.Written{}, refused: map[string]bool{},
 		problems: in.Errors, stderr: cmd.ErrOrStderr()}
 	for _, e := range in.Warnings {

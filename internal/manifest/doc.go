@@ -8,6 +8,8 @@
 //
 // It reads what kubectl would send: a key written twice is a warning and its last value is kept,
 // and a document of a kind it does not read is kept as written (passed through), not refused.
+// Each document is bounded (Reader): one larger as written, or as the JSON its YAML aliases expand
+// to, is an error of its own, found before anything is expanded.
 //
 // It must not default, validate or decide: strictness here is about form (unknown fields, wrong
 // types, a kind it reads in a version it does not), never meaning, which belongs to

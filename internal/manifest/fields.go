@@ -137,14 +137,27 @@ func jsonField(t reflect.Type, key string) (reflect.StructField, bool) {
 	return reflect.StructField{}, false
 }
 
-// typeReason phrases a decoding failure as "expected <Go-side type>, got <what the JSON holds>",
-// except for types that decode themselves, whose own message (e.g. resource.Quantity's) is the
-// most precise.
+// typeReason phrases a decoding failure as "expected <Go-side type>, got <what the JSON holds>".
+// The decoder's own message is the most precise instead for types that decode themselves (e.g.
+// resource.Quantity's), and whenever the JSON holds the kind of value expected: then the kind is
+// not what is wrong, but, say, a string that is no base64, a number no float64 holds, or nesting
+// deeper than the decoder reads.
 func typeReason(data []byte, t reflect.Type, err error) string {
-	if customDecoding(t) {
-		return strings.TrimPrefix(err.Error(), "json: ")
+	expected, got := expectedName(deref(t)), jsonValueName(data)
+	if customDecoding(t) || sameKind(expected, got) {
+		msg := strings.TrimPrefix(err.Error(), "json: ")
+		if strings.HasSuffix(msg, "exceeded max depth") {
+			return "nested too deeply: exceeded the JSON decoder's maximum depth"
+		}
+		return msg
 	}
-	return fmt.Sprintf("expected %s, got %s", expectedName(deref(t)), jsonValueName(data))
+	return fmt.Sprintf("expected %s, got %s", expected, got)
+}
+
+// sameKind reports whether a JSON value jsonValueName calls got is of the kind expectedName calls
+// expected.
+func sameKind(expected, got string) bool {
+	return expected == got || expected == "any value" || expected == "base64 string" && got == "string"
 }
 
 func expectedName(t reflect.Type) string {

@@ -77,21 +77,16 @@ type Input struct {
 
 // ReadInput decodes the manifests at paths, in order. A path is a file (read whatever its
 // extension), a directory (walked recursively in lexical order, reading *.yaml, *.yml and *.json),
-// or Stdin, read from stdin. Every problem in every file is collected.
+// or Stdin, read from stdin. Every problem in every file is collected. Documents are bounded by
+// DefaultMaxDocumentBytes (Reader sets another bound).
 func ReadInput(stdin io.Reader, paths ...string) Input {
-	var r reader
-	for _, p := range paths {
-		r.path(p, stdin)
-	}
-	return r.result()
+	return Reader{}.ReadInput(stdin, paths...)
 }
 
 // DecodeInput decodes one source's content (multi-document YAML, a JSON stream, v1/List
 // documents), naming source in positions and errors. It is ReadInput for data already in memory.
 func DecodeInput(source string, data []byte) Input {
-	var r reader
-	r.source(source, data)
-	return r.result()
+	return Reader{}.DecodeInput(source, data)
 }
 
 // Read is ReadInput for callers with no one to show warnings to: err, when not nil, is the
@@ -111,6 +106,7 @@ func Decode(source string, data []byte) ([]*Object, error) {
 type reader struct {
 	in        Input
 	stdinRead bool
+	limit     docLimit
 }
 
 func (r *reader) result() Input {
@@ -210,7 +206,7 @@ func (r *reader) source(name string, data []byte) {
 			r.in.Errors = append(r.in.Errors, &Error{Position: Position{Source: name, Item: -1}, Reason: fmt.Sprintf("%s: %v", internalError, p)})
 		}
 	}()
-	for _, c := range split(name, data) {
+	for _, c := range r.limit.split(name, data) {
 		if c.err != nil {
 			r.in.Errors = append(r.in.Errors, c.err)
 			continue
@@ -232,16 +228,16 @@ var utf8BOM = []byte("\xef\xbb\xbf")
 // split cuts a source into documents. A source whose first character is '{' is a JSON stream
 // (one or more objects); anything else is multi-document YAML. Flow-style YAML can also start
 // with '{', so a source that is not valid JSON but is valid YAML is read as YAML.
-func split(source string, data []byte) []chunk {
+func (l docLimit) split(source string, data []byte) []chunk {
 	data = bytes.TrimPrefix(data, utf8BOM)
 	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
-		return splitYAML(source, data)
+		return l.splitYAML(source, data)
 	}
-	chunks, err := splitJSON(source, data)
+	chunks, err := l.splitJSON(source, data)
 	if err == nil {
 		return chunks
 	}
-	yamlChunks := splitYAML(source, data)
+	yamlChunks := l.splitYAML(source, data)
 	for _, c := range yamlChunks {
 		if c.err != nil {
 			return append(chunks, chunk{err: err})
@@ -250,7 +246,7 @@ func split(source string, data []byte) []chunk {
 	return yamlChunks
 }
 
-func splitJSON(source string, data []byte) ([]chunk, *Error) {
+func (l docLimit) splitJSON(source string, data []byte) ([]chunk, *Error) {
 	var chunks []chunk
 	dec := json.NewDecoder(bytes.NewReader(data))
 	for doc := 1; ; doc++ {
@@ -270,6 +266,10 @@ func splitJSON(source string, data []byte) ([]chunk, *Error) {
 			}
 			return chunks, e
 		}
+		if reason := l.over(int64(len(raw)), "bytes as written"); reason != "" {
+			chunks = append(chunks, chunk{doc: doc, err: &Error{Position: Position{Source: source, Doc: doc, Item: -1}, Reason: reason}})
+			continue
+		}
 		chunks = append(chunks, chunk{doc: doc, json: raw})
 	}
 }
@@ -285,7 +285,7 @@ func lineAt(data []byte, offset int64) int {
 // be known to turn the YAML parser's document-relative line numbers into file lines. YAML takes
 // such a line at column 0 for a document marker even inside a scalar, so cutting at lines agrees
 // with the parser.
-func splitYAML(source string, data []byte) []chunk {
+func (l docLimit) splitYAML(source string, data []byte) []chunk {
 	var (
 		chunks   []chunk
 		buf      bytes.Buffer
@@ -296,7 +296,7 @@ func splitYAML(source string, data []byte) []chunk {
 	flush := func() {
 		if explicit || hasYAMLContent(buf.Bytes()) {
 			doc++
-			chunks = append(chunks, yamlChunk(source, doc, start, bytes.Clone(buf.Bytes())))
+			chunks = append(chunks, l.yamlChunk(source, doc, start, bytes.Clone(buf.Bytes())))
 		}
 		buf.Reset()
 	}
@@ -365,7 +365,14 @@ var yamlParserProblems = map[string]bool{
 	"found undefined tag handle":             true,
 }
 
-func yamlChunk(source string, doc, start int, text []byte) chunk {
+func (l docLimit) yamlChunk(source string, doc, start int, text []byte) chunk {
+	if reason, line := l.checkYAMLSize(text); reason != "" {
+		e := &Error{Position: Position{Source: source, Doc: doc, Item: -1}, Reason: reason}
+		if line > 0 {
+			e.Line = start + line - 1
+		}
+		return chunk{doc: doc, err: e}
+	}
 	j, err := yaml.YAMLToJSON(text)
 	var dups []fieldError
 	if err == nil {
@@ -385,6 +392,9 @@ func yamlChunk(source string, doc, start int, text []byte) chunk {
 		e.Line = start + n - 1
 	}
 	e.Reason = strings.TrimPrefix(msg, "yaml: ")
+	if v, ok := strings.CutPrefix(e.Reason, "json: unsupported value: "); ok {
+		e.Reason = v + " has no JSON form: JSON numbers have no infinity or NaN (YAML's .inf, .nan)"
+	}
 	return chunk{doc: doc, err: e}
 }
 

@@ -302,6 +302,28 @@ func TestDecode(t *testing.T) {
 			errs: []string{`f.yaml: document 1 (Pod/a): spec.x\ny: unknown field`},
 		},
 		{
+			name: "nesting deeper than the JSON decoder reads is said so, not \"expected object, got object\"",
+			in: "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {deep: " +
+				strings.Repeat("{a: ", 9999) + "1" + strings.Repeat("}", 9999) + "}\n---\n" + pods("b"),
+			want: []string{"f.yaml: document 2 (Pod/b)"},
+			errs: []string{"f.yaml: document 1: nested too deeply: exceeded the JSON decoder's maximum depth"},
+		},
+		{
+			name: "a string of the right kind but not base64 says why, not \"expected base64 string, got string\"",
+			in:   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\nbinaryData: {a: !!binary aGVsbG8=}\n",
+			errs: []string{"f.yaml: document 1 (ConfigMap/c): binaryData.a: illegal base64 data at input byte 4"},
+		},
+		{
+			name: "a number no Go number holds, where any value goes, says so, not \"expected any value, got object\"",
+			in:   `{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"a": 1e400}}`,
+			errs: []string{"f.yaml: document 1 (Widget/w): spec: cannot unmarshal number 1e400 into Go value of type float64"},
+		},
+		{
+			name: "YAML's infinity has no JSON form",
+			in:   "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {a: .inf}\n",
+			errs: []string{"f.yaml: document 1: +Inf has no JSON form: JSON numbers have no infinity or NaN (YAML's .inf, .nan)"},
+		},
+		{
 			name: "errors and objects across many documents keep input order",
 			in:   pods("a") + "---\nkind: X\n---\n" + pods("b") + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: c, x: 1}\n",
 			want: []string{"f.yaml: document 1 (Pod/a)", "f.yaml: document 3 (Pod/b)"},
