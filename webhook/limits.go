@@ -1,7 +1,9 @@
 package webhook
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -11,49 +13,63 @@ import (
 
 // Defaults of Limits.
 const (
-	// DefaultInFlightBytes of admissions decoded and answered at once. A review decodes to several
-	// times its size (the pod, its injected copy, the patch), so 32 MiB of reviews in flight stay
-	// within a few hundred MiB of heap, under the manager's 512 MiB limit; ordinary pods, a few KiB
-	// each, count little more than admissionOverhead: about 450 fit at once.
+	// DefaultInFlightBytes of pod admissions decoded and answered at once. A review decodes to
+	// several times its size (the pod, its injected copy, the patch), so 32 MiB of reviews in flight
+	// stay within a few hundred MiB of heap, under the manager's 512 MiB limit; ordinary pods, a few
+	// KiB each, count little more than admissionOverhead: about 450 fit at once.
 	DefaultInFlightBytes = 32 << 20
-	// DefaultLargeBodyBytes of request bodies over smallBody being read at once, by declared size:
-	// about four reviews of the largest size. Pods that large are rare; a flood of them is an attack.
+	// DefaultLargeBodyBytes of pod request bodies over smallBody being read at once: about four
+	// reviews of the largest size. Pods that large are rare; a flood of them is an attack.
 	DefaultLargeBodyBytes = 32 << 20
+	// DefaultOtherPathBytes is the room of each other path (SidecarSet defaulting, SidecarSet
+	// validation, CRD conversion), for its admissions in flight and, apart, for its bodies over
+	// smallBody being read: one review of the largest size each. SidecarSets change rarely, and
+	// the API server converts a list a page at a time.
+	DefaultOtherPathBytes = maxReviewSize + admissionOverhead
 	// DefaultBodyTimeout for a request body to arrive. The API server sends a review at once and
 	// waits at most 30 s (the webhook's timeoutSeconds) for the answer, so a body still arriving
 	// after this is not the API server's.
 	DefaultBodyTimeout = 10 * time.Second
 )
 
-// smallBody is what any request may send without taking room first: ordinary pods are a few KiB.
+// smallBody is what any request may send without taking room first, and the step in which larger
+// bodies take room as they arrive: ordinary pods are a few KiB.
 const smallBody = 1 << 20
 
 // admissionOverhead is what an admission counts beyond its body: the decision's and the answer's
 // own allocations, so that many tiny requests are bounded too.
 const admissionOverhead = 64 << 10
 
-// Limits bound what one peer that can reach the webhook port can make the server hold: the memory
-// of a request is what was actually received (nothing is allocated ahead of the bytes), a body must
-// arrive within BodyTimeout, and the admissions decoded and answered at once, over all handlers,
-// hold at most InFlightBytes (body size plus a fixed overhead each). One that finds no room is
-// refused at once with 429 Too Many Requests and Retry-After, which the API server treats as a
-// failed call (the webhook's failurePolicy applies). It does not wait: a waiting admission would
-// hold its body, and bodies that wait are exactly what a flood of large reviews is made of, while
-// ordinary pods are so small that about 450 fit in the default room at once. The zero
-// value uses the defaults.
+// Limits bound what one peer that can reach the webhook port can make the server hold. Every path
+// has rooms of its own, so that no request to one path can take the room of another: above all,
+// nothing sent to the SidecarSet or conversion paths can make pod admissions wait or fail.
 //
-// Bodies over smallBody (1 MiB) take room of their own, LargeBodyBytes by declared size, before the
-// rest is read: a flood of large reviews is refused while it is being sent, before it is held in
-// memory, and peers that declare large bodies and stall hold that room only, never the room of
-// ordinary pods.
+// On each path, the memory of a request is what was actually received (nothing is allocated or
+// reserved ahead of the bytes), a body must arrive within BodyTimeout, and the admissions decoded
+// and answered at once hold at most the path's in-flight room (body size plus a fixed overhead
+// each). One that finds no room is refused at once with 429 Too Many Requests and Retry-After,
+// which the API server treats as a failed call (the webhook's failurePolicy applies). It does not
+// wait: a waiting admission would hold its body, and bodies that wait are exactly what a flood of
+// large reviews is made of, while ordinary pods are so small that about 450 fit in the default
+// room at once.
+//
+// Bodies over smallBody (1 MiB) take the path's large-body room as they arrive, a step of
+// smallBody before each step is read: a flood of large reviews is refused while it is being sent,
+// and peers that send part of a large body and stall hold the large-body room for what they sent,
+// never the room of ordinary pods. A declared Content-Length reserves nothing. The zero value uses
+// the defaults.
 type Limits struct {
+	// InFlightBytes and LargeBodyBytes are the pod path's rooms.
 	InFlightBytes  int64
 	LargeBodyBytes int64
+	// OtherPathBytes is each other path's in-flight room and, apart, its large-body room.
+	OtherPathBytes int64
 	BodyTimeout    time.Duration
 }
 
-// gate enforces Limits for the handlers of one server.
+// gate enforces Limits for the handler of one path.
 type gate struct {
+	path        string
 	inFlight    room // admissions being decoded and answered
 	large       room // bodies over smallBody being read
 	bodyTimeout time.Duration
@@ -78,17 +94,37 @@ func (r room) take(n int64) (int64, bool) {
 	return w, true
 }
 
-func newGate(l Limits, m *Metrics) *gate {
+func (r room) give(w int64) {
+	if w > 0 {
+		r.sem.Release(w)
+	}
+}
+
+// withDefaults is l with every zero field set to its default.
+func (l Limits) withDefaults() Limits {
 	if l.InFlightBytes <= 0 {
 		l.InFlightBytes = DefaultInFlightBytes
 	}
 	if l.LargeBodyBytes <= 0 {
 		l.LargeBodyBytes = DefaultLargeBodyBytes
 	}
+	if l.OtherPathBytes <= 0 {
+		l.OtherPathBytes = DefaultOtherPathBytes
+	}
 	if l.BodyTimeout <= 0 {
 		l.BodyTimeout = DefaultBodyTimeout
 	}
-	return &gate{inFlight: newRoom(l.InFlightBytes), large: newRoom(l.LargeBodyBytes), bodyTimeout: l.BodyTimeout, metrics: m}
+	return l
+}
+
+// newGate is the gate of path: the pod path's rooms, or rooms of OtherPathBytes for any other.
+func newGate(path string, l Limits, m *Metrics) *gate {
+	l = l.withDefaults()
+	inFlight, large := l.InFlightBytes, l.LargeBodyBytes
+	if path != PodPath {
+		inFlight, large = l.OtherPathBytes, l.OtherPathBytes
+	}
+	return &gate{path: path, inFlight: newRoom(inFlight), large: newRoom(large), bodyTimeout: l.BodyTimeout, metrics: m}
 }
 
 // acquire takes room for an admission of a body of n bytes without waiting; it returns the weight
@@ -102,25 +138,22 @@ func (g *gate) acquire(n int64) (int64, bool) {
 }
 
 func (g *gate) release(w int64) {
-	if g != nil && w > 0 {
-		g.inFlight.sem.Release(w)
+	if g != nil {
+		g.inFlight.give(w)
 	}
 }
 
-// acquireLarge takes room to read a body of declared bytes beyond smallBody, without waiting.
-func (g *gate) acquireLarge(declared int64) (int64, bool) {
+// acquireLarge takes room for the next smallBody bytes of a body being read, without waiting.
+func (g *gate) acquireLarge() (int64, bool) {
 	if g == nil {
 		return 0, true
 	}
-	if declared < 0 || declared > maxReviewSize {
-		declared = maxReviewSize + 1 // unknown or too large: reading stops past the limit anyway
-	}
-	return g.large.take(declared)
+	return g.large.take(smallBody)
 }
 
 func (g *gate) releaseLarge(w int64) {
-	if g != nil && w > 0 {
-		g.large.sem.Release(w)
+	if g != nil {
+		g.large.give(w)
 	}
 }
 
@@ -136,28 +169,43 @@ func (g *gate) bodyDeadline(w http.ResponseWriter) {
 }
 
 // refuse answers a request that found no room.
-func (g *gate) refuse(w http.ResponseWriter, path string) {
-	g.metrics.throttle(path)
+func (g *gate) refuse(w http.ResponseWriter) {
+	g.metrics.throttle(g.path)
 	w.Header().Set("Retry-After", strconv.Itoa(1))
 	http.Error(w, "too many admission requests in flight; retry", http.StatusTooManyRequests)
 }
 
-// wrap applies the limits to a handler that reads its own body (controller-runtime's
-// admission.Webhook): room for the declared size (at most a review's) is taken before the body is
-// read, which the body deadline bounds. SidecarSet admissions are rare; the pod path does better.
-func (g *gate) wrap(path string, h http.Handler) http.Handler {
+// wrap applies the path's limits to a handler that reads its own body (controller-runtime's
+// admission.Webhook and conversion handler). The body is read here, as the pod path reads its
+// own, and the handler reads it from memory, so no handler ever reads more than a review's size
+// from the connection. fail answers a body that could not be read; check, when not nil, sees the
+// body before the handler does and answers itself when it returns false.
+func (g *gate) wrap(h http.Handler, fail func(http.ResponseWriter, reviewResponse), check func(http.ResponseWriter, []byte) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := int64(maxReviewSize)
-		if r.ContentLength >= 0 && r.ContentLength < n {
-			n = r.ContentLength
+		body := buffers.Get().(*bytes.Buffer)
+		defer putBuffer(body)
+		g.bodyDeadline(w)
+		largeHeld, readErr, throttled := readBody(r, body, g)
+		defer g.releaseLarge(largeHeld)
+		if throttled {
+			g.refuse(w)
+			return
 		}
-		held, ok := g.acquire(n)
+		if readErr != nil {
+			fail(w, *readErr)
+			return
+		}
+		held, ok := g.acquire(int64(body.Len()))
 		if !ok {
-			g.refuse(w, path)
+			g.refuse(w)
 			return
 		}
 		defer g.release(held)
-		g.bodyDeadline(w)
+		if check != nil && !check(w, body.Bytes()) {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body.Bytes()))
+		r.ContentLength = int64(body.Len())
 		h.ServeHTTP(w, r)
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/engine"
 )
 
@@ -52,9 +53,10 @@ func TestBodyBufferFollowsWhatArrived(t *testing.T) {
 }
 
 // stalledRequest opens a connection to srv and sends the headers of a POST to path declaring size
-// bytes and only the first sent of them; the connection stays open. It sends from a goroutine and
-// drops write errors: a server that refuses the request may answer and close before all is sent,
-// and what a test checks is the answer.
+// bytes and only the first sent of them, blanks, which a JSON decoder reading as they arrive waits
+// past for the rest; the connection stays open. It sends from a goroutine and drops write errors:
+// a server that refuses the request may answer and close before all is sent, and what a test
+// checks is the answer.
 func stalledRequest(t *testing.T, srv *httptest.Server, path string, size, sent int) net.Conn {
 	t.Helper()
 	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
@@ -62,7 +64,7 @@ func stalledRequest(t *testing.T, srv *httptest.Server, path string, size, sent 
 	t.Cleanup(func() { _ = conn.Close() })
 	go func() {
 		_, _ = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
-			path, size, strings.Repeat("x", sent))
+			path, size, strings.Repeat(" ", sent))
 	}()
 	return conn
 }
@@ -112,52 +114,106 @@ func (b *blockingSnapshots) Current() *engine.Snapshot {
 	return nil
 }
 
-// Once the admissions being decoded and answered fill InFlightBytes, one more is refused at once
-// with 429 and Retry-After (counted), on every webhook path; room freed is taken again.
+// Once the admissions being decoded and answered fill a path's in-flight room, one more is refused
+// at once with 429 and Retry-After (counted); room freed is taken again.
 func TestInFlightBytes(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(reg)
-	require.NoError(t, err)
-	snaps := &blockingSnapshots{entered: make(chan struct{}, 4), release: make(chan struct{})}
 	podBody := review(t, podRequest(t, "shop", podP1()))
 	ssBody := review(t, sidecarSetRequest(t, admissionv1.Create, minimalSidecarSet("a", "web", "c"), nil))
-	h := NewHandlers(snaps, m, logr.Discard())
-	// Room for the two pod admissions held below, and not for a third admission of either kind.
-	h.Limits = Limits{InFlightBytes: 2 * int64(len(podBody)+admissionOverhead)}
-	srv := serve(t, h)
-	client := srv.Client()
+	for _, tc := range []struct {
+		path   string
+		body   []byte
+		limits func(room int64) Limits
+	}{
+		{PodPath, podBody, func(room int64) Limits { return Limits{InFlightBytes: room} }},
+		{SidecarSetValidatePath, ssBody, func(room int64) Limits { return Limits{OtherPathBytes: room} }},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			m, err := NewMetrics(reg)
+			require.NoError(t, err)
+			snaps := &blockingSnapshots{entered: make(chan struct{}, 4), release: make(chan struct{})}
+			h := NewHandlers(snaps, m, logr.Discard())
+			// Room for the two admissions held below, and not for a third.
+			h.Limits = tc.limits(2 * int64(len(tc.body)+admissionOverhead))
+			srv := serve(t, h)
+			client := srv.Client()
 
-	var held sync.WaitGroup
-	for range 2 {
-		held.Go(func() {
-			resp, err := client.Post(srv.URL+PodPath, "application/json", bytes.NewReader(podBody))
-			if assert.NoError(t, err) {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				_ = resp.Body.Close()
-				assert.Equal(t, http.StatusOK, resp.StatusCode)
+			var held sync.WaitGroup
+			for range 2 {
+				held.Go(func() {
+					assert.Equal(t, http.StatusOK, postStatus(t, client, srv.URL+tc.path, tc.body))
+				})
 			}
+			<-snaps.entered
+			<-snaps.entered
+
+			resp, err := client.Post(srv.URL+tc.path, "application/json", bytes.NewReader(tc.body))
+			require.NoError(t, err)
+			_, _ = io.Copy(io.Discard, resp.Body)
+			require.NoError(t, resp.Body.Close())
+			assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+			assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+			assert.InDelta(t, 1, testutil.ToFloat64(m.throttled.WithLabelValues(tc.path)), 0)
+
+			close(snaps.release)
+			held.Wait()
+			assert.Equal(t, http.StatusOK, postStatus(t, client, srv.URL+tc.path, tc.body), "the room is free again")
 		})
 	}
-	<-snaps.entered
-	<-snaps.entered
+}
 
-	for path, body := range map[string][]byte{PodPath: podBody, SidecarSetValidatePath: ssBody} {
-		resp, err := client.Post(srv.URL+path, "application/json", bytes.NewReader(body))
-		require.NoError(t, err)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		require.NoError(t, resp.Body.Close())
-		assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, path)
-		assert.Equal(t, "1", resp.Header.Get("Retry-After"), path)
-		assert.InDelta(t, 1, testutil.ToFloat64(m.throttled.WithLabelValues(path)), 0, path)
+// postStatus posts body to url and returns the answer's status code.
+func postStatus(t *testing.T, client *http.Client, url string, body []byte) int {
+	t.Helper()
+	resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+	if !assert.NoError(t, err) {
+		return 0
 	}
-
-	close(snaps.release)
-	held.Wait()
-	resp, err := client.Post(srv.URL+PodPath, "application/json", bytes.NewReader(podBody))
-	require.NoError(t, err)
 	_, _ = io.Copy(io.Discard, resp.Body)
-	require.NoError(t, resp.Body.Close())
-	assert.Equal(t, http.StatusOK, resp.StatusCode, "the slots are free again")
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// postReview posts an AdmissionReview over srv's connections and decodes the answer.
+func postReview(t *testing.T, srv *httptest.Server, path string, body []byte) *admissionv1.AdmissionResponse {
+	t.Helper()
+	resp, err := srv.Client().Post(srv.URL+path, "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	var out admissionv1.AdmissionReview
+	require.NoError(t, json.Unmarshal(raw, &out), "%s", raw)
+	require.NotNil(t, out.Response, "%s", raw)
+	return out.Response
+}
+
+// Issue 28, item 1: the SidecarSet and conversion paths took room of one budget shared with the pod
+// path, by declared size and before reading: four connections declaring 7 MiB to /convert and
+// sending one byte, and 60 small ones to the SidecarSet paths, made every pod review 429 until the
+// body deadline. Each path has rooms of its own, and a declared size reserves nothing.
+func TestOtherPathsCannotTakeThePodPathsRoom(t *testing.T) {
+	h := Handlers{
+		PodInjector: &PodInjector{Snapshots: newEngine(t, policyState{sidecarSets: []*v1beta1.SidecarSet{ss1()}})},
+		Defaulter:   &SidecarSetDefaulter{},
+		Validator:   &SidecarSetValidator{},
+		Converter:   conversionHandler(t),
+		Limits:      Limits{BodyTimeout: time.Minute},
+	}
+	srv := serve(t, h)
+	for range 4 {
+		stalledRequest(t, srv, ConvertPath, 7<<20, 1)
+	}
+	for i := range 60 {
+		path := []string{SidecarSetValidatePath, SidecarSetDefaultPath}[i%2]
+		stalledRequest(t, srv, path, 8<<10, 1)
+	}
+	time.Sleep(100 * time.Millisecond) // the stalled requests are being read
+
+	got := postReview(t, srv, PodPath, review(t, podRequest(t, "shop", podP1())))
+	assert.True(t, got.Allowed, "the pod review was not answered: %+v", got.Result)
+	assert.NotEmpty(t, got.Patch, "the pod was not injected")
 }
 
 // A stalled body holds no room: with room for one ordinary admission and a peer trickling a body

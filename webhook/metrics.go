@@ -55,7 +55,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	throttled, err := promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sidecarops_webhook_throttled_total",
-		Help: "Admission requests refused with 429 Too Many Requests because every admission slot was taken (Limits.MaxInFlight), by webhook path.",
+		Help: "Admission requests refused with 429 Too Many Requests because the path's room was taken (webhook.Limits), by webhook path.",
 	}, []string{"webhook"}))
 	if err != nil {
 		return nil, err
@@ -70,6 +70,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	// Every series exists from the start, so rate() and absence alerts work before the first event.
 	for _, p := range []string{PodPath, SidecarSetDefaultPath, SidecarSetValidatePath} {
 		latency.WithLabelValues(p)
+	}
+	for _, p := range []string{PodPath, SidecarSetDefaultPath, SidecarSetValidatePath, ConvertPath} {
 		throttled.WithLabelValues(p)
 	}
 	for _, r := range []string{ResultPatched, ResultNotMatched, ResultGated, ResultInactive, ResultError} {

@@ -123,18 +123,18 @@ func (p *PodInjector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The body is read before room is taken for its admission, so a slow or stalled peer holds no
 	// room of ordinary pods, only the bytes it has sent, and only until the body deadline; the room
 	// taken is the body's real size, not the size it declared. Bodies over smallBody take room of
-	// their own before the rest is read (Limits).
+	// their own as they arrive (Limits).
 	p.gate.bodyDeadline(w)
 	largeHeld, readErr, throttled := readBody(r, body, p.gate)
 	defer p.gate.releaseLarge(largeHeld)
 	if throttled {
-		p.gate.refuse(w, PodPath)
+		p.gate.refuse(w)
 		return
 	}
 	if readErr == nil {
 		held, ok := p.gate.acquire(int64(body.Len()))
 		if !ok {
-			p.gate.refuse(w, PodPath)
+			p.gate.refuse(w)
 			return
 		}
 		defer p.gate.release(held)
@@ -164,6 +164,11 @@ func (p *PodInjector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		uid = req.UID
 		return p.admitPod(r.Context(), req, time.Now())
 	}()
+	writeReview(w, uid, resp)
+}
+
+// writeReview answers an admission with the AdmissionReview of resp for uid.
+func writeReview(w http.ResponseWriter, uid types.UID, resp reviewResponse) {
 	out := buffers.Get().(*bytes.Buffer)
 	defer putBuffer(out)
 	out.Write(appendReview(out.AvailableBuffer(), uid, &resp))
@@ -173,36 +178,45 @@ func (p *PodInjector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(out.Bytes()) // a broken connection is the API server's to retry
 }
 
+// failReview answers a SidecarSet admission whose body could not be read as controller-runtime's
+// handler would: an AdmissionReview carrying the error, without a uid (none was read).
+func failReview(w http.ResponseWriter, resp reviewResponse) { writeReview(w, "", resp) }
+
 // readBody reads r's body into body; when it cannot, the answer. The buffer grows with the bytes
-// that arrive, never ahead of them: a declared Content-Length costs nothing until it is sent. Past
-// smallBody bytes it takes g's large-body room (returned, to be released once the admission is
-// answered); throttled means there was none.
+// that arrive, never ahead of them: a declared Content-Length costs nothing. Past the first
+// smallBody bytes, each further step of smallBody takes g's large-body room before it is read
+// (returned, to be released once the request is answered), so the room held is at most what
+// arrived plus one step; throttled means there was none.
 func readBody(r *http.Request, body *bytes.Buffer, g *gate) (largeHeld int64, resp *reviewResponse, throttled bool) {
 	if r.Body == nil || r.Body == http.NoBody {
 		e := errored(http.StatusBadRequest, errors.New("request body is empty"))
 		return 0, &e, false
 	}
 	defer r.Body.Close()
-	n, err := body.ReadFrom(io.LimitReader(r.Body, smallBody))
-	if err == nil && n == smallBody {
-		var ok bool
-		if largeHeld, ok = g.acquireLarge(r.ContentLength); !ok {
-			return 0, nil, true
+	for {
+		// One byte past maxReviewSize is enough to know the body is too large.
+		step := min(smallBody, maxReviewSize+1-int64(body.Len()))
+		n, err := body.ReadFrom(io.LimitReader(r.Body, step))
+		if err != nil {
+			if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+				err = errBodyTimeout
+			}
+			e := errored(http.StatusBadRequest, fmt.Errorf("reading the request: %w", err))
+			return largeHeld, &e, false
 		}
-		_, err = body.ReadFrom(io.LimitReader(r.Body, maxReviewSize+1-smallBody))
-	}
-	if err != nil {
-		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
-			err = errBodyTimeout
+		if body.Len() > maxReviewSize {
+			e := errored(http.StatusRequestEntityTooLarge, fmt.Errorf("request entity is too large; limit is %d bytes", maxReviewSize))
+			return largeHeld, &e, false
 		}
-		e := errored(http.StatusBadRequest, fmt.Errorf("reading the request: %w", err))
-		return largeHeld, &e, false
+		if n < step {
+			return largeHeld, nil, false // the whole body
+		}
+		w, ok := g.acquireLarge()
+		if !ok {
+			return largeHeld, nil, true
+		}
+		largeHeld += w
 	}
-	if body.Len() > maxReviewSize {
-		e := errored(http.StatusRequestEntityTooLarge, fmt.Errorf("request entity is too large; limit is %d bytes", maxReviewSize))
-		return largeHeld, &e, false
-	}
-	return largeHeld, nil, false
 }
 
 // decodeReview decodes the AdmissionReview of r from body; when it cannot, the answer.

@@ -57,7 +57,7 @@ type Handlers struct {
 	// Converter is the CRD conversion webhook (controller-runtime's, over the API types'
 	// ConvertTo/ConvertFrom); nil: not mounted.
 	Converter http.Handler
-	// Limits bound the requests of all three (the zero value: the defaults).
+	// Limits bound the requests of every path, each path apart (the zero value: the defaults).
 	Limits Limits
 	// Metrics count the requests Limits refuse (nil: not counted).
 	Metrics *Metrics
@@ -78,21 +78,20 @@ func NewHandlers(snapshots Snapshots, m *Metrics, decisionLog logr.Logger) Handl
 // Register mounts the handlers at their paths: the pod injector as the http.Handler it is (its own
 // AdmissionReview decoding and encoding, admission.k8s.io/v1, panic recovery), the SidecarSet
 // handlers wrapped in controller-runtime's admission.Webhook. controller-runtime's server adds its
-// request metrics to all three. All three share one set of Limits.
+// request metrics to all of them. Each path has its own rooms of Limits.
 func Register(server Server, h Handlers) {
-	g := newGate(h.Limits, h.Metrics)
 	if h.PodInjector != nil {
-		h.PodInjector.gate = g
+		h.PodInjector.gate = newGate(PodPath, h.Limits, h.Metrics)
 		server.Register(PodPath, h.PodInjector)
 	}
 	if h.Defaulter != nil {
-		server.Register(SidecarSetDefaultPath, g.wrap(SidecarSetDefaultPath, &admission.Webhook{Handler: h.Defaulter}))
+		server.Register(SidecarSetDefaultPath, newGate(SidecarSetDefaultPath, h.Limits, h.Metrics).wrap(&admission.Webhook{Handler: h.Defaulter}, failReview, nil))
 	}
 	if h.Validator != nil {
-		server.Register(SidecarSetValidatePath, g.wrap(SidecarSetValidatePath, &admission.Webhook{Handler: h.Validator}))
+		server.Register(SidecarSetValidatePath, newGate(SidecarSetValidatePath, h.Limits, h.Metrics).wrap(&admission.Webhook{Handler: h.Validator}, failReview, nil))
 	}
 	if h.Converter != nil {
-		server.Register(ConvertPath, g.wrap(ConvertPath, h.Converter))
+		server.Register(ConvertPath, newGate(ConvertPath, h.Limits, h.Metrics).wrap(h.Converter, failConversion, checkConversionReview))
 	}
 }
 
