@@ -4,13 +4,17 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -153,12 +157,9 @@ func (f fleetView) List(ctx context.Context, list client.ObjectList, opts ...cli
 	return f.Client.List(ctx, list, opts...)
 }
 
-// The filter as the API server stores it: an object selector alone when it says everything, a
-// condition when it cannot, each replaced by the other as the fleet changes, a widening turning
-// the selector into a condition, an administrator's object selector left theirs; and a filter
-// reconciled again writes nothing.
-func TestPodWebhookFilterOnTheAPIServer(t *testing.T) {
-	const name, webhook = "e2e-filter", "mpod.e2e-filter.sidecarops.io"
+// filterRegistration creates a registration of a pod-less webhook that only holds a filter.
+func filterRegistration(t *testing.T, name, webhook string) *admissionregv1.MutatingWebhookConfiguration {
+	t.Helper()
 	cfg := &admissionregv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Webhooks: []admissionregv1.MutatingWebhook{{
@@ -176,6 +177,16 @@ func TestPodWebhookFilterOnTheAPIServer(t *testing.T) {
 	}
 	require.NoError(t, cluster.Client.Create(ctx(t), cfg))
 	t.Cleanup(func() { _ = cluster.Client.Delete(context.Background(), cfg) })
+	return cfg
+}
+
+// The filter as the API server stores it: an object selector alone when it says everything, a
+// condition when it cannot, each replaced by the other as the fleet changes, a widening turning
+// the selector into a condition, an administrator's object selector left theirs; and a filter
+// reconciled again writes nothing.
+func TestPodWebhookFilterOnTheAPIServer(t *testing.T) {
+	const name, webhook = "e2e-filter", "mpod.e2e-filter.sidecarops.io"
+	cfg := filterRegistration(t, name, webhook)
 
 	web := *sidecarSet("e2e-filter-web", map[string]string{"app": "web"}, "agent")
 	api := *sidecarSet("e2e-filter-api", map[string]string{"app": "api"}, "agent")
@@ -243,4 +254,60 @@ func TestPodWebhookFilterOnTheAPIServer(t *testing.T) {
 	want := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "sidecarops.io/skip", Operator: metav1.LabelSelectorOpDoesNotExist}}}
 	assert.Equal(t, want, f.Selector, "the administrator's selector stays")
 	assert.Contains(t, f.Expression, `"web"`, "the prefilter filters by condition")
+}
+
+// countedWriter counts the registration's writes.
+type countedWriter struct {
+	client.Writer
+	applies atomic.Int64
+}
+
+func (w *countedWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	w.applies.Add(1)
+	return w.Writer.Apply(ctx, obj, opts...)
+}
+
+// Issue 28, item 3: 1,282 made-up SidecarSets posted straight to the validating path each widened
+// the condition, 1,325 writes of the registration at 44 a second. Widenings are rate-limited:
+// past the burst the condition sends every pod, written once, and nothing more is written (decision
+// D9).
+func TestWideningsUnderAFlood(t *testing.T) {
+	const name, webhook = "e2e-flood", "mpod.e2e-flood.sidecarops.io"
+	filterRegistration(t, name, webhook)
+	web := *sidecarSet("e2e-flood-web", map[string]string{"app": "web"}, "agent")
+	_, err := (&prefilter.Reconciler{Client: fleetView{cluster.Client, []v1beta1.SidecarSet{web}}, Configuration: name, Webhook: webhook}).
+		Reconcile(ctx(t), reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+	require.NoError(t, err)
+	writes := &countedWriter{Writer: cluster.Client}
+	var now atomic.Pointer[time.Time]
+	start := time.Now()
+	now.Store(&start)
+	w := &prefilter.Widener{Reader: cluster.Client, Writer: writes, Configuration: name, Webhook: webhook, Now: func() time.Time { return *now.Load() }}
+	madeUp := func(i int) error {
+		return w.Widen(ctx(t), sidecarSet(fmt.Sprintf("made-up-%d", i), map[string]string{"app": fmt.Sprintf("a%d", i)}, "agent"), nil)
+	}
+
+	// The probe's flood, 16 at a time.
+	const flood = 1282
+	var g errgroup.Group
+	g.SetLimit(16)
+	for i := range flood {
+		g.Go(func() error { return madeUp(i) })
+	}
+	require.NoError(t, g.Wait())
+	assert.LessOrEqual(t, writes.applies.Load(), int64(prefilter.DefaultWidenBurst+1), "writes of the registration")
+	var m admissionregv1.MutatingWebhookConfiguration
+	require.NoError(t, cluster.Client.Get(ctx(t), client.ObjectKey{Name: name}, &m))
+	f, _ := prefilter.Registered(&m, webhook)
+	assert.Equal(t, "true", f.Expression, "past the rate, every pod is sent")
+	assert.Contains(t, m.Annotations[prefilter.AdmittedAnnotation], `"sidecarSet":"*"`)
+
+	// The flood going on, one review a second for three minutes: at most two writes a minute.
+	before := writes.applies.Load()
+	for i := range 180 {
+		at := start.Add(time.Duration(i+1) * time.Second)
+		now.Store(&at)
+		require.NoError(t, madeUp(flood+i))
+	}
+	assert.LessOrEqual(t, writes.applies.Load()-before, int64(2*3), "writes while the flood goes on")
 }

@@ -1,6 +1,7 @@
 package prefilter
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -132,9 +134,27 @@ func merged(computed string, admitted []Admitted, seen map[string]string, now ti
 	return union(exprs...), keep, requeue
 }
 
+// Defaults of the Widener's rate of writes: a burst that covers a GitOps sync or a Helm release
+// of SidecarSets one term each, then one per interval. Past the rate, a widening sends every pod
+// instead (collapsed), and nothing is written again while that is in force.
+const (
+	DefaultWidenBurst    = 16
+	DefaultWidenInterval = 10 * time.Second
+)
+
+// collapsed is the admitted entry that sends every pod: a term too many, or too many widenings.
+const collapsed = "*"
+
 // Widener adds an admitted SidecarSet's term to the registered condition before the SidecarSet is
 // stored, so the API server sends its pods to the webhook from the moment it exists, whichever
 // replica admits it and whether or not a leader is elected.
+//
+// A review can reach the validating webhook from anyone who can reach its port, not only from the
+// API server, and every widening is a write of the registration (decision D9). So widenings are
+// rate-limited: past the rate, the condition is widened to every pod for the grace period, once,
+// and while that holds nothing more is written or even read. A flood of made-up SidecarSets then
+// costs at most a burst of writes and one per half grace period, and widens nothing that a real
+// SidecarSet's admission could not: the direction that costs webhook calls, never sidecars.
 type Widener struct {
 	// Reader reads the registration uncached: the write is conditional on its resourceVersion.
 	Reader client.Reader
@@ -144,13 +164,22 @@ type Widener struct {
 	Webhook       string
 	// Grace is how long an admitted term is kept (0: DefaultGrace); the Reconciler's must be the same.
 	Grace time.Duration
+	// Burst and Interval are the rate of widenings that each write their own term (0: the
+	// defaults).
+	Burst    int
+	Interval time.Duration
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 
 	// mu serializes this replica's widenings: SidecarSets applied together (a GitOps sync, a
 	// Helm release) are admitted concurrently, and every one of their conditional writes but one
-	// would otherwise lose the race each time it is tried.
+	// would otherwise lose the race each time it is tried. It guards the fields below too.
 	mu sync.Mutex
+	// limiter is the rate of widenings, made at the first.
+	limiter *rate.Limiter
+	// everyPodUntil is when this replica's last collapse stops covering new widenings: half the
+	// grace after it was written, so that its term is refreshed well before it expires.
+	everyPodUntil time.Time
 }
 
 // widenBackoff spaces the retries of a write that lost a race with another replica's, within the
@@ -158,7 +187,7 @@ type Widener struct {
 var widenBackoff = wait.Backoff{Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 8}
 
 // Widen widens the condition for ss (old is its previous version on an update, else nil). It
-// writes nothing when ss can select no pod that old could not.
+// writes nothing when ss can select no pod that old could not, or when every pod is sent already.
 func (w *Widener) Widen(ctx context.Context, ss, old *v1beta1.SidecarSet) error {
 	term := termOf(ss)
 	if term == "false" || (old != nil && termOf(old) == term) {
@@ -166,6 +195,16 @@ func (w *Widener) Widen(ctx context.Context, ss, old *v1beta1.SidecarSet) error 
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	now := clock(w.Now)
+	if w.limiter == nil {
+		w.limiter = rate.NewLimiter(rate.Every(cmp.Or(w.Interval, DefaultWidenInterval)), cmp.Or(w.Burst, DefaultWidenBurst))
+	}
+	// Spent even when nothing is written below, so that a flood going on past the collapse finds
+	// no rate left and collapses again, once, instead of writing a burst of terms.
+	everyPod := !w.limiter.AllowN(now, 1)
+	if now.Before(w.everyPodUntil) {
+		return nil
+	}
 	err := retry.OnError(widenBackoff, apierrors.IsConflict, func() error {
 		cfg := &admissionregv1.MutatingWebhookConfiguration{}
 		if err := w.Reader.Get(ctx, types.NamespacedName{Name: w.Configuration}, cfg); err != nil {
@@ -175,16 +214,15 @@ func (w *Widener) Widen(ctx context.Context, ss, old *v1beta1.SidecarSet) error 
 		if !found {
 			return nil // nothing filters: every pod is sent
 		}
-		now := clock(w.Now)
 		previous, _ := admittedOf(cfg)
 		_, admitted, _ := merged("", previous, nil, now, grace(w.Grace))
 		admitted = append(slices.DeleteFunc(admitted, func(a Admitted) bool {
 			return a.SidecarSet == ss.Name && a.Expression == term
 		}), Admitted{SidecarSet: ss.Name, Expression: term, At: now.UTC()})
 		added := term
-		if len(admitted) > maxAdmitted || len(encodeAdmitted(admitted)) > maxAdmittedBytes {
+		if everyPod || len(admitted) > maxAdmitted || len(encodeAdmitted(admitted)) > maxAdmittedBytes {
 			added = "true"
-			admitted = []Admitted{{SidecarSet: "*", Expression: added, At: now.UTC()}}
+			admitted = []Admitted{{SidecarSet: collapsed, Expression: added, At: now.UTC()}}
 		}
 		// No filter now means every pod is sent; the term is still recorded, for the elected
 		// replica's next filter. A selector cannot say "or": the widened filter is a condition.
@@ -192,7 +230,13 @@ func (w *Widener) Widen(ctx context.Context, ss, old *v1beta1.SidecarSet) error 
 		if current.Filtered() {
 			widened.Expression = union(current.CEL(), added)
 		}
-		return apply(ctx, w.Writer, w.Configuration, w.Webhook, cfg.ResourceVersion, widened, encodeAdmitted(admitted))
+		if err := apply(ctx, w.Writer, w.Configuration, w.Webhook, cfg.ResourceVersion, widened, encodeAdmitted(admitted)); err != nil {
+			return err
+		}
+		if added == "true" {
+			w.everyPodUntil = now.Add(grace(w.Grace) / 2)
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("widening the pod webhook's match condition %s for SidecarSet %s: %w", ConditionName, ss.Name, err)
