@@ -295,6 +295,7 @@ func TestWideningsUnderAFlood(t *testing.T) {
 		g.Go(func() error { return madeUp(i) })
 	}
 	require.NoError(t, g.Wait())
+	t.Logf("%d made-up SidecarSets widened with %d writes of the registration", flood, writes.applies.Load())
 	assert.LessOrEqual(t, writes.applies.Load(), int64(prefilter.DefaultWidenBurst+1), "writes of the registration")
 	var m admissionregv1.MutatingWebhookConfiguration
 	require.NoError(t, cluster.Client.Get(ctx(t), client.ObjectKey{Name: name}, &m))
@@ -309,5 +310,6 @@ func TestWideningsUnderAFlood(t *testing.T) {
 		now.Store(&at)
 		require.NoError(t, madeUp(flood+i))
 	}
+	t.Logf("180 more, one a second: %d writes", writes.applies.Load()-before)
 	assert.LessOrEqual(t, writes.applies.Load()-before, int64(2*3), "writes while the flood goes on")
 }

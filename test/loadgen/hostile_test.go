@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sidecarops/sidecarops/internal/testing/fleet"
+	"github.com/sidecarops/sidecarops/webhook"
 )
 
 // containerLimit is the manager container's memory limit (config/manager/deployment.yaml), of which
@@ -40,6 +41,12 @@ const containerLimit = 512 << 20
 //     the server allocate the declared 7 MiB at once (760 MB of heap for 100 connections).
 //   - large: 64 concurrent valid reviews of a 6 MB pod (a 6 MB annotation). Admissions beyond
 //     Limits.InFlightBytes are answered 429 at once instead of all being decoded together.
+//   - other-paths: 4 connections declaring 7 MiB to /convert and 60 declaring 8 KiB to the
+//     SidecarSet paths, each sending a byte a second for 9 s, while an ordinary pod review is sent
+//     every 100 ms: how many were answered, and how many refused 429. The other paths once shared
+//     the pod path's room and took it by declared size.
+//   - convert-growing: one chunked ConversionReview whose one string grows to 1 GiB. /convert
+//     once read it without bound.
 //
 // Run it once per case: go test -run '^$' -bench HostilePeers -benchtime 1x ./test/loadgen/
 func BenchmarkHostilePeers(b *testing.B) {
@@ -59,7 +66,7 @@ func BenchmarkHostilePeers(b *testing.B) {
 			peak := watchRSS(b)
 			var wg sync.WaitGroup
 			for range 200 {
-				wg.Go(func() { trickle(b, srv, 7<<20, 64<<10, 1<<10, 100*time.Millisecond, 3*time.Second) })
+				wg.Go(func() { trickle(b, srv, srv.url, 7<<20, 64<<10, 1<<10, 100*time.Millisecond, 3*time.Second) })
 			}
 			time.Sleep(time.Second) // every trickler is connected and sending
 			code, err := post(client, srv.url, ordinary)
@@ -98,6 +105,67 @@ func BenchmarkHostilePeers(b *testing.B) {
 			b.ReportMetric(float64(throttled.Load()), "throttled")
 		}
 	})
+
+	base := strings.TrimSuffix(srv.url, webhook.PodPath)
+
+	b.Run("other-paths", func(b *testing.B) {
+		for b.Loop() {
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() { trickle(b, srv, base+webhook.ConvertPath, 7<<20, 1, 1, time.Second, 9*time.Second) })
+			}
+			for i := range 60 {
+				path := []string{webhook.SidecarSetValidatePath, webhook.SidecarSetDefaultPath}[i%2]
+				wg.Go(func() { trickle(b, srv, base+path, 8<<10, 1, 1, time.Second, 9*time.Second) })
+			}
+			time.Sleep(500 * time.Millisecond) // every trickler is connected and sending
+			var answered, throttled float64
+			for end := time.Now().Add(8 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+				code, err := post(client, srv.url, ordinary)
+				require.NoError(b, err)
+				switch code {
+				case http.StatusOK:
+					answered++
+				case http.StatusTooManyRequests:
+					throttled++
+				default:
+					b.Errorf("HTTP %d", code)
+				}
+			}
+			wg.Wait()
+			b.ReportMetric(answered, "pods-answered")
+			b.ReportMetric(throttled, "pods-429")
+		}
+	})
+
+	b.Run("convert-growing", func(b *testing.B) {
+		head := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"r","desiredAPIVersion":"apps.kruise.io/v1beta1",` +
+			`"objects":[{"apiVersion":"apps.kruise.io/v1alpha1","kind":"SidecarSet","metadata":{"name":"`
+		for b.Loop() {
+			peak := watchRSS(b)
+			req, err := http.NewRequest(http.MethodPost, base+webhook.ConvertPath, io.MultiReader(strings.NewReader(head), io.LimitReader(letters{}, 1<<30)))
+			require.NoError(b, err)
+			req.Header.Set("Content-Type", "application/json")
+			code := 0
+			if resp, err := client.Do(req); err == nil { // the server may cut the connection instead
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				code = resp.StatusCode
+			}
+			reportPeak(b, peak())
+			b.ReportMetric(float64(code), "HTTP-status")
+		}
+	})
+}
+
+// letters is an endless string of a's.
+type letters struct{}
+
+func (letters) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'a'
+	}
+	return len(p), nil
 }
 
 func reportPeak(b *testing.B, peak int64) {
@@ -122,10 +190,11 @@ func post(client *http.Client, url string, body []byte) (int, error) {
 	return resp.StatusCode, resp.Body.Close()
 }
 
-// trickle opens its own TLS connection, declares a body of size bytes, sends first bytes of it at
-// once and then chunk bytes every every until it has spent for, and leaves without finishing.
-func trickle(b *testing.B, srv *server, size, first, chunk int, every, spend time.Duration) {
-	u, err := url.Parse(srv.url)
+// trickle opens its own TLS connection to target, declares a body of size bytes, sends first bytes
+// of it at once and then chunk bytes every every until it has spent for, and leaves without
+// finishing.
+func trickle(b *testing.B, srv *server, target string, size, first, chunk int, every, spend time.Duration) {
+	u, err := url.Parse(target)
 	require.NoError(b, err)
 	conn, err := tls.Dial("tcp", u.Host, &tls.Config{RootCAs: srv.pool, MinVersion: tls.VersionTLS12})
 	require.NoError(b, err)

@@ -21,9 +21,12 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	crconversion "sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
@@ -85,7 +88,14 @@ func startServer(ctx context.Context, sets []*v1beta1.SidecarSet, decisionLog bo
 		// The manager's TLS, with HTTP/2 offered: the load generator measures both protocols.
 		TLSOpts: []func(*tls.Config){webhook.TLSOptions(true)},
 	})
-	webhook.Register(srv, webhook.NewHandlers(&eng, metrics, log))
+	handlers := webhook.NewHandlers(&eng, metrics, log)
+	// The manager's conversion handler (internal/wiring), for attacks on /convert.
+	scheme := runtime.NewScheme()
+	if err := errors.Join(v1beta1.AddToScheme(scheme), v1alpha1.AddToScheme(scheme)); err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	handlers.Converter = crconversion.NewWebhookHandler(scheme, crconversion.NewRegistry())
+	webhook.Register(srv, handlers)
 
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
