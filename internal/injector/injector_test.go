@@ -356,8 +356,8 @@ func TestSnapshotWithCompiler(t *testing.T) {
 	assert.Equal(t, whole.Revision(), first.Revision(), "one Compiler's revision is another's")
 }
 
-// The patch applies to the pod as it arrived, also when its JSON lacks spec or metadata entirely
-// (a fuzz input: the decoded pod has them empty, and the patch added below /spec to a document
+// The patch applies to the pod as it arrived, also when its JSON lacks spec or metadata entirely or
+// has them null (a fuzz input: the decoded pod has them empty, and the patch added below /spec to a document
 // without /spec). The API server always sends both; the webhook must not answer a patch that does
 // not apply to what anyone else sends.
 func TestPodPatchAppliesToWhatArrived(t *testing.T) {
@@ -365,10 +365,14 @@ func TestPodPatchAppliesToWhatArrived(t *testing.T) {
 		ss.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpDoesNotExist}}}
 	}))
 	for name, raw := range map[string]string{
-		"no spec":        `{"metadata":{"name":"p","namespace":"shop","labels":{"app":"web"}}}`,
-		"empty spec":     `{"metadata":{"name":"p","namespace":"shop","labels":{"app":"web"}},"spec":{}}`,
-		"no metadata":    `{"spec":{"containers":[{"name":"app","image":"app"}]}}`,
-		"neither":        `{}`,
+		"no spec":     `{"metadata":{"name":"p","namespace":"shop","labels":{"app":"web"}}}`,
+		"empty spec":  `{"metadata":{"name":"p","namespace":"shop","labels":{"app":"web"}},"spec":{}}`,
+		"no metadata": `{"spec":{"containers":[{"name":"app","image":"app"}]}}`,
+		"neither":     `{}`,
+		// Issue 28, item 9: null decodes as absent, but a patch cannot add below it.
+		"null spec":      `{"metadata":{"name":"p","namespace":"shop","labels":{"app":"web"}},"spec":null}`,
+		"null metadata":  `{"metadata":null,"spec":{"containers":[{"name":"app","image":"app"}]}}`,
+		"both null":      `{"metadata":null,"spec":null}`,
 		"a complete pod": `{"metadata":{"name":"p","namespace":"shop","labels":{"app":"web"}},"spec":{"containers":[{"name":"app","image":"app"}]}}`,
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -161,9 +161,10 @@ func decided(res *PodResult, dec engine.Decision) bool {
 	return true
 }
 
-// withParents makes patch apply to the pod's own JSON when it has no spec or no metadata at all:
-// the decoded pod cannot tell an absent object from an empty one, and the patch's paths below
-// /spec or /metadata need the object, so an "add" of an empty one goes first. The API server
+// withParents makes patch apply to the pod's own JSON when it has no spec or no metadata object
+// (absent, or null): the decoded pod cannot tell those from an empty one, and the patch's paths
+// below /spec or /metadata need the object, so an "add" of an empty one goes first (replacing a
+// null). The API server
 // always sends both; anyone else may not, and must not be answered a patch that does not apply.
 func withParents(pod *corev1.Pod, raw []byte, patch []jsonpatch.JsonPatchOperation) []jsonpatch.JsonPatchOperation {
 	var parents []jsonpatch.JsonPatchOperation
@@ -173,7 +174,7 @@ func withParents(pod *corev1.Pod, raw []byte, patch []jsonpatch.JsonPatchOperati
 		key    string
 		absent bool
 	}{{"metadata", pod.Name == "" && pod.GenerateName == ""}, {"spec", len(pod.Spec.Containers) == 0}} {
-		if parent.absent && touches(patch, "/"+parent.key+"/") && !gjson.GetBytes(raw, parent.key).Exists() {
+		if parent.absent && touches(patch, "/"+parent.key+"/") && !gjson.GetBytes(raw, parent.key).IsObject() {
 			parents = append(parents, jsonpatch.JsonPatchOperation{Operation: "add", Path: "/" + parent.key, Value: map[string]any{}})
 		}
 	}
