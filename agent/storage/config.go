@@ -93,7 +93,7 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 		errs = append(errs, qualifiedName(p.Child("labelKey"), k.LabelKey)...)
 	}
 	if k.ConditionType != "" {
-		errs = append(errs, qualifiedName(p.Child("conditionType"), k.ConditionType)...)
+		errs = append(errs, conditionType(p.Child("conditionType"), k.ConditionType)...)
 	}
 	switch {
 	case k.Target != nil:
@@ -133,6 +133,26 @@ func (c *Config) Validate(p *field.Path) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// conditionType refuses, at start, the condition types that config/agent-policy refuses at each
+// write: one without a domain prefix, or of Kubernetes' own domains, is the kubelet's or the
+// API's to set (Ready, DisruptionTarget, …), never an agent's.
+func conditionType(p *field.Path, v string) field.ErrorList {
+	errs := qualifiedName(p, v)
+	if len(errs) > 0 {
+		return errs
+	}
+	prefix, _, ok := strings.Cut(v, "/")
+	if !ok {
+		return field.ErrorList{field.Invalid(p, v, "must have a domain prefix, e.g. example.com/Probed: types without one are Kubernetes' own")}
+	}
+	for _, own := range []string{"k8s.io", "kubernetes.io"} {
+		if prefix == own || strings.HasSuffix(prefix, "."+own) {
+			return field.ErrorList{field.Invalid(p, v, "must not be in the "+own+" domain: those types are Kubernetes' own")}
+		}
+	}
+	return nil
 }
 
 func qualifiedName(p *field.Path, v string) field.ErrorList {

@@ -24,6 +24,13 @@ func TestValidate(t *testing.T) {
 		{"nowhere to store", Config{Type: TypeInKube, InKube: &InKubeConfig{}}, []string{"s.inKube: Required value: one of annotationKey"}},
 		{"bad keys", Config{Type: TypeInKube, InKube: &InKubeConfig{AnnotationKey: "a b", LabelKey: "-x", ConditionType: "x/y/z"}}, []string{
 			`s.inKube.annotationKey: Invalid value: "a b"`, `s.inKube.labelKey: Invalid value: "-x"`, `s.inKube.conditionType: Invalid value: "x/y/z"`}},
+		{"condition of an agent's own domain", Config{Type: TypeInKube, InKube: &InKubeConfig{ConditionType: "game.example.com/Probed"}}, nil},
+		{"condition without a domain", Config{Type: TypeInKube, InKube: &InKubeConfig{ConditionType: "Ready"}}, []string{
+			`s.inKube.conditionType: Invalid value: "Ready": must have a domain prefix`}},
+		{"condition of Kubernetes' domain", Config{Type: TypeInKube, InKube: &InKubeConfig{ConditionType: "kubernetes.io/Probed"}}, []string{
+			`s.inKube.conditionType: Invalid value: "kubernetes.io/Probed": must not be in the kubernetes.io domain`}},
+		{"condition of a k8s.io subdomain", Config{Type: TypeInKube, InKube: &InKubeConfig{ConditionType: "scheduling.k8s.io/Probed"}}, []string{
+			`s.inKube.conditionType: Invalid value: "scheduling.k8s.io/Probed": must not be in the k8s.io domain`}},
 		{"target incomplete", Config{Type: TypeInKube, InKube: &InKubeConfig{Target: &Target{}, JSONPath: "spec.opsState"}}, []string{
 			"s.inKube.target.version: Required value", "s.inKube.target.resource: Required value", "s.inKube.target.name: Required value",
 			`s.inKube.jsonPath: Invalid value: "spec.opsState": must be a JSON pointer to a field, like /spec/opsState`}},
