@@ -41,6 +41,9 @@ type PodInjector struct {
 	// and injected SidecarSets, gates' reasons, bundle revision, duration). The zero Logger, or any
 	// disabled one, turns it off at the cost of one check.
 	DecisionLog logr.Logger
+	// NoInjectionCache answers every pod by deciding and injecting it, never from the per-pod
+	// cache: for an operator who suspects the cache (the manager's --injection-cache=false).
+	NoInjectionCache bool
 
 	// panics, when set, lets a panic of the handler through instead of answering 500 (tests).
 	panics bool
@@ -84,7 +87,7 @@ func (p *PodInjector) admitPod(ctx context.Context, req *reviewRequest, start ti
 	if snap != nil {
 		// A ReplicaSet's pods after the first are answered before they are decoded, which costs
 		// more than deciding and injecting.
-		res, ok, next := p.cache.Answer(snap, inj, req.Namespace, req.Object)
+		res, ok, next := p.podCache().Answer(snap, inj, req.Namespace, req.Object)
 		if ok {
 			resp, d := respond(res, nil, podDecision{namespace: res.Namespace, pod: rawPodName(req.Object), revision: snap.Revision()})
 			return p.finish(req, d, start, resp)
@@ -114,8 +117,16 @@ func (p *PodInjector) admit(ctx context.Context, req *reviewRequest, pod *corev1
 	}
 	d.revision = snap.Revision()
 	// The answer is the patch; the injected pod itself is never read here.
-	res, err := p.cache.Pod(ctx, snap, inj, injector.PodRequest{Pod: pod, Raw: req.Object, Decoded: true, Namespace: req.Namespace, PatchOnly: true})
+	res, err := p.podCache().Pod(ctx, snap, inj, injector.PodRequest{Pod: pod, Raw: req.Object, Decoded: true, Namespace: req.Namespace, PatchOnly: true})
 	return respond(res, err, d)
+}
+
+// podCache is the per-pod cache, nil (which caches nothing) when it is turned off.
+func (p *PodInjector) podCache() *injector.Cache {
+	if p.NoInjectionCache {
+		return nil
+	}
+	return &p.cache
 }
 
 // respond turns what the injection path answered into the review's answer.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -399,30 +400,43 @@ func latencyCounts(t *testing.T, reg *prometheus.Registry) map[string]uint64 {
 }
 
 // A ReplicaSet's pods after the first are answered from the handler's cache before they are
-// decoded: each answer, and each decision log line, is what a handler without one gives.
+// decoded: each answer, and each decision log line, is what a handler without one gives. With the
+// cache turned off (--injection-cache=false) the answers are the same and the cache is never
+// consulted: it stays as it was made.
 func TestPodInjectorBurst(t *testing.T) {
 	eng := podEngine(t)
-	var lines []string
-	log := funcr.NewJSON(func(obj string) { lines = append(lines, obj) }, funcr.Options{})
-	h := &PodInjector{Snapshots: eng, Injector: fixedInjector(), DecisionLog: log}
-	template := podP1()
-	template.GenerateName = "web-7d9c8-"
-	nomatch := podP1()
-	nomatch.Labels["app"] = "none"
-	gated := podP1()
-	gated.Spec.HostNetwork = true
-	// Three of each: the first is seen, the second kept, the third answered from the cache.
-	for i, tmpl := range []*corev1.Pod{template, template, template, nomatch, nomatch, nomatch, gated, gated, gated} {
-		p := tmpl.DeepCopy()
-		p.Name, p.UID = fmt.Sprintf("web-7d9c8-%d", i), types.UID(fmt.Sprintf("uid-%d", i))
-		req := podRequest(t, "default", p)
-		var fresh []string
-		want := admit(t, &PodInjector{Snapshots: eng, Injector: fixedInjector(),
-			DecisionLog: funcr.NewJSON(func(obj string) { fresh = append(fresh, obj) }, funcr.Options{})}, req)
-		got := admit(t, h, req)
-		assert.Equal(t, want, got, "pod %d", i)
-		require.Len(t, fresh, 1)
-		assert.Equal(t, withoutDuration(t, fresh[0]), withoutDuration(t, lines[len(lines)-1]), "pod %d", i)
+	for _, tc := range []struct {
+		name    string
+		noCache bool
+	}{
+		{"cache", false},
+		{"no cache", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var lines []string
+			log := funcr.NewJSON(func(obj string) { lines = append(lines, obj) }, funcr.Options{})
+			h := &PodInjector{Snapshots: eng, Injector: fixedInjector(), DecisionLog: log, NoInjectionCache: tc.noCache}
+			template := podP1()
+			template.GenerateName = "web-7d9c8-"
+			nomatch := podP1()
+			nomatch.Labels["app"] = "none"
+			gated := podP1()
+			gated.Spec.HostNetwork = true
+			// Three of each: the first is seen, the second kept, the third answered from the cache.
+			for i, tmpl := range []*corev1.Pod{template, template, template, nomatch, nomatch, nomatch, gated, gated, gated} {
+				p := tmpl.DeepCopy()
+				p.Name, p.UID = fmt.Sprintf("web-7d9c8-%d", i), types.UID(fmt.Sprintf("uid-%d", i))
+				req := podRequest(t, "default", p)
+				var fresh []string
+				want := admit(t, &PodInjector{Snapshots: eng, Injector: fixedInjector(),
+					DecisionLog: funcr.NewJSON(func(obj string) { fresh = append(fresh, obj) }, funcr.Options{})}, req)
+				got := admit(t, h, req)
+				assert.Equal(t, want, got, "pod %d", i)
+				require.Len(t, fresh, 1)
+				assert.Equal(t, withoutDuration(t, fresh[0]), withoutDuration(t, lines[len(lines)-1]), "pod %d", i)
+			}
+			assert.Equal(t, tc.noCache, reflect.ValueOf(&h.cache).Elem().IsZero(), "the cache untouched")
+		})
 	}
 }
 
