@@ -2,14 +2,12 @@
 // the pods it injected — ControllerRevisions, status, in-place sidecar upgrades (cold and hot) as the
 // update strategy allows — and says with Events why pods wait.
 //
-// It owns how pods are cached (NewInformerFunc's pod informer lists and watches pods itself, on
-// HTTP/1.1 connections of its own that read a trickle of events in batches, decodes their protobuf
-// straight into compact records of what the controller reads, calls the event handlers on the
-// watch's own goroutine, and gives readers pods again) and the side effects: reading the informer caches, writing pods, pod
-// conditions,
-// ControllerRevisions, SidecarSet status and Events, and the expectations that keep a stale cache
-// from upgrading a pod twice. Every decision is controller/rollout's, so that `sidecarctl rollout
-// plan` shows exactly what the controller will do; this package must not re-derive any of it, inject
-// (the webhook does) or touch the policy bundles. Its deviations in timing from OpenKruise's
-// controller are in docs/operations.md.
+// It owns how pods are cached (NewInformer: client-go's shared informer, whose transform stores each
+// pod as a compact record of what the controller reads, and which gives readers pods again), the
+// status counts kept from pod events (tracker) and the side effects: reading the informer caches,
+// writing pods, pod conditions, ControllerRevisions, SidecarSet status and Events, and the
+// expectations that keep a stale cache from upgrading a pod twice. Every decision is
+// controller/rollout's, so that `sidecarctl rollout plan` shows exactly what the controller will do;
+// this package must not re-derive any of it, inject (the webhook does) or touch the policy bundles.
+// Its deviations in timing from OpenKruise's controller are in docs/operations.md.
 package controller

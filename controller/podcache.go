@@ -13,42 +13,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// NewInformerFunc is the manager cache's informer constructor (cache.Options.NewInformer):
-// client-go's shared informer, and for pods one that keeps each pod compacted in its store. A
-// *corev1.Pod is a 1,240-byte struct before any of its fields, and its trimmed containers 408 bytes
-// each: with 10,000 pods that was 30 MB of the manager's heap (docs/benchmarks.md, "Manager
-// memory"). Everything that reads the informer — the cache's client, the event handlers — still
-// gets a *corev1.Pod, made from the compact record when it is read (compactPod.pod), so nothing of
-// the controller changes.
-//
-// Pods are listed and watched by the informer itself, on connections of its own to cfg's API
-// server (podConnections), decoded from protobuf straight into records (podwire.go), every pod of
-// the cluster: the ListerWatcher the cache hands over for pods, which decodes whole pods, is not
-// used, so the cache must not be given selectors or namespaces for pods (internal/wiring gives
-// none). The pod informer is an inlineInformer: its event handlers are called on the watch's own
-// goroutine.
-func NewInformerFunc(cfg *rest.Config) (func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer, error) {
-	pods, err := podListWatch(cfg)
-	if err != nil {
-		return nil, err
+// NewInformer is the manager cache's informer constructor (cache.Options.NewInformer): client-go's
+// shared informer over the ListerWatcher the cache gives it, and for pods one that keeps each pod
+// compacted in its store. A *corev1.Pod is a 1,240-byte struct before any of its fields, and its
+// trimmed containers 408 bytes each, for every pod of the cluster (BenchmarkManagerMemory).
+// Everything that reads the informer — the cache's client, its index lookups, the event handlers —
+// still gets a *corev1.Pod, made from the compact record when it is read
+// (compactPod.pod), so nothing of the controller changes.
+func NewInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+	inf := toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+	if _, ok := obj.(*corev1.Pod); !ok {
+		return inf
 	}
-	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-		if _, ok := obj.(*corev1.Pod); !ok {
-			return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
-		}
-		return newPodInformer(pods, indexers)
-	}, nil
-}
-
-// newPodInformer is the pod informer over lw, which lists and watches compact records. It is an
-// inlineInformer: its handlers are called on the watch's goroutine, and none is resynced (every
-// handler of pods ignores an update that does not change the resourceVersion).
-func newPodInformer(lw toolscache.ListerWatcher, indexers toolscache.Indexers) *podInformer {
-	return &podInformer{inlineInformer: newInlineInformer(lw, &compactPod{}, indexers)}
+	return &podInformer{SharedIndexInformer: inf}
 }
 
 // compactPod is a pod as the pod informer stores it: what the controller reads of it (the
@@ -98,12 +78,13 @@ func expandContainers(refs []containerRef) []corev1.Container {
 	return out
 }
 
-// compact is the record of a pod holding only what a record keeps (pod() of a record); other fields
-// would be lost.
+// compact is the record of pod: what it keeps of it, sharing the pod's maps and lists.
 func compact(pod *corev1.Pod) *compactPod {
+	meta := pod.ObjectMeta
+	meta.ManagedFields = nil
 	return &compactPod{
 		TypeMeta:       pod.TypeMeta,
-		ObjectMeta:     pod.ObjectMeta,
+		ObjectMeta:     meta,
 		containers:     compactContainers(pod.Spec.Containers),
 		initContainers: compactContainers(pod.Spec.InitContainers),
 		nodeName:       pod.Spec.NodeName,
@@ -161,10 +142,9 @@ func expandedAll(objs []any) []any {
 	return objs
 }
 
-// podInformer stores compact records (decoded as such; interned by its transform) and gives out
-// pods.
+// podInformer stores compact records (its transform ends in compact, interned) and gives out pods.
 type podInformer struct {
-	*inlineInformer
+	toolscache.SharedIndexInformer
 	labels labelPool
 }
 
@@ -275,36 +255,41 @@ func (p *labelPool) size() int {
 }
 
 func (i *podInformer) SetTransform(f toolscache.TransformFunc) error {
-	return i.inlineInformer.SetTransform(func(obj any) (any, error) {
+	return i.SharedIndexInformer.SetTransform(i.transform(f))
+}
+
+// transform is f, the cache's transform, followed by making a pod an interned record.
+func (i *podInformer) transform(f toolscache.TransformFunc) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
 		if f != nil {
 			var err error
 			if obj, err = f(obj); err != nil {
 				return nil, err
 			}
 		}
-		if rec, ok := obj.(*compactPod); ok {
-			return rec.interned(&i.labels), nil
+		if pod, ok := obj.(*corev1.Pod); ok {
+			return compact(pod).interned(&i.labels), nil
 		}
 		return obj, nil
-	})
+	}
 }
 
 func (i *podInformer) GetStore() toolscache.Store { return i.GetIndexer() }
 
 func (i *podInformer) GetIndexer() toolscache.Indexer {
-	return podIndexer{i.inlineInformer.GetIndexer()}
+	return podIndexer{i.SharedIndexInformer.GetIndexer()}
 }
 
 func (i *podInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
-	return i.inlineInformer.AddEventHandler(podHandler{h})
+	return i.SharedIndexInformer.AddEventHandler(podHandler{h})
 }
 
 func (i *podInformer) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEventHandler, resync time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
-	return i.inlineInformer.AddEventHandlerWithResyncPeriod(podHandler{h}, resync)
+	return i.SharedIndexInformer.AddEventHandlerWithResyncPeriod(podHandler{h}, resync)
 }
 
 func (i *podInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, o toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
-	return i.inlineInformer.AddEventHandlerWithOptions(podHandler{h}, o)
+	return i.SharedIndexInformer.AddEventHandlerWithOptions(podHandler{h}, o)
 }
 
 // podIndexer is the store's reading side, giving out pods; writes are the informer's own.

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
@@ -25,13 +24,16 @@ import (
 
 // trimmed is p as the pod cache keeps it: metadata without managedFields; the containers' names,
 // images and restart policies; the node; the phase, conditions and container statuses. It is the
-// specification the records are held to (TestCompactPod, TestPodWire) and the controller's
+// specification the records are held to (TestCompactPod, TestPodInformer) and the controller's
 // decisions are checked on (TestCachedPod).
 func trimmed(t *testing.T, p *corev1.Pod) *corev1.Pod {
 	t.Helper()
 	pod := p.DeepCopy()
 	pod.ManagedFields = nil
 	trim := func(cs []corev1.Container) []corev1.Container {
+		if cs == nil {
+			return nil
+		}
 		out := make([]corev1.Container, len(cs))
 		for i, c := range cs {
 			out[i] = corev1.Container{Name: c.Name, Image: c.Image, RestartPolicy: c.RestartPolicy}
@@ -122,28 +124,21 @@ func TestLabelPool(t *testing.T) {
 // trimmed pods.
 func TestPodInformer(t *testing.T) {
 	w := watch.NewFakeWithChanSize(8, false)
-	// What podListWatch's decoder makes of a pod the API server sends.
-	wire := func(p *corev1.Pod) *compactPod {
-		b, err := p.Marshal()
-		require.NoError(t, err)
-		rec := &compactPod{}
-		require.NoError(t, rec.Unmarshal(b))
-		return rec
-	}
 	lw := &toolscache.ListWatch{
 		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-			return &compactPodList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
+			return &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
 		},
 		WatchFuncWithContext: func(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			if o.SendInitialEvents != nil && *o.SendInitialEvents {
 				// A streaming list: no pods yet, and the bookmark that ends the initial events.
-				w.Action(watch.Bookmark, wire(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "1",
-					Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}))
+				w.Action(watch.Bookmark, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "1",
+					Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}})
 			}
 			return w, nil
 		},
 	}
-	var inf toolscache.SharedIndexInformer = newPodInformer(lw, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+	inf := NewInformer(lw, &corev1.Pod{}, 0, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+	require.IsType(t, &podInformer{}, inf)
 	require.NoError(t, inf.SetTransform(cache.TransformStripManagedFields()))
 	require.NoError(t, inf.AddIndexers(toolscache.Indexers{"by-list": func(obj any) ([]string, error) {
 		return injectedBy(obj.(*compactPod)), nil
@@ -184,17 +179,17 @@ func TestPodInformer(t *testing.T) {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning,
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "log", Image: "log:1", ImageID: "sha256:l1", Ready: true}}},
 	}
-	w.Add(wire(pod))
+	w.Add(pod.DeepCopy())
 	next := pod.DeepCopy()
 	next.ResourceVersion, next.Spec.Containers[0].Image = "3", "log:2"
-	w.Modify(wire(next))
+	w.Modify(next.DeepCopy())
 	require.Eventually(t, func() bool {
 		_, ok, _ := inf.GetIndexer().GetByKey("ns/web-0")
 		item, _, _ := inf.GetStore().GetByKey("ns/web-0")
 		return ok && item.(*corev1.Pod).ResourceVersion == "3"
 	}, 10*time.Second, 10*time.Millisecond)
 
-	stored := inf.(*podInformer).inlineInformer.GetIndexer().List()
+	stored := inf.(*podInformer).SharedIndexInformer.GetIndexer().List()
 	require.Len(t, stored, 1)
 	assert.IsType(t, &compactPod{}, stored[0], "the store holds the record")
 	want := trimmed(t, next)
@@ -215,9 +210,9 @@ func TestPodInformer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []any{want}, indexed)
 
-	w.Delete(wire(next))
+	w.Delete(next.DeepCopy())
 	require.Eventually(t, func() bool { return len(inf.GetStore().ListKeys()) == 0 }, 10*time.Second, 10*time.Millisecond)
-	// Handlers are called on the watch's goroutine, once the store has changed.
+	// Handlers are called from client-go's queue, after the store has changed.
 	require.Eventually(t, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -233,15 +228,10 @@ func TestPodInformer(t *testing.T) {
 	assert.Equal(t, want, gone.Obj)
 }
 
-// Informers of other kinds are client-go's own, over the ListerWatcher the cache gives; pods' are
-// ours, over our own.
-func TestNewInformerFunc(t *testing.T) {
-	newInformer, err := NewInformerFunc(&rest.Config{Host: "https://127.0.0.1:1"})
-	require.NoError(t, err)
-	_, isPods := newInformer(&toolscache.ListWatch{}, &corev1.Namespace{}, 0, toolscache.Indexers{}).(*podInformer)
+// Informers of other kinds are client-go's own.
+func TestNewInformerOtherKinds(t *testing.T) {
+	_, isPods := NewInformer(&toolscache.ListWatch{}, &corev1.Namespace{}, 0, toolscache.Indexers{}).(*podInformer)
 	assert.False(t, isPods)
-	_, isPods = newInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0, toolscache.Indexers{}).(*podInformer)
-	assert.True(t, isPods)
 }
 
 // benchmarkPod is the i-th pod of a ReplicaSet as the API server sends it after injection, with
@@ -271,8 +261,9 @@ func benchmarkPod(i int) *corev1.Pod {
 	}
 }
 
-// What the pod informer's decoding costs per event, for a pod of a ReplicaSet as the API server
-// sends it after injection, from its protobuf to the interned record.
+// What the pod informer's transform costs per watch event, for a pod of a ReplicaSet as the API
+// server sends it after injection: the pod decoded from its protobuf, as client-go's decoder does,
+// then made an interned record.
 //
 //	go test ./controller/ -run '^$' -bench PodRecord -benchmem
 func BenchmarkPodRecord(b *testing.B) {
@@ -284,15 +275,18 @@ func BenchmarkPodRecord(b *testing.B) {
 		}
 		wire[i] = data
 	}
-	var pool labelPool
+	inf := NewInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0, toolscache.Indexers{}).(*podInformer)
+	transform := inf.transform(cache.TransformStripManagedFields())
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		rec := &compactPod{}
-		if err := rec.Unmarshal(wire[i%len(wire)]); err != nil {
+		pod := &corev1.Pod{}
+		if err := pod.Unmarshal(wire[i%len(wire)]); err != nil {
 			b.Fatal(err)
 		}
 		i++
-		_ = rec.interned(&pool)
+		if _, err := transform(pod); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -9,14 +9,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/controller/rollout"
 )
 
 // The pod the cache gives out keeps what the controller reads: every decision the controller makes
-// on a pod is the same on the cached one (the pod's protobuf decoded into a record, as the pod
-// informer does), and an upgrade computed from it changes the same fields.
+// on a pod is the same on the cached one (the interned record the pod informer's transform makes of
+// it), and an upgrade computed from it changes the same fields.
 func TestCachedPod(t *testing.T) {
 	ss := &v1beta1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "log", Annotations: map[string]string{
 		v1beta1.SidecarSetHashAnnotation: "h2", v1beta1.SidecarSetHashWithoutImageAnnotation: "w1",
@@ -54,11 +56,10 @@ func TestCachedPod(t *testing.T) {
 			PodIP: "10.0.0.1", QOSClass: corev1.PodQOSBurstable,
 		},
 	}
-	wire, err := full.Marshal()
+	inf := NewInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0, toolscache.Indexers{}).(*podInformer)
+	rec, err := inf.transform(cache.TransformStripManagedFields())(full.DeepCopy())
 	require.NoError(t, err)
-	var rec compactPod
-	require.NoError(t, rec.Unmarshal(wire))
-	trimmed := rec.pod()
+	trimmed := rec.(*compactPod).pod()
 
 	assert.Nil(t, trimmed.ManagedFields)
 	assert.Empty(t, trimmed.Spec.Volumes)

@@ -205,25 +205,13 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.DisableCompression = true
-	// One HTTP client (one connection) for the cache's informers; the pod informer has its own
-	// (controller.NewInformerFunc).
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, err
-	}
-	// Every pod of the cluster is cached for the controller, decoded into compact records of what it
-	// reads (controller.NewInformerFunc), which lists and watches them itself: pods must get no
-	// ByObject entry with selectors or namespaces.
-	newInformer, err := controller.NewInformerFunc(cfg)
-	if err != nil {
-		return nil, err
-	}
 	mgr, err := ctrl.NewManager(cfg, ctrlmanager.Options{
 		Scheme: scheme,
-		// The controller caches every pod; nothing reads their managedFields, which are often
-		// the larger part of a pod object.
-		Cache: cache.Options{HTTPClient: httpClient, ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields(),
-			NewInformer: newInformer},
+		// The controller caches every pod, as compact records of what it reads
+		// (controller.NewInformer); nothing reads managedFields, which are often the larger part of
+		// an object.
+		Cache: cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields(),
+			NewInformer: controller.NewInformer},
 		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.ProbeAddr,
 		PprofBindAddress:        pprofAddr,
