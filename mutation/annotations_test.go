@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidecarops/sidecarops/internal/testing/randomobjects"
 )
 
 // marshalUpgradeSpecs must write what encoding/json writes, for every map: the named cases, then
@@ -52,6 +55,51 @@ func TestMarshalUpgradeSpecs(t *testing.T) {
 		}
 		if got := (&upgradeSpecs{had: m}).marshal(); got != string(want) {
 			t.Errorf("%q:\n got %s\nwant %s", name, got, want)
+		}
+	}
+}
+
+// The hand-written encoder must follow SidecarSetUpgradeSpec's fields as they are, not as they were
+// when it was written: every field, present or not, is filled at random (randomobjects fills fields
+// no test names), and each is left at its zero value half of the time, so that a field added with
+// omitempty is both written and left out. If this fails, marshalUpgradeSpecs (and upgradeSpecFixed)
+// must learn the field.
+func TestMarshalUpgradeSpecsEveryField(t *testing.T) {
+	fields := reflect.TypeFor[upgradeSpec]().NumField()
+	zeroed, written := make([]int, fields), make([]int, fields)
+	for seed := range int64(300) {
+		f := randomobjects.Filler(t, seed)
+		r := rand.New(rand.NewPCG(uint64(seed), 1))
+		m := map[string]upgradeSpec{}
+		for range r.IntN(4) {
+			var s upgradeSpec
+			f.Fill(&s)
+			v := reflect.ValueOf(&s).Elem()
+			for i := range fields {
+				if r.IntN(2) == 0 {
+					v.Field(i).SetZero()
+				}
+				if v.Field(i).IsZero() {
+					zeroed[i]++
+				} else {
+					written[i]++
+				}
+			}
+			var key string
+			f.Fill(&key)
+			m[key] = s
+		}
+		want, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := (&upgradeSpecs{had: m}).marshal(); got != string(want) {
+			t.Fatalf("seed %d:\n got %s\nwant %s", seed, got, want)
+		}
+	}
+	for i := range fields {
+		if zeroed[i] < 10 || written[i] < 10 {
+			t.Errorf("field %s: zero %d times, set %d times", reflect.TypeFor[upgradeSpec]().Field(i).Name, zeroed[i], written[i])
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/internal/testing/randomobjects"
 )
 
 // What prepare keeps of a sidecar must be what build makes of it for any pod: over the property
@@ -60,6 +61,81 @@ func TestPreparedIsBuiltPerPod(t *testing.T) {
 	}
 	if prepared < 100 || perPod < 100 {
 		t.Fatalf("generator too weak: %d prepared and %d built per pod", prepared, perPod)
+	}
+}
+
+// readsPod is kept by hand against what building a sidecar reads of the pod: a sidecar it lets
+// through is built once, without a pod, for every pod (Prepare). Every field of SidecarContainer,
+// its own and its container's, found by reflection so that a new one is tried without being
+// listed, is set alone on a plain sidecar, to the property generator's values or random ones; if
+// readsPod lets that sidecar through, it must build as prepared for every generated pod. If this
+// fails, readsPod must name the field.
+func TestReadsPodEveryField(t *testing.T) {
+	g := gen{rand.New(rand.NewPCG(3, 4))}
+	pods := make([]*corev1.Pod, 20)
+	for i := range pods {
+		pods[i] = g.pod()
+	}
+	typ := reflect.TypeFor[v1beta1.SidecarContainer]()
+	var fields [][]int
+	for i := range typ.NumField() {
+		if f := typ.Field(i); f.Anonymous {
+			for j := range f.Type.NumField() {
+				fields = append(fields, []int{i, j})
+			}
+		} else {
+			fields = append(fields, []int{i})
+		}
+	}
+	for _, path := range fields {
+		name := typ.FieldByIndex(path).Name
+		set := 0
+		for run := range 60 {
+			var from v1beta1.SidecarContainer
+			if run%2 == 0 {
+				from = g.sidecar("s", false)
+			} else {
+				randomobjects.Filler(t, int64(run)).Fill(&from)
+			}
+			value := reflect.ValueOf(from).FieldByIndex(path)
+			if value.IsZero() {
+				continue
+			}
+			set++
+			plain := sc("s", "img:1", "")
+			reflect.ValueOf(&plain).Elem().FieldByIndex(path).Set(value)
+			if readsPod(&plain) || isHotUpgrade(&plain) {
+				continue
+			}
+			ss := newSidecarSet("ss", "h1")
+			ss.Spec.Containers = []v1beta1.SidecarContainer{plain}
+			prepared := func() *corev1.Container {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("%s, run %d: readsPod lets it through, but building it without a pod panics: %v", name, run, r)
+					}
+				}()
+				return Prepare(ss).containers[0]
+			}()
+			for i, pod := range pods {
+				b, err := newBuilder(pod, []*v1beta1.SidecarSet{ss}, metav1.NewTime(testNow), false)
+				if err != nil {
+					t.Fatalf("%s, run %d: %v", name, run, err)
+				}
+				own := ownCopy(&ss.Spec.Containers[0])
+				err = b.build(ss, "spec.containers", 0, &own)
+				switch {
+				case prepared == nil && err == nil:
+					t.Fatalf("%s, run %d, pod %d: not built without a pod, built for one", name, run, i)
+				case prepared != nil && (err != nil || !reflect.DeepEqual(*prepared, own.Container)):
+					t.Fatalf("%s, run %d, pod %d: readsPod lets it through, but it reads the pod (error %v):\nprepared %s\nbuilt    %s",
+						name, run, i, err, mustJSON(t, prepared), mustJSON(t, own.Container))
+				}
+			}
+		}
+		if set == 0 {
+			t.Errorf("%s: never set", name)
+		}
 	}
 }
 
