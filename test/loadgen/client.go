@@ -146,13 +146,14 @@ type worker struct {
 	client      *http.Client
 	url         string
 	body        []byte
-	uidAt       int
+	uidAt       []int
 	expectPatch bool
 	resp        bytes.Buffer
 }
 
-// newWorker is a worker posting body, whose request uid is at uidAt, to url.
-func newWorker(id uint32, client *http.Client, url string, body []byte, uidAt int, expectPatch bool) *worker {
+// newWorker is a worker posting body, whose request uid (and distinctLabel's value) is at uidAt,
+// to url.
+func newWorker(id uint32, client *http.Client, url string, body []byte, uidAt []int, expectPatch bool) *worker {
 	return &worker{id: id, client: client, url: url, body: body, uidAt: uidAt, expectPatch: expectPatch}
 }
 
@@ -165,17 +166,24 @@ type answer struct {
 	tls      uint16
 }
 
+// next is the body of the worker's next request, with a fresh uid, and that uid.
+func (w *worker) next() (body, uid []byte) {
+	// A copy per request: the transport may hold the body after the response (RoundTrip may close
+	// it later), so the buffer of one request is never reused for the next.
+	body = make([]byte, len(w.body))
+	copy(body, w.body)
+	w.seq++
+	for _, at := range w.uidAt {
+		stampUID(body[at:at+len(uidTemplate)], w.id, w.seq)
+	}
+	return body, body[w.uidAt[0] : w.uidAt[0]+len(uidTemplate)]
+}
+
 // do posts one AdmissionReview and checks the answer: status 200, an AdmissionReview with a
 // response for this request's uid, allowed, and a JSON patch exactly when a SidecarSet matches.
 // The latency stops when the response body has been read; the check is not timed.
 func (w *worker) do(ctx context.Context) (answer, error) {
-	// A copy per request: the transport may hold the body after the response (RoundTrip may close
-	// it later), so the buffer of one request is never reused for the next.
-	body := make([]byte, len(w.body))
-	copy(body, w.body)
-	w.seq++
-	uid := body[w.uidAt : w.uidAt+len(uidTemplate)]
-	stampUID(uid, w.id, w.seq)
+	body, uid := w.next()
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
 	if err != nil {

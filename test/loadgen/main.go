@@ -50,6 +50,7 @@ type config struct {
 	http        string
 	cpus        int
 	decisionLog bool
+	distinct    bool
 	floor       bool
 	cpuProfile  string
 	trace       string
@@ -78,6 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.http, "http", "1.1", "HTTP version: 1.1 (a connection per request in flight, as the API server calls the manager, which serves HTTP/1.1 unless --enable-http2) or 2 (one multiplexed connection)")
 	fs.IntVar(&c.cpus, "cpus", 0, "GOMAXPROCS for this process (0: all CPUs); in-process, client and server share them")
 	fs.BoolVar(&c.decisionLog, "decision-log", true, "in-process server: encode the per-pod decision log line (the manager's default), into io.Discard")
+	fs.BoolVar(&c.distinct, "distinct-pods", false, "give every pod a label of its own, so that the webhook's per-pod cache never answers one (default: a ReplicaSet's burst of alike pods, answered from the cache after the second)")
 	fs.BoolVar(&c.floor, "floor", true, "after the run, measure the codec floor and the in-process handler (about 2s each)")
 	fs.StringVar(&c.trace, "trace", "", "write a Go execution trace of the measured run to this file (go tool trace; keep --duration short, it grows by megabytes a second)")
 	fs.IntVar(&c.gcPercent, "gc-percent", managerGCPercent, "Go GC target percentage of this process, as the manager's flag (default: the manager's); GOGC in the environment wins")
@@ -177,6 +179,9 @@ func load(ctx context.Context, c config, stdout io.Writer) (err error) {
 	ctrllog.SetLogger(logr.Discard())
 
 	pod := admissionPod()
+	if c.distinct {
+		pod.Labels[distinctLabel] = uidTemplate
+	}
 	podRaw, err := json.Marshal(pod)
 	if err != nil {
 		return err
@@ -187,7 +192,7 @@ func load(ctx context.Context, c config, stdout io.Writer) (err error) {
 	}
 
 	r := &report{
-		inProcess: c.url == "", sidecarSets: c.sidecarSets, matching: c.matching,
+		inProcess: c.url == "", sidecarSets: c.sidecarSets, matching: c.matching, distinct: c.distinct,
 		concurrency: c.concurrency, rate: c.rate, bodyBytes: len(body),
 		gomaxprocs: runtime.GOMAXPROCS(0), numCPU: runtime.NumCPU(), errors: errorCounts{},
 	}

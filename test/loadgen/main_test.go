@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/sidecarops/sidecarops/internal/testing/fleet"
@@ -157,18 +160,26 @@ func TestStampUID(t *testing.T) {
 }
 
 // TestInProcessRun runs the command end to end on a small fleet: server, TLS, HTTP/2 and
-// HTTP/1.1, every answer checked, the report printed, exit status 0.
+// HTTP/1.1, alike and distinct pods, every answer checked, the report printed, exit status 0.
 func TestInProcessRun(t *testing.T) {
-	for _, proto := range []string{"2", "1.1"} {
-		t.Run("http="+proto, func(t *testing.T) {
+	for _, tc := range []struct {
+		proto string
+		pods  string // the --distinct-pods value
+		want  string
+	}{
+		{"2", "false", "pods:        burst"},
+		{"1.1", "false", "pods:        burst"},
+		{"2", "true", "pods:        distinct"},
+	} {
+		t.Run("http="+tc.proto+",distinct="+tc.pods, func(t *testing.T) {
 			var out, errOut bytes.Buffer
 			code := run(context.Background(), []string{
-				"--sidecarsets", "10", "--requests", "40", "--warmup", "0", "--floor=false", "--http", proto,
+				"--sidecarsets", "10", "--requests", "40", "--warmup", "0", "--floor=false", "--http", tc.proto, "--distinct-pods=" + tc.pods,
 			}, &out, &errOut)
 			if code != 0 {
 				t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
 			}
-			wants := []string{"admissions:  40 in", "errors:      0", "HTTP/" + map[string]string{"2": "2.0", "1.1": "1.1"}[proto], "TLS 1.3"}
+			wants := []string{"admissions:  40 in", "errors:      0", "HTTP/" + map[string]string{"2": "2.0", "1.1": "1.1"}[tc.proto], "TLS 1.3", tc.want}
 			if os.Getenv("GOGC") == "" {
 				wants = append(wants, "runtime:     --gc-percent=400")
 			}
@@ -178,6 +189,44 @@ func TestInProcessRun(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// With --distinct-pods every request's pod differs from every other's in its label, which holds
+// the request's uid; without, the pods are alike and only the request uids differ.
+func TestDistinctPods(t *testing.T) {
+	for _, distinct := range []bool{false, true} {
+		pod := admissionPod()
+		if distinct {
+			pod.Labels[distinctLabel] = uidTemplate
+		}
+		body, uidAt, err := reviewBody(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for id := range uint32(3) {
+			w := newWorker(id, nil, "", body, uidAt, true)
+			for range 3 {
+				b, uid := w.next()
+				var review admissionv1.AdmissionReview
+				if err := json.Unmarshal(b, &review); err != nil {
+					t.Fatal(err)
+				}
+				var sent corev1.Pod
+				if err := json.Unmarshal(review.Request.Object.Raw, &sent); err != nil {
+					t.Fatal(err)
+				}
+				if string(review.Request.UID) != string(uid) || seen[string(uid)] {
+					t.Fatalf("request uid %s, stamped %s, seen before: %v", review.Request.UID, uid, seen[string(uid)])
+				}
+				seen[string(uid)] = true
+				label, has := sent.Labels[distinctLabel]
+				if has != distinct || (distinct && label != string(uid)) {
+					t.Fatalf("distinct %v: pod label %q (present: %v), request uid %s", distinct, label, has, uid)
+				}
+			}
+		}
 	}
 }
 

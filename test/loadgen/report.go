@@ -53,6 +53,7 @@ type report struct {
 	inProcess   bool
 	sidecarSets int
 	matching    int
+	distinct    bool // every pod has a label of its own (--distinct-pods)
 	compile     time.Duration
 	protocol    string
 	tlsVersion  string
@@ -101,6 +102,11 @@ func (r *report) print(w io.Writer) {
 		load = fmt.Sprintf("open loop at %s/s, up to %d in flight", thousands(r.rate), r.concurrency)
 	}
 	p("load:        %s, %d connection(s), AdmissionReview of %d bytes, a fresh uid per request", load, r.conns, r.bodyBytes)
+	if r.distinct {
+		p("pods:        distinct: a label of its own per pod, the per-pod cache never answers")
+	} else {
+		p("pods:        burst: alike but for uid, as a ReplicaSet's; the per-pod cache answers after the second")
+	}
 	p("admissions:  %s in %s = %s/s", thousands(float64(r.ok)), r.elapsed.Round(time.Millisecond), thousands(r.throughput()))
 	l := r.latency
 	p("latency:     p50 %s  p90 %s  p99 %s  max %s  (all %d successful admissions recorded)",

@@ -100,12 +100,18 @@ func admissionPod() *corev1.Pod {
 // copy of the body (see stampUID), so no request has to be marshalled again.
 const uidTemplate = "00000000-0000-4000-8000-000000000000"
 
+// distinctLabel, with --distinct-pods, is a label of the pod holding the request's uid: no two pods
+// are then alike to the webhook's per-pod cache (internal/injector.Cache), as when every pod comes
+// from a template of its own, so every admission is decided and injected.
+const distinctLabel = "loadgen.sidecarops.io/pod"
+
 // reviewBody is the AdmissionReview the API server posts for the creation of pod by the ReplicaSet
-// controller, marshalled once, and the offset of the request uid's 36 characters in it.
-func reviewBody(pod *corev1.Pod) (body []byte, uidAt int, err error) {
+// controller, marshalled once, and the offsets of uidTemplate's 36 characters in it: the request
+// uid's first, then a distinctLabel's value if pod has one.
+func reviewBody(pod *corev1.Pod) (body []byte, uidAt []int, err error) {
 	raw, err := json.Marshal(pod)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	gvk := metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
 	gvr := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
@@ -128,13 +134,28 @@ func reviewBody(pod *corev1.Pod) (body []byte, uidAt int, err error) {
 	}
 	body, err = json.Marshal(review)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	marker := []byte(`"uid":"` + uidTemplate + `"`)
 	if bytes.Count(body, marker) != 1 {
-		return nil, 0, fmt.Errorf("the request uid is not found exactly once in the AdmissionReview")
+		return nil, nil, fmt.Errorf("the request uid is not found exactly once in the AdmissionReview")
 	}
-	return body, bytes.Index(body, marker) + len(`"uid":"`), nil
+	want := 1
+	if _, ok := pod.Labels[distinctLabel]; ok {
+		want++
+	}
+	for from := 0; ; {
+		i := bytes.Index(body[from:], []byte(uidTemplate))
+		if i < 0 {
+			break
+		}
+		uidAt = append(uidAt, from+i)
+		from += i + len(uidTemplate)
+	}
+	if len(uidAt) != want || uidAt[0] != bytes.Index(body, marker)+len(`"uid":"`) {
+		return nil, nil, fmt.Errorf("the uid template is found %d times in the AdmissionReview, not %d, the request uid first", len(uidAt), want)
+	}
+	return body, uidAt, nil
 }
 
 const hexDigits = "0123456789abcdef"
