@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/sidecarops/sidecarops/internal/testing/fieldreads"
 	"github.com/sidecarops/sidecarops/internal/testing/randomobjects"
@@ -39,10 +40,15 @@ func TestPodCacheKeepsWhatRolloutReads(t *testing.T) {
 	}
 }
 
-// throughPodCache is what a reader of the pod cache gets of pod: the informer's transform, read back.
+// throughPodCache is what a reader of the pod cache gets of pod: the pod informer's transform
+// (after the manager's own, which strips managedFields), read back.
 func throughPodCache(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
-	got, ok := expanded(compact(pod).interned(&labelPool{})).(*corev1.Pod)
+	rec, err := (&podInformer{}).transform(cache.TransformStripManagedFields())(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := expanded(rec).(*corev1.Pod)
 	if !ok {
 		t.Fatalf("the cache gives out %T", got)
 	}
