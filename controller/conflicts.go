@@ -6,16 +6,13 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
-	"github.com/sidecarops/sidecarops/internal/promreg"
 )
 
 // ConflictFinder names the other SidecarSets ss collides with, as the conflict policy says
@@ -30,17 +27,6 @@ const (
 	ReasonNoConflict = "NoCollision"
 )
 
-var (
-	conflictsDetected = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "sidecarops_controller_conflicts_detected_total",
-		Help: "Times a SidecarSet was found colliding with other SidecarSets (or with others than before) after admission: its Conflict condition turned True.",
-	})
-	inConflict = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "sidecarops_controller_sidecarsets_in_conflict",
-		Help: "SidecarSets whose Conflict condition is True.",
-	})
-)
-
 // conflicts is what the controller knows of collisions: the partners of each SidecarSet, so that
 // both sides are reconciled when either changes or goes.
 type conflicts struct {
@@ -48,17 +34,11 @@ type conflicts struct {
 	partners map[string][]string
 	// enqueue sends a SidecarSet to the work queue (a channel source).
 	enqueue chan event.TypedGenericEvent[*v1beta1.SidecarSet]
+	metrics *Metrics
 }
 
-func newConflicts() (*conflicts, error) {
-	var err error
-	if conflictsDetected, err = promreg.Register(metrics.Registry, conflictsDetected); err != nil {
-		return nil, err
-	}
-	if inConflict, err = promreg.Register(metrics.Registry, inConflict); err != nil {
-		return nil, err
-	}
-	return &conflicts{partners: map[string][]string{}, enqueue: make(chan event.TypedGenericEvent[*v1beta1.SidecarSet], 64)}, nil
+func newConflicts(m *Metrics) *conflicts {
+	return &conflicts{partners: map[string][]string{}, enqueue: make(chan event.TypedGenericEvent[*v1beta1.SidecarSet], 64), metrics: m}
 }
 
 // record keeps others as name's partners and returns every SidecarSet whose condition may now be
@@ -72,7 +52,7 @@ func (c *conflicts) record(name string, others []string) []string {
 	} else {
 		c.partners[name] = others
 	}
-	inConflict.Set(float64(len(c.partners)))
+	c.metrics.setInConflict(len(c.partners))
 	if slices.Equal(before, others) {
 		return nil
 	}
@@ -123,7 +103,7 @@ func (r *Reconciler) conflictCondition(ctx context.Context, ss *v1beta1.SidecarS
 	meta.SetStatusCondition(&conds, next)
 	switch {
 	case next.Status == metav1.ConditionTrue && (prev == nil || prev.Message != next.Message):
-		conflictsDetected.Inc()
+		r.Metrics.conflictDetected()
 		ctrllog.FromContext(ctx).Info("SidecarSet collides with others admitted at the same moment", "others", others)
 		r.event(ss, corev1.EventTypeWarning, ReasonCollides, "%s", next.Message)
 	case next.Status == metav1.ConditionFalse && prev != nil && prev.Status == metav1.ConditionTrue:

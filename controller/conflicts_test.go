@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,14 +28,14 @@ func (f *finder) Conflicts(context.Context, *v1beta1.SidecarSet) ([]string, bool
 // The Conflict condition follows what the policies say, with one Event per change, and both
 // sides of a collision are sent to the work queue whenever it appears or goes.
 func TestConflictCondition(t *testing.T) {
-	c, err := newConflicts()
+	m, err := NewMetrics(prometheus.NewRegistry())
 	require.NoError(t, err)
+	c := newConflicts(m)
 	rec := events.NewFakeRecorder(10)
 	f := &finder{}
-	r := &Reconciler{Conflicts: f, Recorder: rec, conflicts: c}
+	r := &Reconciler{Conflicts: f, Recorder: rec, Metrics: m, conflicts: c}
 	ss := &v1beta1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "b", Generation: 1}}
 	ctx := context.Background()
-	detected := testutil.ToFloat64(conflictsDetected)
 
 	step := func(others []string, current bool) (*metav1.Condition, bool) {
 		t.Helper()
@@ -68,8 +69,8 @@ func TestConflictCondition(t *testing.T) {
 	assert.Equal(t, metav1.ConditionTrue, cond.Status)
 	assert.Contains(t, cond.Message, "collides with SidecarSet a")
 	assert.Contains(t, <-rec.Events, "Warning "+ReasonCollides)
-	assert.Equal(t, detected+1, testutil.ToFloat64(conflictsDetected))
-	assert.Equal(t, 1.0, testutil.ToFloat64(inConflict))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.conflictsDetected))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.inConflict))
 	assert.Eventually(t, func() bool { return len(c.enqueue) == 1 }, 5*time.Second, 10*time.Millisecond)
 	assert.Equal(t, []string{"a"}, queued(), "the other side is reconciled to report it too")
 
@@ -80,7 +81,7 @@ func TestConflictCondition(t *testing.T) {
 	cond, _ = step(nil, true)
 	assert.Equal(t, metav1.ConditionFalse, cond.Status)
 	assert.Contains(t, <-rec.Events, "Normal "+ReasonNoConflict)
-	assert.Equal(t, 0.0, testutil.ToFloat64(inConflict))
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.inConflict))
 	assert.Eventually(t, func() bool { return len(c.enqueue) == 1 }, 5*time.Second, 10*time.Millisecond)
 	assert.Equal(t, []string{"a"}, queued(), "the former partner is reconciled to clear its condition")
 }

@@ -53,6 +53,8 @@ type Reconciler struct {
 	// RecountInterval is how often a SidecarSet whose status is kept from pod events is counted
 	// over all its pods again, and the two compared (default 5 minutes).
 	RecountInterval time.Duration
+	// Metrics records what the controller does (NewMetrics); nil records nothing.
+	Metrics *Metrics
 
 	exp *expectations
 	// tr keeps the status counts from pod events (SetupWithManager makes it; without it every
@@ -80,13 +82,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if workers <= 0 {
 		workers = 3
 	}
-	var err error
-	if r.conflicts, err = newConflicts(); err != nil {
-		return err
-	}
-	if err := registerRecountMetric(); err != nil {
-		return err
-	}
+	r.conflicts = newConflicts(r.Metrics)
 	r.tr = newTracker()
 	// The cache calls the index function for every version of a pod it stores, old and new, before
 	// any reader can see that version: marking the pod there means no round can list a version of
@@ -187,7 +183,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ss *v1beta1.SidecarSet, cond
 		var differences int
 		counts, differences = r.tr.reset(ss, pods, latest, collisionCount, r.now())
 		if differences > 0 {
-			recountDifferences.Add(float64(differences))
+			r.Metrics.recountDiffered(differences)
 			logger.Error(nil, "pods counted differently from pod events than by a count of every pod; the count wins",
 				"pods", differences, "kept", settled.counts, "counted", counts)
 		}
@@ -202,7 +198,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ss *v1beta1.SidecarSet, cond
 		logger.V(1).Info("waiting for the cache to show pods written in an earlier round", "pods", waiting)
 		return ctrl.Result{RequeueAfter: requeueExpectations}, nil
 	}
-	return r.run(ctx, ss, rollout.NextRound(ss, pods), "every_pod", counts, latest, collisionCount)
+	return r.run(ctx, ss, rollout.NextRound(ss, pods), plannedFromEveryPod, counts, latest, collisionCount)
 }
 
 // roundFromCounts is a round during a rollout of a SidecarSet whose counts are kept from pod
@@ -235,7 +231,7 @@ func (r *Reconciler) roundFromCounts(ctx context.Context, ss *v1beta1.SidecarSet
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return r.run(ctx, ss, rollout.NextRoundOf(ss, candidates, s.counts), "kept_counts", s.counts, s.revision, s.collisionCount)
+	return r.run(ctx, ss, rollout.NextRoundOf(ss, candidates, s.counts), plannedFromKeptCounts, s.counts, s.revision, s.collisionCount)
 }
 
 // cachedPods reads the pods named by keys that ss manages from the cache, in the order of keys; a
@@ -265,7 +261,7 @@ func (r *Reconciler) cachedPods(ctx context.Context, ss *v1beta1.SidecarSet, key
 	return pods, nil
 }
 
-// run carries out round for ss, planned from what plannedFrom says (rolloutRounds), whose status
+// run carries out round for ss, planned from what plannedFrom says (Metrics.rolloutRounds), whose status
 // counts were c with the revision decision latest and collisionCount: resets, or the upgrades the
 // plan allows, then the status they give and the pods' SidecarSetUpgradable condition.
 func (r *Reconciler) run(ctx context.Context, ss *v1beta1.SidecarSet, round rollout.Round, plannedFrom string, c rollout.Counts, latest string, collisionCount int32) (ctrl.Result, error) {
@@ -279,7 +275,7 @@ func (r *Reconciler) run(ctx context.Context, ss *v1beta1.SidecarSet, round roll
 	case c.Updated >= c.Matched:
 		return ctrl.Result{}, nil
 	}
-	rolloutRounds.WithLabelValues(plannedFrom).Inc()
+	r.Metrics.roundPlanned(plannedFrom)
 
 	if err := r.markNotUpgradable(ctx, ss, round.Plan.NotUpgradable); err != nil {
 		return ctrl.Result{}, err

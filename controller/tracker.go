@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,10 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	"github.com/sidecarops/sidecarops/internal/promreg"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/controller/rollout"
@@ -266,28 +262,6 @@ func (t *tracker) reset(ss *v1beta1.SidecarSet, pods []*corev1.Pod, revision str
 	}
 	t.sets[ss.Name] = s
 	return s.counts, differences
-}
-
-var recountDifferences = prometheus.NewCounter(prometheus.CounterOpts{
-	Name: "sidecarops_controller_status_recount_differences_total",
-	Help: "Periodic counts of a SidecarSet's pods that differed from the status counts kept from pod events (the count wins); any is a bug.",
-})
-
-// rolloutRounds counts the rounds that planned upgrades, by what they read: the pods left to
-// upgrade with the counts kept from pod events (kept_counts), or every managed pod (every_pod:
-// the first round after a change, a recount, a scatterStrategy, hot upgrades).
-var rolloutRounds = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "sidecarops_controller_rollout_rounds_total",
-	Help: "SidecarSet controller rounds that planned in-place upgrades, by what they read: kept_counts (the pods left to upgrade) or every_pod.",
-}, []string{"planned_from"})
-
-func registerRecountMetric() error {
-	var err error
-	if recountDifferences, err = promreg.Register(metrics.Registry, recountDifferences); err != nil {
-		return err
-	}
-	rolloutRounds, err = promreg.Register(metrics.Registry, rolloutRounds)
-	return err
 }
 
 // namespaceEvents tells the tracker that Namespace labels changed: the counts of SidecarSets that

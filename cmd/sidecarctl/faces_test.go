@@ -100,7 +100,9 @@ func webhookFor(t *testing.T, paths []string, adminBundle string) http.Handler {
 	objs, err := manifest.Read(nil, paths...)
 	require.NoError(t, err)
 	var eng engine.Engine
-	l, err := loader.New(&eng, loader.Options{Debounce: time.Millisecond, Logger: logr.Discard(), Registerer: prometheus.NewRegistry()})
+	m, err := loader.NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	l, err := loader.New(&eng, loader.Options{Debounce: time.Millisecond, Logger: logr.Discard(), Metrics: m})
 	require.NoError(t, err)
 	if adminBundle != "" {
 		b, err := bundles.Read(filepath.Join("..", "..", adminBundle), nil)

@@ -47,7 +47,9 @@ type harness struct {
 func newHarness(t *testing.T, opts Options) *harness {
 	t.Helper()
 	h := &harness{eng: &engine.Engine{}, reg: prometheus.NewRegistry(), events: events.NewFakeRecorder(100)}
-	opts.Registerer = h.reg
+	m, err := NewMetrics(h.reg)
+	require.NoError(t, err)
+	opts.Metrics = m
 	opts.Events = h.events
 	opts.EventObject = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sidecarops-system"}}
 	if opts.Debounce == 0 {

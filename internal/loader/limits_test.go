@@ -53,7 +53,11 @@ func BenchmarkHTTPSourceBomb(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(c.raw) }))
 			defer srv.Close()
-			st, err := New(&engine.Engine{}, Options{Registerer: prometheus.NewRegistry(), Logger: logr.Discard()})
+			m, err := NewMetrics(prometheus.NewRegistry())
+			if err != nil {
+				b.Fatal(err)
+			}
+			st, err := New(&engine.Engine{}, Options{Metrics: m, Logger: logr.Discard()})
 			if err != nil {
 				b.Fatal(err)
 			}

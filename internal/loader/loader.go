@@ -14,7 +14,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/opa/v1/bundle"
-	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -23,7 +22,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
@@ -59,8 +57,9 @@ type Options struct {
 	DefaultsAllowed bool
 	// Logger; the zero value means controller-runtime's logger named "policy-loader".
 	Logger logr.Logger
-	// Registerer receives the metrics (default controller-runtime's metrics.Registry).
-	Registerer prometheus.Registerer
+	// Metrics records what the loader does (NewMetrics); nil: NewMetrics(nil), on
+	// controller-runtime's metrics.Registry.
+	Metrics *Metrics
 	// Events, when set together with EventObject, records activation successes and failures as
 	// Kubernetes Events regarding EventObject. SetupWithManager fills both in when unset.
 	Events      events.EventRecorder
@@ -78,7 +77,7 @@ type Loader struct {
 	opts    Options
 	log     logr.Logger
 	clock   clock.Clock
-	metrics *metrics
+	metrics *Metrics
 	// wake carries "something changed" to the compile loop; one pending signal is enough because
 	// the loop reads the whole state when it compiles.
 	wake chan struct{}
@@ -138,23 +137,22 @@ func New(eng *engine.Engine, opts Options) (*Loader, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	if opts.Registerer == nil {
-		opts.Registerer = ctrlmetrics.Registry
-	}
 	log := opts.Logger
 	if log.GetSink() == nil {
 		log = ctrllog.Log.WithName("policy-loader")
 	}
-	m, err := newMetrics(opts.Registerer)
-	if err != nil {
-		return nil, err
+	if opts.Metrics == nil {
+		var err error
+		if opts.Metrics, err = NewMetrics(nil); err != nil {
+			return nil, err
+		}
 	}
 	s := &Loader{
 		eng:         eng,
 		opts:        opts,
 		log:         log,
 		clock:       opts.Clock,
-		metrics:     m,
+		metrics:     opts.Metrics,
 		wake:        make(chan struct{}, 1),
 		sidecarSets: map[string]*v1beta1.SidecarSet{},
 		namespaces:  map[string]*corev1.Namespace{},
@@ -170,9 +168,9 @@ func New(eng *engine.Engine, opts Options) (*Loader, error) {
 		return nil, err
 	}
 	s.sources[ConfigMapSource] = &source{name: ConfigMapSource, reported: true, offered: bundles.DataBundle(bundles.WhitelistRoot, configMapRevision(nil), doc)}
-	m.activations.WithLabelValues(ConfigMapSource, resultSuccess)
-	m.activations.WithLabelValues(ConfigMapSource, resultFailure)
-	m.refused.WithLabelValues(ConfigMapSource).Set(0)
+	s.metrics.activations.WithLabelValues(ConfigMapSource, resultSuccess)
+	s.metrics.activations.WithLabelValues(ConfigMapSource, resultFailure)
+	s.metrics.refused.WithLabelValues(ConfigMapSource).Set(0)
 	return s, nil
 }
 

@@ -392,7 +392,9 @@ func TestMetrics(t *testing.T) {
 	assert.Equal(t, 1+2+1+1+4+2, n)
 
 	// A second Loader on the same registry shares the collectors instead of failing.
-	_, err = New(h.eng, Options{Registerer: h.reg})
+	m, err := NewMetrics(h.reg)
+	require.NoError(t, err)
+	_, err = New(h.eng, Options{Metrics: m})
 	require.NoError(t, err)
 }
 

@@ -2,6 +2,7 @@ package loader
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/sidecarops/sidecarops/internal/promreg"
 )
@@ -11,8 +12,8 @@ const (
 	resultFailure = "failure"
 )
 
-// metrics are the loader's Prometheus collectors. Names are documented in docs/operations.md#metrics.
-type metrics struct {
+// Metrics are the loader's Prometheus collectors. Names are documented in docs/operations.md#metrics.
+type Metrics struct {
 	compileDuration *prometheus.HistogramVec
 	compiles        *prometheus.CounterVec
 	lastSuccess     prometheus.Gauge
@@ -26,8 +27,14 @@ type metrics struct {
 	partial         prometheus.Gauge
 }
 
-func newMetrics(r prometheus.Registerer) (*metrics, error) {
-	m := &metrics{
+// NewMetrics creates the metrics and registers them on r (nil: controller-runtime's
+// metrics.Registry, which the manager serves). Calling it again with the same registry returns
+// metrics backed by the collectors already registered, so loaders built twice share one series.
+func NewMetrics(r prometheus.Registerer) (*Metrics, error) {
+	if r == nil {
+		r = ctrlmetrics.Registry
+	}
+	m := &Metrics{
 		compileDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "sidecarops_policy_compile_duration_seconds",
 			Help: "Time to compile the policy bundle and prepare the engine's snapshot, by result.",

@@ -15,7 +15,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,8 +37,6 @@ import (
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/loader"
-	"github.com/sidecarops/sidecarops/internal/promreg"
-	"github.com/sidecarops/sidecarops/internal/version"
 	"github.com/sidecarops/sidecarops/webhook"
 	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )
@@ -231,8 +228,12 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 		return nil, err
 	}
 
+	m, err := newComponentMetrics(metrics.Registry)
+	if err != nil {
+		return nil, err
+	}
 	var eng engine.Engine
-	st, err := loader.New(&eng, loader.Options{Debounce: o.Debounce, DefaultsAllowed: o.DefaultsAllowed})
+	st, err := loader.New(&eng, loader.Options{Debounce: o.Debounce, DefaultsAllowed: o.DefaultsAllowed, Metrics: m.loader})
 	if err != nil {
 		return nil, err
 	}
@@ -243,18 +244,11 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 		return nil, err
 	}
 
-	m, err := webhook.NewMetrics(metrics.Registry)
-	if err != nil {
-		return nil, err
-	}
-	if err := registerBuildInfo(metrics.Registry); err != nil {
-		return nil, err
-	}
 	decisionLog := logr.Discard()
 	if o.DecisionLog {
 		decisionLog = ctrl.Log.WithName("decision")
 	}
-	handlers := webhook.NewHandlers(&eng, m, decisionLog)
+	handlers := webhook.NewHandlers(&eng, m.webhook, decisionLog)
 	handlers.Limits = o.WebhookLimits
 	handlers.PodInjector.FailOpen = o.FailOpen
 	handlers.Converter = crconversion.NewWebhookHandler(mgr.GetScheme(), mgr.GetConverterRegistry())
@@ -275,6 +269,7 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 			Conflicts: &injector.ConflictFinder{Snapshots: &eng},
 			// Zero: the controller's default.
 			RecountInterval: o.StatusRecountInterval,
+			Metrics:         m.controller,
 		}
 		if err := r.SetupWithManager(mgr, o.SidecarSetWorkers); err != nil {
 			return nil, err
@@ -419,22 +414,6 @@ func nonZero(d time.Duration) *time.Duration {
 		return nil
 	}
 	return &d
-}
-
-// registerBuildInfo exports sidecarops_build_info{version,commit,go_version,opa_version} 1, the
-// usual way for dashboards to tell replicas of different builds apart.
-func registerBuildInfo(reg prometheus.Registerer) error {
-	info := version.Get()
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "sidecarops_build_info",
-		Help: "The manager's build: version, commit, Go version and OPA version, as labels; always 1.",
-	}, []string{"version", "commit", "go_version", "opa_version"})
-	g, err := promreg.Register(reg, g)
-	if err != nil {
-		return err
-	}
-	g.WithLabelValues(info.Version, info.Commit, info.GoVersion, info.OPA).Set(1)
-	return nil
 }
 
 // loopbackOnly checks the profiles' address: "" or "0" disables them (""), anything else must be

@@ -6,13 +6,19 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	authzv1 "k8s.io/api/authorization/v1"
 	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/sidecarops/sidecarops/controller"
 	"github.com/sidecarops/sidecarops/internal/kubeauth"
+	"github.com/sidecarops/sidecarops/internal/loader"
+	"github.com/sidecarops/sidecarops/internal/promreg"
+	"github.com/sidecarops/sidecarops/internal/version"
+	"github.com/sidecarops/sidecarops/webhook"
 )
 
 // metricsFilter lets through to the metrics the callers the API server authenticates (a
@@ -68,4 +74,43 @@ func metricsFilterOf(r *kubeauth.Reviewer) metricsserver.Filter {
 			}
 		}), nil
 	}
+}
+
+// componentMetrics are the metrics of the components the manager builds, registered on one
+// registry: every metric docs/operations.md lists (TestMetricsAreDocumented builds them the same way).
+type componentMetrics struct {
+	webhook    *webhook.Metrics
+	controller *controller.Metrics
+	loader     *loader.Metrics
+}
+
+func newComponentMetrics(reg prometheus.Registerer) (componentMetrics, error) {
+	var m componentMetrics
+	var err error
+	if m.webhook, err = webhook.NewMetrics(reg); err != nil {
+		return m, err
+	}
+	if m.controller, err = controller.NewMetrics(reg); err != nil {
+		return m, err
+	}
+	if m.loader, err = loader.NewMetrics(reg); err != nil {
+		return m, err
+	}
+	return m, registerBuildInfo(reg)
+}
+
+// registerBuildInfo exports sidecarops_build_info{version,commit,go_version,opa_version} 1, the
+// usual way for dashboards to tell replicas of different builds apart.
+func registerBuildInfo(reg prometheus.Registerer) error {
+	info := version.Get()
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "sidecarops_build_info",
+		Help: "The manager's build: version, commit, Go version and OPA version, as labels; always 1.",
+	}, []string{"version", "commit", "go_version", "opa_version"})
+	g, err := promreg.Register(reg, g)
+	if err != nil {
+		return err
+	}
+	g.WithLabelValues(info.Version, info.Commit, info.GoVersion, info.OPA).Set(1)
+	return nil
 }

@@ -1,0 +1,47 @@
+package wiring
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sidecarops/sidecarops/internal/testing/doctable"
+)
+
+// docs/operations.md lists every metric the manager's components register, with its labels, and
+// every Event reason the code records, and nothing else: the tables cannot drift from the code.
+func TestOperationsTablesMatchTheCode(t *testing.T) {
+	doc, err := doctable.Doc("operations.md")
+	require.NoError(t, err)
+	root, err := doctable.Root()
+	require.NoError(t, err)
+
+	rec := &doctable.Recorder{Registerer: prometheus.NewRegistry()}
+	_, err = newComponentMetrics(rec)
+	require.NoError(t, err)
+	registered, err := doctable.Described(rec.Collectors...)
+	require.NoError(t, err)
+	emitted, err := doctable.EmittedReasons(root)
+	require.NoError(t, err)
+
+	documented, err := doctable.MetricsUnder(doc, "Metrics")
+	require.NoError(t, err)
+	allTables, err := doctable.Tables(doc, "")
+	require.NoError(t, err)
+
+	tests := []struct {
+		name             string
+		code, documented any
+	}{
+		{"metrics and their labels", registered, documented},
+		{"Event reasons", emitted, doctable.Reasons(allTables)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.NotEmpty(t, tt.code, "nothing found in the code: the test reads nothing")
+			assert.Equal(t, tt.code, tt.documented, "the code (-) against docs/operations.md (+)")
+		})
+	}
+}
