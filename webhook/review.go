@@ -117,7 +117,6 @@ func putBuffer(b *bytes.Buffer) {
 // AdmissionReview, as controller-runtime answers: what went wrong is the response's status code.
 // The exception is the server's Limits: no room for the admission is HTTP 429.
 func (p *PodInjector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	growStack()
 	body := buffers.Get().(*bytes.Buffer)
 	defer putBuffer(body)
 	// The body is read before room is taken for its admission, so a slow or stalled peer holds no
@@ -351,24 +350,3 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, s...)
 	return append(b, '"')
 }
-
-// stackReserve is the stack space growStack makes sure a request's goroutine has: what decoding a
-// pod, the policies' evaluation and the injection reach, with room to spare.
-const stackReserve = 32 << 10
-
-// growStack grows the calling goroutine's stack, in one copy, to hold stackReserve more bytes.
-// Go's HTTP/2 server runs every request on a new goroutine whose stack starts at a few kilobytes;
-// the recursive JSON decoders and the policies' evaluation would otherwise grow it by doubling,
-// four or five times per request, each time copying an ever deeper stack (11 % of the CPU of an
-// admission over HTTP/2, docs/loadgen.md). Here the stack is still shallow, so the one copy is
-// cheap; on a goroutine that already has the room (HTTP/1.1 serves a connection's requests on one
-// goroutine) it costs the clearing of the frame.
-//
-//go:noinline
-func growStack() {
-	var frame [stackReserve]byte
-	touch(frame[:])
-}
-
-//go:noinline
-func touch([]byte) {}
