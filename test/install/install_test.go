@@ -64,7 +64,7 @@ func start(t *testing.T) *cluster {
 	return &cluster{c: c, kubeconfig: kubeconfig, admin: env.KubeConfig, helmHome: t.TempDir()}
 }
 
-// helm runs the README's helm commands against the cluster.
+// helm runs docs/install.md's helm commands against the cluster.
 func (k *cluster) helm(t *testing.T, args ...string) string {
 	t.Helper()
 	out, err := render.Helm(k.helmHome, append(args, "--kubeconfig", k.kubeconfig)...)
@@ -74,7 +74,7 @@ func (k *cluster) helm(t *testing.T, args ...string) string {
 
 func (k *cluster) kubectl(t *testing.T, args ...string) {
 	t.Helper()
-	out, err := exec.Command("kubectl", append(args, "--kubeconfig", k.kubeconfig)...).CombinedOutput() // #nosec G204 -- the README's commands
+	out, err := exec.Command("kubectl", append(args, "--kubeconfig", k.kubeconfig)...).CombinedOutput() // #nosec G204 -- docs/install.md's commands
 	require.NoError(t, err, "kubectl %s: %s", strings.Join(args, " "), out)
 }
 
@@ -92,7 +92,7 @@ func (k *cluster) manager(ctx context.Context, t *testing.T, bin, ip string) *co
 	return p
 }
 
-// The README's install, upgrade and uninstall, on a real API server: the chart of an earlier
+// docs/install.md's install, upgrade and uninstall, on a real API server: the chart of an earlier
 // version installs a working sidecarops; upgrading to this one keeps SidecarSets, revisions, the
 // certificates the manager wrote and the webhooks working; uninstalling leaves nothing that would
 // block a pod.
@@ -190,7 +190,7 @@ func createSidecarSet(ctx context.Context, t *testing.T, c client.Client) *v1bet
 	return ss
 }
 
-// The README's other install: kubectl apply of config/default (a release's install.yaml is it,
+// docs/install.md's other install: kubectl apply of config/default (a release's install.yaml is it,
 // rendered with the image's digest), the network-policy overlay over it, and kubectl delete.
 func TestKubectlApplyInstall(t *testing.T) {
 	ctx := t.Context()

@@ -115,7 +115,7 @@ func TestUpdate(t *testing.T) {
 			400, "max_players=32\n", nil, "plain file name", true, nil},
 		{"missing process", "no-such-process", Request{URL: srv.URL + "/v2/game.cfg", Version: "v2"},
 			409, "max_players=32\n", nil, "no process \"no-such-process\"", true, nil},
-		// Before, the new file stayed although the app was never told (the README promised otherwise).
+		// Before, the new file stayed although the app was never told (docs/agent.md promises otherwise).
 		{"signal refused: the old file is back", rec.Name, Request{URL: srv.URL + "/v2/game.cfg", Version: "v2"},
 			409, "max_players=32\n", nil, "the old file is back", true, func(p *Plugin) {
 				p.kill = func(int, syscall.Signal) error { return syscall.EPERM }
