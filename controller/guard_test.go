@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"go/token"
 	"reflect"
 	"testing"
 
@@ -27,7 +28,7 @@ func TestPodCacheKeepsWhatRolloutReads(t *testing.T) {
 		{Type: "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta", Field: "Annotations"},
 		{Type: "k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta", Field: "DeletionTimestamp"}, // mutation.IsActive
 	} {
-		if !reads[r] {
+		if _, ok := reads[r]; !ok {
 			t.Fatalf("the analysis misses %v; it found %v", r, reads)
 		}
 	}
@@ -57,7 +58,7 @@ func throughPodCache(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 
 // lost lists the paths under want whose fields reads names and got does not hold as want does: a
 // read field is compared field by field when reads names fields of its type, else whole.
-func lost(reads map[fieldreads.Read]bool, want, got reflect.Value, path string) []string {
+func lost(reads map[fieldreads.Read]token.Position, want, got reflect.Value, path string) []string {
 	t := want.Type()
 	switch t.Kind() {
 	case reflect.Pointer:
@@ -81,9 +82,10 @@ func lost(reads map[fieldreads.Read]bool, want, got reflect.Value, path string) 
 		var out []string
 		read := false
 		for i := range t.NumField() {
-			if f := t.Field(i); reads[fieldreads.Read{Type: fieldreads.TypeName(t), Field: f.Name}] {
+			name := t.Field(i).Name
+			if _, ok := reads[fieldreads.Read{Type: fieldreads.TypeName(t), Field: name}]; ok {
 				read = true
-				out = append(out, lost(reads, want.Field(i), got.Field(i), path+"."+f.Name)...)
+				out = append(out, lost(reads, want.Field(i), got.Field(i), path+"."+name)...)
 			}
 		}
 		if read {

@@ -30,20 +30,20 @@ type Read struct{ Type, Field string }
 // TypeName is t's name as a Read holds it.
 func TypeName(t reflect.Type) string { return t.PkgPath() + "." + t.Name() }
 
-// Of returns every field of root's struct types (root and the named struct types its fields lead
+// Of returns, with one place that reads it, every field of root's struct types (root and the named struct types its fields lead
 // to) that the non-test code of pkgs reads, or any function of their module they call, directly
 // or not. A read is a selector on a value of one of these types — a promoted field counts as the
 // embedded field and the field — or a call of a GetX method of a type with a field X. Methods of
 // other modules are not followed (DeepCopy, String): they see every field alike. Reads through a
 // value of another type that embeds one of these (x.Image of a type embedding Container) are not
 // counted: only the root's own types are the ones asked about.
-func Of(tb testing.TB, root reflect.Type, pkgs ...string) map[Read]bool {
+func Of(tb testing.TB, root reflect.Type, pkgs ...string) map[Read]token.Position {
 	tb.Helper()
 	l, err := load(pkgs)
 	if err != nil {
 		tb.Fatalf("fieldreads: %v", err)
 	}
-	w := &walker{loader: l, types: closure(root), reads: map[Read]bool{}, done: map[string]bool{}}
+	w := &walker{loader: l, types: closure(root), reads: map[Read]token.Position{}, done: map[string]bool{}}
 	for _, p := range pkgs {
 		src, err := l.check(p)
 		if err != nil {
@@ -192,7 +192,7 @@ func (l *loader) check(path string) (*source, error) {
 type walker struct {
 	*loader
 	types map[string]bool
-	reads map[Read]bool
+	reads map[Read]token.Position
 	queue []*types.Func
 	done  map[string]bool
 }
@@ -203,7 +203,7 @@ func (w *walker) walk(src *source, n ast.Node) {
 		switch n := n.(type) {
 		case *ast.SelectorExpr:
 			if sel := src.info.Selections[n]; sel != nil {
-				w.selection(sel)
+				w.selection(sel, w.fset.Position(n.Sel.Pos()))
 			}
 		case *ast.Ident:
 			if fn, ok := src.info.Uses[n].(*types.Func); ok && fn.Pkg() != nil && w.inModule(fn.Pkg()) {
@@ -217,8 +217,9 @@ func (w *walker) walk(src *source, n ast.Node) {
 	})
 }
 
-// selection records the fields sel reads when its receiver is one of the types asked about.
-func (w *walker) selection(sel *types.Selection) {
+// selection records the fields sel, at pos, reads when its receiver is one of the types asked
+// about.
+func (w *walker) selection(sel *types.Selection, pos token.Position) {
 	cur := named(sel.Recv())
 	if cur == nil || !w.types[typeName(cur)] {
 		return
@@ -233,7 +234,7 @@ func (w *walker) selection(sel *types.Selection) {
 			return
 		}
 		f := st.Field(i)
-		w.reads[Read{typeName(cur), f.Name()}] = true
+		w.read(Read{typeName(cur), f.Name()}, pos)
 		if cur = named(f.Type()); cur == nil {
 			return
 		}
@@ -245,10 +246,16 @@ func (w *walker) selection(sel *types.Selection) {
 		if st, ok := cur.Underlying().(*types.Struct); ok {
 			for i := range st.NumFields() {
 				if st.Field(i).Name() == field {
-					w.reads[Read{typeName(cur), field}] = true
+					w.read(Read{typeName(cur), field}, pos)
 				}
 			}
 		}
+	}
+}
+
+func (w *walker) read(r Read, pos token.Position) {
+	if _, ok := w.reads[r]; !ok {
+		w.reads[r] = pos
 	}
 }
 
