@@ -502,6 +502,25 @@ func TestReadRefusesOversizedFiles(t *testing.T) {
 	assert.Contains(t, err.Error(), "size")
 }
 
+// collidableAndColliding are, in b, the SidecarSets data.sidecarops.state.collidable lists and
+// those the match policy's _collide pairs with another.
+func collidableAndColliding(t *testing.T, b *bundle.Bundle) (collidable, colliding []string) {
+	t.Helper()
+	rs, err := rego.New(
+		rego.Query(`collidable := sort([name | some name, _ in data.sidecarops.state.collidable])
+			colliding := sort({name |
+				some a, _ in data.sidecarops.state.sidecarsets
+				some b, _ in data.sidecarops.state.sidecarsets
+				data.sidecarops.match._collide(a, b)
+				some name in [a, b]
+			})`),
+		rego.ParsedBundle("core", b),
+	).Eval(context.Background())
+	require.NoError(t, err)
+	require.Len(t, rs, 1)
+	return strs(rs[0].Bindings["collidable"]), strs(rs[0].Bindings["colliding"])
+}
+
 // TestCollidableIsExact is a property test of data.sidecarops.state.collidable: over random fleets
 // sharing container, init container and volume names (volumes with equal and with other
 // definitions), it lists exactly the SidecarSets that the match policy's _collide pairs with
@@ -530,19 +549,7 @@ func TestCollidableIsExact(t *testing.T) {
 		}
 		b, err := compileBundle(State{SidecarSets: sets})
 		require.NoError(t, err)
-		rs, err := rego.New(
-			rego.Query(`collidable := sort([name | some name, _ in data.sidecarops.state.collidable])
-				colliding := sort({name |
-					some a, _ in data.sidecarops.state.sidecarsets
-					some b, _ in data.sidecarops.state.sidecarsets
-					data.sidecarops.match._collide(a, b)
-					some name in [a, b]
-				})`),
-			rego.ParsedBundle("core", b),
-		).Eval(context.Background())
-		require.NoError(t, err)
-		require.Len(t, rs, 1)
-		got, want := strs(rs[0].Bindings["collidable"]), strs(rs[0].Bindings["colliding"])
+		got, want := collidableAndColliding(t, b)
 		require.Equal(t, want, got, "round %d", round)
 		listed += len(got)
 		judged += len(sets)
