@@ -42,6 +42,7 @@ func main() {
 	fs.Int64Var(&o.WebhookLimits.InFlightBytes, "webhook-in-flight-bytes", webhook.DefaultInFlightBytes, "bytes of pod admission requests (body plus 64 KiB each) decoded and answered at once; past it, 429 Too Many Requests")
 	fs.Int64Var(&o.WebhookLimits.OtherPathBytes, "webhook-other-path-bytes", webhook.DefaultOtherPathBytes, "room of each other webhook path (SidecarSet defaulting, validation, conversion), for its requests being answered and, apart, for its bodies being read; past it, 429 Too Many Requests")
 	fs.DurationVar(&o.WebhookLimits.BodyTimeout, "webhook-body-timeout", webhook.DefaultBodyTimeout, "how long an admission request's body may take to arrive")
+	injectionCache := fs.Bool("injection-cache", true, "answer a pod that neither the policies nor the injection can tell from an earlier one (a ReplicaSet's pods) with the earlier one's answer (false: decide and inject every pod)")
 	prefilterOn := fs.Bool("pod-webhook-prefilter", true, "keep a match condition on the pod webhook's registration so the API server calls it only for pods some SidecarSet may inject into (false: every pod)")
 	fs.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory of tls.crt and tls.key")
 	fs.StringVar(&o.CertMode, "cert-mode", wiring.CertSelf, "self: generate and rotate certificates (cert-controller) and inject the CA into the webhook configurations; external: use the files in --cert-dir (cert-manager)")
@@ -91,6 +92,7 @@ func main() {
 	memory.apply()
 	o.Bundles, o.BundleURLs, o.VerificationKeys = bundlePaths, bundleURLs, keys
 	o.NoPodWebhookPrefilter = !*prefilterOn
+	o.NoInjectionCache = !*injectionCache
 	if o.Namespace == "" {
 		o.Namespace = "sidecarops-system"
 	}

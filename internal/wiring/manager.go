@@ -153,6 +153,8 @@ type Options struct {
 	Debounce time.Duration
 	// DecisionLog writes one log line per pod admission.
 	DecisionLog bool
+	// NoInjectionCache turns off the pod webhook's per-pod cache (webhook.PodInjector.NoInjectionCache).
+	NoInjectionCache bool
 }
 
 // Scheme holds the types the manager reads and serves.
@@ -251,6 +253,7 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	handlers := webhook.NewHandlers(&eng, m.webhook, decisionLog)
 	handlers.Limits = o.WebhookLimits
 	handlers.PodInjector.FailOpen = o.FailOpen
+	handlers.PodInjector.NoInjectionCache = o.NoInjectionCache
 	handlers.Converter = crconversion.NewWebhookHandler(mgr.GetScheme(), mgr.GetConverterRegistry())
 	if !o.NoPodWebhookPrefilter {
 		handlers.Validator.Prefilter = &prefilter.Widener{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Configuration: WebhookConfigurationName, Webhook: PodWebhookName}
