@@ -122,7 +122,7 @@ const (
 	// MaxArchiveSize bounds a bundle's gzipped tarball as it is downloaded or read from disk.
 	MaxArchiveSize = 16 << 20
 	// MaxFileSize bounds each file of a bundle, decompressed. OPA's own default is 1 GiB, so a
-	// 200 KB gzip bomb made a poll hold that much before the bundle was refused.
+	// small gzip bomb made a poll hold that much before the bundle was refused (BenchmarkHTTPSourceBomb).
 	MaxFileSize = 32 << 20
 	// MaxTotalSize bounds a whole bundle decompressed: without it, 32 files just under MaxFileSize
 	// (1 MiB of gzip) made a poll hold 1 GiB.

@@ -24,7 +24,7 @@ const (
 
 // When the whole index is recompiled instead of only the changed SidecarSets' rules: compiling the
 // rules of wholeIndexBelow SidecarSets costs about what compiling a delta does, and a delta of more
-// than deltaLimit SidecarSets costs about a tenth of compiling 10,000 (docs/benchmarks.md,
+// than deltaLimit SidecarSets costs a fraction of compiling 10,000 (BenchmarkRecompile; docs/benchmarks.md,
 // "Policy compiles").
 const (
 	wholeIndexBelow = 256

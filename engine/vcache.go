@@ -13,10 +13,11 @@ import (
 const smallCacheEntries = 16
 
 // smallCache is a topdown.VirtualCache for evaluations that cache a few results, as a list. OPA's
-// own cache is a trie with a hash map per reference segment: for the match decision it was a sixth
-// of the evaluation's allocations. Past smallCacheEntries the entries move into OPA's cache, which
-// then serves every call. It has the same semantics: only the top frame is read or written, an
-// entry marked undefined stays undefined, and Keys lists the top frame's defined entries.
+// own cache is a trie with a hash map per reference segment: for the match decision it was a
+// large share of the evaluation's allocations (BenchmarkDecide). Past smallCacheEntries the
+// entries move into OPA's cache, which then serves every call. It has the same semantics: only
+// the top frame is read or written, an entry marked undefined stays undefined, and Keys lists the
+// top frame's defined entries.
 type smallCache struct {
 	entries []cacheEntry
 	frames  []int // where each frame's entries start; the last is the top

@@ -77,8 +77,8 @@ func (s *upgradeSpecs) resolve() []upgradeSpec {
 
 // marshal is json.Marshal of the annotation's map, byte for byte, written by hand: it runs twice
 // per injected pod over one entry per SidecarSet the pod has, and encoding/json's reflection over
-// that map was a quarter of the injection's CPU with ten SidecarSets. Strings that encoding/json
-// would escape go through it.
+// that map was a large part of the injection's CPU with ten SidecarSets (BenchmarkPerPod).
+// Strings that encoding/json would escape go through it.
 func (s *upgradeSpecs) marshal() string {
 	rec := s.resolve()
 	// A new pod's entries are the recorded ones; a pod that had some has them merged in by key.
@@ -96,7 +96,7 @@ func (s *upgradeSpecs) marshal() string {
 		slices.SortFunc(merged, func(a, b named) int { return strings.Compare(a.key, b.key) })
 	}
 	// Sized once: with a SidecarSet per entry, growing the builder by doubling allocated twice
-	// what it wrote (docs/benchmarks.md). Escapes, rare, may still grow it.
+	// what it wrote (BenchmarkPerPod). Escapes, rare, may still grow it.
 	size := 2
 	for i := range rec {
 		size += entrySize(rec[i].SidecarSetName, &rec[i])

@@ -27,7 +27,7 @@ var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 func pointerToken(s string) string { return pointerEscaper.Replace(s) }
 
 // annotationPaths are the paths of the annotations every injection writes, made once: escaping
-// and joining them per pod was a third of what the annotations' operations cost.
+// and joining them per pod was a large part of what the annotations' operations cost.
 var annotationPaths = map[string]string{}
 
 func init() {

@@ -97,7 +97,7 @@ func Register(server Server, h Handlers) {
 
 // decodeObject decodes one object of the request. The API server sends JSON it serialised itself.
 // The decoder is JSON v2's (go-json-experiment/json, what Go ships as encoding/json/v2 behind
-// GOEXPERIMENT=jsonv2): it reads a pod in less than half the CPU of encoding/json's reflection
+// GOEXPERIMENT=jsonv2): it reads a pod with much less CPU than encoding/json's reflection
 // (docs/benchmarks.md, "The webhook handler's decoders"), and by default it is what the pod path
 // needs:
 //   - case-sensitive, as the API server's own decoder: a field spelled with other capitals is not

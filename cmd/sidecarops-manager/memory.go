@@ -25,15 +25,15 @@ const (
 	// DefaultGCPercent is the manager's GC target (--gc-percent) while its heap is small. The
 	// manager's live heap is small (the policy snapshot, the informer caches) while every pod
 	// admission allocates tens of kilobytes, so with Go's default of 100 the GC runs every few
-	// hundred admissions and took about a quarter of the webhook's CPU; at 400 the pod webhook
-	// serves ≈ 25 % more admissions per CPU (docs/loadgen.md). The heap may then grow to 5× the live
+	// hundred admissions and took a large share of the webhook's CPU; at 400 the pod webhook
+	// serves more admissions per CPU (docs/loadgen.md). The heap may then grow to 5× the live
 	// heap between collections, which --gc-heap-target bounds once the live heap grows.
 	DefaultGCPercent = 400
 	// DefaultGCHeapTarget (--gc-heap-target) is the heap size at which the GC percent starts to
-	// shrink: with 1,000 SidecarSets and 10,000 pods --gc-percent 400 let the process reach 300 MiB.
-	// The live heap there is ≈ 42 MB since pods are cached compacted, so at 64Mi the heap stays
-	// within 1.5× of it (MinGCPercent) and the process at 120–130 MiB; the price is more frequent
-	// collections, ≈ 2 µs of CPU per admission with a small heap (BenchmarkAdmissionGC;
+	// shrink: with 1,000 SidecarSets and 10,000 pods, --gc-percent 400 throughout let the process
+	// grow far past its memory target, while at 64Mi the heap stays within 1.5× of the live heap
+	// (MinGCPercent) and the process under the target; the price is more frequent collections, a
+	// little CPU per admission with a small heap (BenchmarkManagerMemory, BenchmarkAdmissionGC;
 	// docs/benchmarks.md, "Manager memory").
 	DefaultGCHeapTarget = "64Mi"
 	// MinGCPercent is as far as the GC percent shrinks for --gc-heap-target: past it, the heap

@@ -50,7 +50,8 @@ type Options struct {
 	MaxDelay time.Duration
 	// FoldAfter is how long changes must have stopped before SidecarSets' rules compiled apart after
 	// a change (engine.Compiler) are folded into a whole compile (default 1 minute): until then
-	// each decision evaluates them separately, which costs about a third more.
+	// each decision evaluates them separately, which costs more (BenchmarkDecide; docs/benchmarks.md,
+	// "Policy compiles").
 	FoldAfter time.Duration
 	// DefaultsAllowed is the feature gate SidecarSetPatchPodMetadataDefaultsAllowed, carried into the
 	// whitelist converted from the kruise-configuration ConfigMap.

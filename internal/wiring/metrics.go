@@ -27,7 +27,7 @@ import (
 // sidecarops-metrics-reader grants), as controller-runtime's filters.WithAuthenticationAndAuthorization
 // does, with the same answers (401, 403, 500), and 429 past kubeauth's limits of reviews of new
 // tokens. That one builds on the API server's own authenticator and authorizer packages, and with
-// them CEL, gRPC and OpenTelemetry: 30 MB of the manager's 100 MB executable and ≈ 10 MB of its memory at start-up (docs/benchmarks.md,
+// them CEL, gRPC and OpenTelemetry: a large part of the manager's executable and of its memory at start-up (docs/benchmarks.md,
 // "Manager memory"), for two API calls that internal/kubeauth makes, and caches, for the agent
 // already.
 func metricsFilter(cfg *rest.Config, hc *http.Client) (metricsserver.Filter, error) {

@@ -38,7 +38,7 @@ const containerLimit = 512 << 20
 //
 //   - trickle: 200 TLS connections each declare a 7 MiB review, send 64 KiB, then 1 KiB every
 //     100 ms for 3 s. Before the webhook read bodies as they arrive, each such connection made
-//     the server allocate the declared 7 MiB at once (760 MB of heap for 100 connections).
+//     the server allocate the declared 7 MiB at once.
 //   - large: 64 concurrent valid reviews of a 6 MB pod (a 6 MB annotation). Admissions beyond
 //     Limits.InFlightBytes are answered 429 at once instead of all being decoded together.
 //   - other-paths: 4 connections declaring 7 MiB to /convert and 60 declaring 8 KiB to the

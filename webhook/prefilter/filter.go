@@ -13,8 +13,8 @@ import (
 // Filter is what the pod webhook's registration asks of a pod before the API server sends it: an
 // object selector and a match condition (Condition's CEL), each optional, both required to hold.
 // They cost the API server very differently: it checks a selector on the pod's labels alone, but
-// converts the whole pod for CEL, ≈ 0.1 ms of its CPU per pod (docs/benchmarks.md, "Pod creation
-// against the floor webhook"). So the selector says as much as it can, and the condition is left
+// converts the whole pod for CEL, which costs it CPU on every pod (docs/benchmarks.md, "Pod creation
+// through the API server"). So the selector says as much as it can, and the condition is left
 // out wherever the selector says all of it.
 type Filter struct {
 	// Selector is nil when there is none (the API server's default, an empty selector, is read as nil).
