@@ -122,6 +122,7 @@ func TestPodWebhookPrefilter(t *testing.T) {
 // SidecarSets applied together (a GitOps sync, a Helm release) are admitted together: each widens
 // the pod webhook's condition before it is stored, and none is refused because another one's write
 // came first. Before, 614 of 1,000 SidecarSets created 16 at a time were refused with a conflict.
+// Past the widenings' rate the condition sends every pod instead of naming each (decision D9).
 func TestSidecarSetsAdmittedConcurrently(t *testing.T) {
 	const n, inFlight = 48, 16
 	namespace(t, "e2e-concurrent", nil)
@@ -137,6 +138,9 @@ func TestSidecarSetsAdmittedConcurrently(t *testing.T) {
 	})
 	require.Empty(t, errs, "every SidecarSet admitted")
 	expr, _ := registeredCondition(t)
+	if expr == "true" {
+		return
+	}
 	for i := range n {
 		assert.Contains(t, expr, fmt.Sprintf(`"concurrent-%d"`, i), "the condition selects every admitted SidecarSet's pods")
 	}
