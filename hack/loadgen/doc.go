@@ -1,4 +1,4 @@
-// Command loadgen (`go run ./test/loadgen`) posts pod AdmissionReviews over HTTPS to the sidecarops
+// Command loadgen (`go run ./hack/loadgen`) posts pod AdmissionReviews over HTTPS to the sidecarops
 // pod webhook and reports admissions per second, the latency distribution, errors and the CPU each
 // admission costs, beside the floor of decoding and encoding the same AdmissionReview in-process.
 //

@@ -48,7 +48,7 @@ const containerLimit = 512 << 20
 //   - convert-growing: one chunked ConversionReview whose one string grows to 1 GiB. /convert
 //     once read it without bound.
 //
-// Run it once per case: go test -run '^$' -bench HostilePeers -benchtime 1x ./test/loadgen/
+// Run it once per case: go test -run '^$' -bench HostilePeers -benchtime 1x ./hack/loadgen/
 func BenchmarkHostilePeers(b *testing.B) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(containerLimit * 9 / 10))
 	sets, err := fleet.SidecarSets(100, 1)

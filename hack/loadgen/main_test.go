@@ -271,7 +271,7 @@ func TestURLTarget(t *testing.T) {
 // (RunParallel goroutines), 1 SidecarSet of the fleet matching. ns/op is wall time per admission
 // with that many in flight (1/throughput); p50/p99 are the latencies of every request.
 //
-//	go test -run '^$' -bench AdmissionOverHTTPS -benchtime 10s ./test/loadgen/
+//	go test -run '^$' -bench AdmissionOverHTTPS -benchtime 10s ./hack/loadgen/
 func BenchmarkAdmissionOverHTTPS(b *testing.B) {
 	ctrllog.SetLogger(logr.Discard())
 	if os.Getenv("GOGC") == "" {
