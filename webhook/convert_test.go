@@ -21,7 +21,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
-// conversionHandler is the manager's conversion handler (internal/wiring): controller-runtime's,
+// conversionHandler is the manager's conversion handler (package manager): controller-runtime's,
 // over the API types' conversions.
 func conversionHandler(t *testing.T) http.Handler {
 	t.Helper()

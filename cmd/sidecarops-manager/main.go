@@ -14,7 +14,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/internal/version"
-	"github.com/sidecarops/sidecarops/internal/wiring"
+	"github.com/sidecarops/sidecarops/manager"
 	"github.com/sidecarops/sidecarops/webhook"
 )
 
@@ -25,7 +25,7 @@ func (r *repeated) String() string     { return strings.Join(*r, ",") }
 func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
 
 func main() {
-	o := wiring.Options{
+	o := manager.Options{
 		Namespace: os.Getenv("POD_NAMESPACE"),
 		PodName:   os.Getenv("POD_NAME"),
 		PodUID:    types.UID(os.Getenv("POD_UID")),
@@ -45,7 +45,7 @@ func main() {
 	injectionCache := fs.Bool("injection-cache", true, "answer a pod that neither the policies nor the injection can tell from an earlier one (a ReplicaSet's pods) with the earlier one's answer (false: decide and inject every pod)")
 	prefilterOn := fs.Bool("pod-webhook-prefilter", true, "keep a match condition on the pod webhook's registration so the API server calls it only for pods some SidecarSet may inject into (false: every pod)")
 	fs.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory of tls.crt and tls.key")
-	fs.StringVar(&o.CertMode, "cert-mode", wiring.CertSelf, "self: generate and rotate certificates (cert-controller) and inject the CA into the webhook configurations; external: use the files in --cert-dir (cert-manager)")
+	fs.StringVar(&o.CertMode, "cert-mode", manager.CertSelf, "self: generate and rotate certificates (cert-controller) and inject the CA into the webhook configurations; external: use the files in --cert-dir (cert-manager)")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8443", "Prometheus metrics address (0 disables); HTTPS for callers allowed GET /metrics unless --metrics-insecure")
 	fs.BoolVar(&o.InsecureMetrics, "metrics-insecure", false, "serve the metrics over plain HTTP without authentication or authorization")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address (0 disables)")
@@ -102,10 +102,10 @@ func main() {
 		"memoryLimit", debug.SetMemoryLimit(-1), "memoryLimitFrom", memory.limitFrom)
 	if o.PodName == "" {
 		ctrl.Log.WithName("setup").Info("POD_NAME is not set (the downward API's metadata.name): bundle Events are recorded on the manager's Lease",
-			"lease", wiring.LeaderElectionID, "namespace", o.Namespace)
+			"lease", manager.LeaderElectionID, "namespace", o.Namespace)
 	}
 
-	mgr, err := wiring.New(ctrl.GetConfigOrDie(), o)
+	mgr, err := manager.New(ctrl.GetConfigOrDie(), o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sidecarops-manager:", err)
 		os.Exit(1)

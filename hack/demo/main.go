@@ -28,7 +28,7 @@ import (
 	"github.com/sidecarops/sidecarops/internal/manifest"
 	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
 	"github.com/sidecarops/sidecarops/internal/testing/kwok"
-	"github.com/sidecarops/sidecarops/internal/wiring"
+	"github.com/sidecarops/sidecarops/manager"
 	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )
 
@@ -56,7 +56,7 @@ func run(root string, once bool, out io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	step(out, "starting etcd, kube-apiserver and the sidecarops manager")
-	c, err := devcluster.Start(ctx, devcluster.Options{Root: root, Manager: wiring.Options{
+	c, err := devcluster.Start(ctx, devcluster.Options{Root: root, Manager: manager.Options{
 		Bundles:            []string{filepath.Join(root, "examples", "policies"), filepath.Join(root, "examples", "whitelist-bundle")},
 		BundlePollInterval: time.Second,
 		DecisionLog:        true,
@@ -276,10 +276,10 @@ func printPod(out io.Writer, p *corev1.Pod) error {
 // printPrefilter prints the filter package prefilter keeps on the pod webhook.
 func printPrefilter(ctx context.Context, out io.Writer, cl client.Client) error {
 	var cfg admissionregv1.MutatingWebhookConfiguration
-	if err := cl.Get(ctx, client.ObjectKey{Name: wiring.WebhookConfigurationName}, &cfg); err != nil {
+	if err := cl.Get(ctx, client.ObjectKey{Name: manager.WebhookConfigurationName}, &cfg); err != nil {
 		return err
 	}
-	f, _ := prefilter.Registered(&cfg, wiring.PodWebhookName)
+	f, _ := prefilter.Registered(&cfg, manager.PodWebhookName)
 	switch {
 	case !f.Filtered():
 		_, err := fmt.Fprintln(out, "(none yet: every pod is sent to the webhook)")

@@ -35,7 +35,7 @@ import (
 )
 
 // server is a webhook server started in this process, configured as the manager configures its
-// own (wiring.New): controller-runtime's webhook server, TLS ≥ 1.2, the three handlers mounted by
+// own (manager.New): controller-runtime's webhook server, TLS ≥ 1.2, the three handlers mounted by
 // webhook.Register, Prometheus metrics, and the decision log unless turned off.
 type server struct {
 	url    string
@@ -89,7 +89,7 @@ func startServer(ctx context.Context, sets []*v1beta1.SidecarSet, decisionLog bo
 		TLSOpts: []func(*tls.Config){webhook.TLSOptions(true)},
 	})
 	handlers := webhook.NewHandlers(&eng, metrics, log)
-	// The manager's conversion handler (internal/wiring), for attacks on /convert.
+	// The manager's conversion handler (package manager), for attacks on /convert.
 	scheme := runtime.NewScheme()
 	if err := errors.Join(v1beta1.AddToScheme(scheme), v1alpha1.AddToScheme(scheme)); err != nil {
 		return nil, errors.Join(err, os.RemoveAll(dir))

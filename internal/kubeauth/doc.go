@@ -8,7 +8,7 @@
 // tokens costs the API server more than the limits allow, the process more than a fixed amount of
 // memory, or a caller whose answer is kept its access.
 //
-// It serves the sidecar agent's API (agent/auth) and the manager's metrics (internal/wiring),
+// It serves the sidecar agent's API (agent/auth) and the manager's metrics (package manager),
 // reading their requests' credentials (FromRequest) and sizing their review clients
 // (ClientConfig). It must not serve HTTP itself nor write anything to the API server: reviews are
 // questions, and the only API calls it makes.

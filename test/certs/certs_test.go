@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
-	"github.com/sidecarops/sidecarops/internal/wiring"
+	"github.com/sidecarops/sidecarops/manager"
 )
 
 func TestSelfManagedCertificates(t *testing.T) {
@@ -31,7 +31,7 @@ func TestSelfManagedCertificates(t *testing.T) {
 	// them to point at a URL with its own CA.
 	c, err := devcluster.Start(ctx, devcluster.Options{
 		Root: "../..", SkipWebhookConfigurations: true, SelfManagedCerts: true,
-		BeforeManager: func(cl client.Client, mo wiring.Options) error {
+		BeforeManager: func(cl client.Client, mo manager.Options) error {
 			if err := applyWebhookConfigurations(ctx, cl); err != nil {
 				return err
 			}
@@ -43,7 +43,7 @@ func TestSelfManagedCertificates(t *testing.T) {
 	defer func() { require.NoError(t, c.Stop()) }()
 
 	var secret corev1.Secret
-	require.NoError(t, c.Client.Get(ctx, client.ObjectKey{Namespace: devcluster.Namespace, Name: wiring.CertSecretName}, &secret))
+	require.NoError(t, c.Client.Get(ctx, client.ObjectKey{Namespace: devcluster.Namespace, Name: manager.CertSecretName}, &secret))
 	ca := secret.Data["ca.crt"]
 	require.NotEmpty(t, ca)
 	require.NotEmpty(t, secret.Data["tls.crt"])
@@ -59,8 +59,8 @@ func TestSelfManagedCertificates(t *testing.T) {
 	for {
 		var m admissionregv1.MutatingWebhookConfiguration
 		var v admissionregv1.ValidatingWebhookConfiguration
-		require.NoError(t, c.Client.Get(ctx, client.ObjectKey{Name: wiring.WebhookConfigurationName}, &m))
-		require.NoError(t, c.Client.Get(ctx, client.ObjectKey{Name: wiring.WebhookConfigurationName}, &v))
+		require.NoError(t, c.Client.Get(ctx, client.ObjectKey{Name: manager.WebhookConfigurationName}, &m))
+		require.NoError(t, c.Client.Get(ctx, client.ObjectKey{Name: manager.WebhookConfigurationName}, &v))
 		var bundles [][]byte
 		for _, w := range m.Webhooks {
 			bundles = append(bundles, w.ClientConfig.CABundle)
@@ -71,7 +71,7 @@ func TestSelfManagedCertificates(t *testing.T) {
 		crd := &unstructured.Unstructured{}
 		crd.SetAPIVersion("apiextensions.k8s.io/v1")
 		crd.SetKind("CustomResourceDefinition")
-		require.NoError(t, c.Client.Get(ctx, client.ObjectKey{Name: wiring.CRDName}, crd))
+		require.NoError(t, c.Client.Get(ctx, client.ObjectKey{Name: manager.CRDName}, crd))
 		if b64, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle"); b64 != "" {
 			b, err := base64.StdEncoding.DecodeString(b64)
 			require.NoError(t, err)
@@ -93,7 +93,7 @@ func TestSelfManagedCertificates(t *testing.T) {
 	pool := x509.NewCertPool()
 	require.True(t, pool.AppendCertsFromPEM(ca))
 	addr := net.JoinHostPort(c.Manager.WebhookHost, strconv.Itoa(c.Manager.WebhookPort))
-	conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, ServerName: wiring.ServiceName + "." + devcluster.Namespace + ".svc", MinVersion: tls.VersionTLS12})
+	conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, ServerName: manager.ServiceName + "." + devcluster.Namespace + ".svc", MinVersion: tls.VersionTLS12})
 	require.NoError(t, err)
 	require.NoError(t, conn.Close())
 	_, err = tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS11}) // #nosec G402 -- must be refused
@@ -106,7 +106,7 @@ func TestSelfManagedCertificates(t *testing.T) {
 func mountSecret(ctx context.Context, cl client.Client, dir string) {
 	for ctx.Err() == nil {
 		var s corev1.Secret
-		if err := cl.Get(ctx, client.ObjectKey{Namespace: devcluster.Namespace, Name: wiring.CertSecretName}, &s); err == nil {
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: devcluster.Namespace, Name: manager.CertSecretName}, &s); err == nil {
 			for k, v := range s.Data {
 				if cur, err := os.ReadFile(filepath.Join(dir, k)); err != nil || string(cur) != string(v) {
 					_ = os.WriteFile(filepath.Join(dir, k), v, 0o600)

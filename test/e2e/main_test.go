@@ -14,7 +14,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
-	"github.com/sidecarops/sidecarops/internal/wiring"
+	"github.com/sidecarops/sidecarops/manager"
 )
 
 // cluster is shared by every test: starting kube-apiserver takes seconds, and the tests use their
@@ -64,7 +64,7 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cluster, err = devcluster.Start(ctx, devcluster.Options{Root: "../..", Manager: wiring.Options{
+	cluster, err = devcluster.Start(ctx, devcluster.Options{Root: "../..", Manager: manager.Options{
 		MetricsAddr:        metricsAddr,
 		Bundles:            []string{whitelistPath},
 		BundlePollInterval: 200 * time.Millisecond,

@@ -24,7 +24,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
-	"github.com/sidecarops/sidecarops/internal/wiring"
+	"github.com/sidecarops/sidecarops/manager"
 	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )
 
@@ -33,9 +33,9 @@ import (
 func registeredCondition(t *testing.T) (expr, owner string) {
 	t.Helper()
 	var m admissionregv1.MutatingWebhookConfiguration
-	require.NoError(t, cluster.Client.Get(ctx(t), client.ObjectKey{Name: wiring.WebhookConfigurationName}, &m))
-	f, found := prefilter.Registered(&m, wiring.PodWebhookName)
-	require.True(t, found, "no pod webhook %s", wiring.PodWebhookName)
+	require.NoError(t, cluster.Client.Get(ctx(t), client.ObjectKey{Name: manager.WebhookConfigurationName}, &m))
+	f, found := prefilter.Registered(&m, manager.PodWebhookName)
+	require.True(t, found, "no pod webhook %s", manager.PodWebhookName)
 	return f.CEL(), filterOwner(&m)
 }
 

@@ -24,7 +24,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
 	"github.com/sidecarops/sidecarops/internal/testing/render"
-	"github.com/sidecarops/sidecarops/internal/wiring"
+	"github.com/sidecarops/sidecarops/manager"
 	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )
 
@@ -54,7 +54,7 @@ func start(t *testing.T) *cluster {
 	cfg, err := env.Start()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = env.Stop() })
-	scheme, err := wiring.Scheme()
+	scheme, err := manager.Scheme()
 	require.NoError(t, err)
 	require.NoError(t, apiextensionsv1.AddToScheme(scheme))
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
@@ -87,7 +87,7 @@ func (k *cluster) manager(ctx context.Context, t *testing.T, bin, ip string) *co
 	require.Equal(t, "sidecarops-manager", d.Spec.Template.Spec.ServiceAccountName)
 	p := runContainer(t, k.c, d, bin, impersonating(t, k.admin, namespace, d.Spec.Template.Spec.ServiceAccountName), ip)
 	svc := &corev1.Service{}
-	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: wiring.ServiceName}, svc))
+	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: manager.ServiceName}, svc))
 	p.endpoints(ctx, t, k.c, svc, ip)
 	return p
 }
@@ -109,7 +109,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	out := k.helm(t, "install", release, filepath.Join(previous, "sidecarops-0.0.1.tgz"), "--namespace", namespace, "--create-namespace")
 	assert.Contains(t, out, "STATUS: deployed")
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Name: wiring.CRDName}, crd))
+	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Name: manager.CRDName}, crd))
 	assert.Equal(t, "sidecarops-0.0.1", crd.Labels["helm.sh/chart"])
 	applied := false
 	for _, f := range crd.ManagedFields {
@@ -131,16 +131,16 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	assert.Contains(t, out, "STATUS: deployed")
 	after := deployment(ctx, t, k.c)
 	assert.Equal(t, before.Spec.Template, after.Spec.Template, "nothing to roll: the manager keeps running")
-	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Name: wiring.CRDName}, crd))
+	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Name: manager.CRDName}, crd))
 	assert.Equal(t, "sidecarops-0.1.0", crd.Labels["helm.sh/chart"])
 	assert.NotEmpty(t, crd.Spec.Conversion.Webhook.ClientConfig.CABundle, "the conversion webhook's CA survives the upgrade")
 	mwc := &admissionregv1.MutatingWebhookConfiguration{}
-	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Name: wiring.WebhookConfigurationName}, mwc))
+	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Name: manager.WebhookConfigurationName}, mwc))
 	for _, w := range mwc.Webhooks {
 		assert.NotEmpty(t, w.ClientConfig.CABundle, "%s: the CA survives the upgrade", w.Name)
 	}
 	// One SidecarSet: the prefilter's filter is its selector, registered as the object selector.
-	filter, _ := prefilter.Registered(mwc, wiring.PodWebhookName)
+	filter, _ := prefilter.Registered(mwc, manager.PodWebhookName)
 	assert.NotNil(t, filter.Selector, "the prefilter's object selector survives the upgrade: %+v", filter)
 	got := &v1beta1.SidecarSet{}
 	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Name: ss.Name}, got))
@@ -156,11 +156,11 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	// Uninstall: no webhook configuration is left to refuse pods; the CRD and its SidecarSets stay.
 	k.helm(t, "uninstall", release, "--namespace", namespace)
 	for _, o := range []client.Object{&admissionregv1.MutatingWebhookConfiguration{}, &admissionregv1.ValidatingWebhookConfiguration{}} {
-		err := k.c.Get(ctx, client.ObjectKey{Name: wiring.WebhookConfigurationName}, o)
+		err := k.c.Get(ctx, client.ObjectKey{Name: manager.WebhookConfigurationName}, o)
 		assert.True(t, apierrors.IsNotFound(err), "%T left behind: %v", o, err)
 	}
 	assertInjected(ctx, t, k.c, "after-uninstall", false)
-	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Name: wiring.CRDName}, crd), "the CRD is kept (crd.keep)")
+	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Name: manager.CRDName}, crd), "the CRD is kept (crd.keep)")
 	require.NoError(t, k.c.Get(ctx, client.ObjectKey{Name: ss.Name}, got), "and so are the SidecarSets")
 }
 
@@ -216,7 +216,7 @@ func TestKubectlApplyInstall(t *testing.T) {
 	// The namespace would wait for a namespace controller this API server does not run.
 	k.kubectl(t, "delete", "-k", root+"/config/samples/network-policy", "--wait=false")
 	for _, o := range []client.Object{&admissionregv1.MutatingWebhookConfiguration{}, &admissionregv1.ValidatingWebhookConfiguration{}} {
-		err := k.c.Get(ctx, client.ObjectKey{Name: wiring.WebhookConfigurationName}, o)
+		err := k.c.Get(ctx, client.ObjectKey{Name: manager.WebhookConfigurationName}, o)
 		assert.True(t, apierrors.IsNotFound(err), "%T left behind: %v", o, err)
 	}
 	assertInjected(ctx, t, k.c, "deleted", false)
@@ -235,9 +235,9 @@ func waitCABundles(ctx context.Context, t *testing.T, c client.Client) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		m, v, crd := &admissionregv1.MutatingWebhookConfiguration{}, &admissionregv1.ValidatingWebhookConfiguration{}, &apiextensionsv1.CustomResourceDefinition{}
-		if c.Get(ctx, client.ObjectKey{Name: wiring.WebhookConfigurationName}, m) != nil ||
-			c.Get(ctx, client.ObjectKey{Name: wiring.WebhookConfigurationName}, v) != nil ||
-			c.Get(ctx, client.ObjectKey{Name: wiring.CRDName}, crd) != nil {
+		if c.Get(ctx, client.ObjectKey{Name: manager.WebhookConfigurationName}, m) != nil ||
+			c.Get(ctx, client.ObjectKey{Name: manager.WebhookConfigurationName}, v) != nil ||
+			c.Get(ctx, client.ObjectKey{Name: manager.CRDName}, crd) != nil {
 			return false
 		}
 		for _, w := range m.Webhooks {

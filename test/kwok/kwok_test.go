@@ -17,7 +17,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
 	"github.com/sidecarops/sidecarops/internal/testing/kwok"
-	"github.com/sidecarops/sidecarops/internal/wiring"
+	"github.com/sidecarops/sidecarops/manager"
 )
 
 // timeout bounds every wait on kwok; its stages play within milliseconds of the watch event.
@@ -42,7 +42,7 @@ func TestKwokRunsPodsAndReportsInPlaceImageChange(t *testing.T) {
 	defer cancel()
 	// No bundles: the manager only has to serve its webhooks, so Pod creates and updates pass
 	// through the admission path they will take once the controller exists.
-	c, err := devcluster.Start(ctx, devcluster.Options{Root: "../..", Manager: wiring.Options{Debounce: 50 * time.Millisecond}})
+	c, err := devcluster.Start(ctx, devcluster.Options{Root: "../..", Manager: manager.Options{Debounce: 50 * time.Millisecond}})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, c.Stop()) }()
 

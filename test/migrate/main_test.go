@@ -9,7 +9,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
 	"github.com/sidecarops/sidecarops/internal/testing/kwok"
-	"github.com/sidecarops/sidecarops/internal/wiring"
+	"github.com/sidecarops/sidecarops/manager"
 )
 
 var (
@@ -25,7 +25,7 @@ func run(m *testing.M) int {
 	var err error
 	// Before the takeover sidecarops is not there: the API server calls no webhook of it and no
 	// controller of it runs (the manager process serves nothing anyone asks for).
-	cluster, err = devcluster.Start(ctx, devcluster.Options{Root: "../..", SkipWebhookConfigurations: true, Manager: wiring.Options{
+	cluster, err = devcluster.Start(ctx, devcluster.Options{Root: "../..", SkipWebhookConfigurations: true, Manager: manager.Options{
 		Debounce:              50 * time.Millisecond,
 		RestartableInProcess:  true,
 		SidecarSetWorkers:     -1,

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
-	"github.com/sidecarops/sidecarops/internal/wiring"
+	"github.com/sidecarops/sidecarops/manager"
 	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )
 
@@ -131,10 +131,10 @@ func requireFiltered(t *testing.T) {
 	t.Helper()
 	eventually(t, "the pod webhook is filtered", func() error {
 		var m admissionregv1.MutatingWebhookConfiguration
-		if err := cluster.Client.Get(testCtx(t), client.ObjectKey{Name: wiring.WebhookConfigurationName}, &m); err != nil {
+		if err := cluster.Client.Get(testCtx(t), client.ObjectKey{Name: manager.WebhookConfigurationName}, &m); err != nil {
 			return err
 		}
-		f, _ := prefilter.Registered(&m, wiring.PodWebhookName)
+		f, _ := prefilter.Registered(&m, manager.PodWebhookName)
 		if expr := f.CEL(); expr == "" || strings.TrimSpace(expr) == "true" {
 			return fmt.Errorf("no filter: %q", expr)
 		}
@@ -144,7 +144,7 @@ func requireFiltered(t *testing.T) {
 
 func leaseHolder(t *testing.T) string {
 	var l coordinationv1.Lease
-	key := types.NamespacedName{Namespace: devcluster.Namespace, Name: wiring.LeaderElectionID}
+	key := types.NamespacedName{Namespace: devcluster.Namespace, Name: manager.LeaderElectionID}
 	if err := cluster.Client.Get(testCtx(t), key, &l); err != nil || l.Spec.HolderIdentity == nil {
 		return ""
 	}

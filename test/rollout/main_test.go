@@ -10,7 +10,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
 	"github.com/sidecarops/sidecarops/internal/testing/kwok"
-	"github.com/sidecarops/sidecarops/internal/wiring"
+	"github.com/sidecarops/sidecarops/manager"
 )
 
 // imageChangeDelay is how long kwok takes to report a changed image: long enough that a watch sees
@@ -31,7 +31,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var err error
-	opts := wiring.Options{Debounce: 50 * time.Millisecond, RestartableInProcess: true}
+	opts := manager.Options{Debounce: 50 * time.Millisecond, RestartableInProcess: true}
 	if benchmarking() {
 		// The production default: a benchmark measures what a pod event costs, not the check.
 		opts.StatusRecountInterval = 5 * time.Minute

@@ -1,6 +1,6 @@
 {{/*
 Object names are fixed: the manager looks its webhook configurations, Service, certificate Secret and
-lease up by these names (internal/wiring), and a cluster has one installation.
+lease up by these names (package manager), and a cluster has one installation.
 */}}
 
 {{/* Labels Helm adds to every object; selectors use only the two config/default has. */}}

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/sidecarops/sidecarops/internal/testing/testfiles"
-	"github.com/sidecarops/sidecarops/internal/wiring"
+	"github.com/sidecarops/sidecarops/manager"
 )
 
 // Namespace is where the manager "runs": ControllerRevisions, the whitelist ConfigMap, Events.
@@ -35,7 +35,7 @@ type Cluster struct {
 	// Kubeconfig is a kubeconfig file for kubectl.
 	Kubeconfig string
 	// Manager are the options the manager was started with.
-	Manager wiring.Options
+	Manager manager.Options
 
 	cancel     context.CancelFunc
 	done       chan error
@@ -47,13 +47,13 @@ type Options struct {
 	// Root is the repository root (config/crd and config/webhook are read from it).
 	Root string
 	// Manager options; addresses, certificates and namespace are filled in by Start.
-	Manager wiring.Options
+	Manager manager.Options
 	// SkipWebhookConfigurations installs no webhook configuration through envtest (the API server
 	// never calls the manager).
 	SkipWebhookConfigurations bool
 	// BeforeManager runs after the control plane is up, before the manager starts, with the options
 	// the manager will get.
-	BeforeManager func(client.Client, wiring.Options) error
+	BeforeManager func(client.Client, manager.Options) error
 	// SelfManagedCerts runs the manager with its own certificate rotation (cert-controller) in a
 	// fresh directory instead of envtest's certificate.
 	SelfManagedCerts bool
@@ -70,7 +70,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, errors.New("devcluster: KUBEBUILDER_ASSETS is not set: run through `make test`/`make demo`, which build kube-apiserver and etcd with `make envtest-bins`")
 	}
-	scheme, err := wiring.Scheme()
+	scheme, err := manager.Scheme()
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 
 	mo := o.Manager
 	mo.Namespace = Namespace
-	mo.CertMode = wiring.CertExternal
+	mo.CertMode = manager.CertExternal
 	wio := &env.WebhookInstallOptions
 	if o.SkipWebhookConfigurations && len(wio.LocalServingCAData) == 0 {
 		// No API server calls the admission webhooks; the server still needs somewhere to listen
@@ -127,7 +127,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	mo.WebhookHost, mo.WebhookPort, mo.CertDir = wio.LocalServingHost, wio.LocalServingPort, wio.LocalServingCertDir
 	if o.SelfManagedCerts {
-		mo.CertMode = wiring.CertSelf
+		mo.CertMode = manager.CertSelf
 		if mo.CertDir, err = os.MkdirTemp("", "sidecarops-certs-"); err != nil {
 			return fail(err)
 		}
@@ -159,7 +159,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 
 // startManager starts a manager with c.Manager's options and waits until it is ready.
 func (c *Cluster) startManager(ctx context.Context) error {
-	mgr, err := wiring.New(c.Config, c.Manager)
+	mgr, err := manager.New(c.Config, c.Manager)
 	if err != nil {
 		return err
 	}

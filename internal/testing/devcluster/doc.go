@@ -5,5 +5,5 @@
 // KUBEBUILDER_ASSETS.
 //
 // It owns starting and stopping that environment. It must not contain behaviour under test: the
-// manager it runs is internal/wiring's, unchanged except for certificates and addresses.
+// manager it runs is package manager's, unchanged except for certificates and addresses.
 package devcluster
