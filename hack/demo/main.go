@@ -114,7 +114,10 @@ func run(root string, once bool, out io.Writer) error {
 			return err
 		}
 	}
-	step(out, "kubectl get sidecarsets")
+	step(out, "kubectl get sidecarsets, once the controller has counted the pods above")
+	if err := waitCounted(ctx, out, c.Client, created); err != nil {
+		return err
+	}
 	if err := printSidecarSets(ctx, out, c.Client); err != nil {
 		return err
 	}
@@ -293,6 +296,42 @@ func printPrefilter(ctx context.Context, out io.Writer, cl client.Client) error 
 	}
 	_, err := fmt.Fprintf(out, "  matchCondition  %s\n", condition)
 	return err
+}
+
+// waitCounted waits until every SidecarSet's status counts, as matched and ready, the pods of pods
+// it was injected into, so that the table printed next agrees with the pods printed before it; past
+// a deadline it says which status has not caught up and goes on.
+func waitCounted(ctx context.Context, out io.Writer, cl client.Client, pods []*corev1.Pod) error {
+	want := map[string]int32{}
+	for _, p := range pods {
+		for name := range strings.SplitSeq(p.Annotations[v1beta1.SidecarSetListAnnotation], ",") {
+			if name != "" {
+				want[name]++
+			}
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var list v1beta1.SidecarSetList
+		if err := cl.List(ctx, &list); err != nil {
+			return err
+		}
+		var behind []string
+		for _, ss := range list.Items {
+			st := ss.Status
+			if st.ObservedGeneration != ss.Generation || st.MatchedPods != want[ss.Name] || st.ReadyPods != want[ss.Name] {
+				behind = append(behind, fmt.Sprintf("%s (matched %d, ready %d of %d)", ss.Name, st.MatchedPods, st.ReadyPods, want[ss.Name]))
+			}
+		}
+		if len(behind) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(out, "the status has not caught up yet: %s\n", strings.Join(behind, ", "))
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func printSidecarSets(ctx context.Context, out io.Writer, cl client.Client) error {

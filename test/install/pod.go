@@ -119,6 +119,8 @@ func envValue(t *testing.T, d *appsv1.Deployment, ctr corev1.Container, e corev1
 		return d.Namespace
 	case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
 		return d.Name + "-0"
+	case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.uid":
+		return "uid-of-" + d.Name + "-0" // the played pod is no object: its UID only has to be stable
 	case e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory":
 		limit := ctr.Resources.Limits.Memory()
 		require.False(t, limit.IsZero(), "%s: limits.memory without a memory limit (the node's allocatable memory)", e.Name)
