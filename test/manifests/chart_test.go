@@ -365,6 +365,9 @@ func TestChartRejectsBadValues(t *testing.T) {
 	for _, tc := range []struct{ set, want string }{
 		{"replicas=0", "/replicas"},
 		{"webhook.failurePolicy=Never", "/webhook/failurePolicy"},
+		// Half of failing open is refused (issue 30): both or neither.
+		{"webhook.failurePolicy=Ignore", "/webhook/failOpen"},
+		{"webhook.failOpen=true", "/webhook/failOpen"},
 		{"webhook.timeoutSeconds=31", "/webhook/timeoutSeconds"},
 		{"webhook.port=70000", "/webhook/port"},
 		{"webhook.excludedNamespaces={Bad_NS}", "/webhook/excludedNamespaces/0"},
