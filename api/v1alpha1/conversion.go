@@ -68,13 +68,13 @@ func (ss *SidecarSet) ConvertTo(hub conversion.Hub) error {
 	dst.Spec.NamespaceSelector, dst.Spec.CustomVersion, kept = toV1beta1(s.Namespace, s.NamespaceSelector, label, labelled)
 	delete(dst.Labels, SidecarSetCustomVersionLabel)
 	if kept != "" {
-		setAnnotation(&dst.ObjectMeta, V1alpha1FieldsAnnotation, kept)
+		metav1.SetMetaDataAnnotation(&dst.ObjectMeta, V1alpha1FieldsAnnotation, kept)
 	}
 	if raw, ok := dst.Annotations[V1beta1FieldsAnnotation]; ok {
 		delete(dst.Annotations, V1beta1FieldsAnnotation)
 		var own v1beta1Fields
 		if json.Unmarshal([]byte(raw), &own) == nil && own.CustomVersionLabel != nil {
-			setLabel(&dst.ObjectMeta, SidecarSetCustomVersionLabel, *own.CustomVersionLabel)
+			metav1.SetMetaDataLabel(&dst.ObjectMeta, SidecarSetCustomVersionLabel, *own.CustomVersionLabel)
 		}
 	}
 	dst.Status = *src.Status.DeepCopy()
@@ -110,7 +110,7 @@ func (ss *SidecarSet) ConvertFrom(hub conversion.Hub) error {
 	delete(dst.Annotations, V1beta1FieldsAnnotation)
 	if own, ok := dst.Labels[SidecarSetCustomVersionLabel]; ok {
 		delete(dst.Labels, SidecarSetCustomVersionLabel)
-		setAnnotation(&dst.ObjectMeta, V1beta1FieldsAnnotation, mustMarshal(v1beta1Fields{CustomVersionLabel: &own}))
+		metav1.SetMetaDataAnnotation(&dst.ObjectMeta, V1beta1FieldsAnnotation, mustMarshal(v1beta1Fields{CustomVersionLabel: &own}))
 	}
 	label, labelled := s.CustomVersion, s.CustomVersion != ""
 	if raw, ok := dst.Annotations[V1alpha1FieldsAnnotation]; ok {
@@ -125,7 +125,7 @@ func (ss *SidecarSet) ConvertFrom(hub conversion.Hub) error {
 		}
 	}
 	if labelled {
-		setLabel(&dst.ObjectMeta, SidecarSetCustomVersionLabel, label)
+		metav1.SetMetaDataLabel(&dst.ObjectMeta, SidecarSetCustomVersionLabel, label)
 	}
 	dst.Status = *src.Status.DeepCopy()
 	return nil
@@ -175,18 +175,4 @@ func mustMarshal(v any) string {
 		panic(err)
 	}
 	return string(b)
-}
-
-func setAnnotation(m *metav1.ObjectMeta, key, value string) {
-	if m.Annotations == nil {
-		m.Annotations = map[string]string{}
-	}
-	m.Annotations[key] = value
-}
-
-func setLabel(m *metav1.ObjectMeta, key, value string) {
-	if m.Labels == nil {
-		m.Labels = map[string]string{}
-	}
-	m.Labels[key] = value
 }

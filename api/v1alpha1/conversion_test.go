@@ -47,24 +47,18 @@ func fill[T any, PT interface {
 	return obj
 }
 
+// setLabel sets the custom-version label to *v, none when v is nil.
 func setLabel(m *metav1.ObjectMeta, v *string) {
-	if v == nil {
-		return
+	if v != nil {
+		metav1.SetMetaDataLabel(m, v1alpha1.SidecarSetCustomVersionLabel, *v)
 	}
-	if m.Labels == nil {
-		m.Labels = map[string]string{}
-	}
-	m.Labels[v1alpha1.SidecarSetCustomVersionLabel] = *v
 }
 
+// setAnnotation sets key to v, none when v is empty.
 func setAnnotation(m *metav1.ObjectMeta, key, v string) {
-	if v == "" {
-		return
+	if v != "" {
+		metav1.SetMetaDataAnnotation(m, key, v)
 	}
-	if m.Annotations == nil {
-		m.Annotations = map[string]string{}
-	}
-	m.Annotations[key] = v
 }
 
 // v1beta1 → v1alpha1 → v1beta1 is the identity, spec, labels and annotations included: a
