@@ -104,7 +104,7 @@ func TestChartMatchesConfigDefault(t *testing.T) {
 
 	deploy := "Deployment/" + namespace + "/sidecarops-manager"
 	// The chart's image defaults to its appVersion; config/default's is set at install or release.
-	assert.Equal(t, "sidecarops/manager:v0.1.0", cut(t, fromChart[deploy].Object, "spec", "template", "spec", "containers", 0, "image"))
+	assert.Equal(t, "ghcr.io/sidecarops/manager:v0.1.0", cut(t, fromChart[deploy].Object, "spec", "template", "spec", "containers", 0, "image"))
 	assert.Equal(t, "sidecarops/manager:latest", cut(t, fromConfig[deploy].Object, "spec", "template", "spec", "containers", 0, "image"))
 
 	// The pod webhook skips kube-system and the manager's namespace: config/default by its
@@ -205,7 +205,7 @@ func TestChartNetworkPolicy(t *testing.T) {
 		{"defaults", nil, []string{"networkPolicy.enabled=true"}, byName("monitoring")},
 		{"namespaces", nil, []string{"networkPolicy.enabled=true", "networkPolicy.metricsNamespaces={prometheus,grafana-agent}"}, byName("prometheus", "grafana-agent")},
 		{"a selector, not merged into the names", []string{fullValues}, nil, &metav1.LabelSelector{MatchLabels: map[string]string{"team": "observability"}}},
-		{"no metrics", nil, []string{"networkPolicy.enabled=true", "metrics.enabled=false"}, nil},
+		{"no metrics", nil, []string{"networkPolicy.enabled=true", "manager.metrics.enabled=false"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assertNetworkPolicyFits(t, chart(t, tc.values, tc.sets...), namespace, tc.metricsFrom)
@@ -245,7 +245,7 @@ func TestChartNonDefaultValues(t *testing.T) {
 	pod := d.Spec.Template.Spec
 	c := pod.Containers[0]
 	assert.Equal(t, int32(3), *d.Spec.Replicas)
-	assert.Equal(t, "registry.example.com/sidecarops/manager:v0.1.0@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", c.Image, "by tag and digest")
+	assert.Equal(t, "registry.example.com/platform/manager:v0.1.0@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", c.Image, "by tag and digest")
 	assert.Equal(t, corev1.PullAlways, c.ImagePullPolicy)
 	assert.Equal(t, "system-cluster-critical", pod.PriorityClassName)
 	assert.Equal(t, map[string]string{"kubernetes.io/os": "linux"}, pod.NodeSelector)
@@ -256,9 +256,13 @@ func TestChartNonDefaultValues(t *testing.T) {
 	assert.Equal(t, "sidecarops", d.Spec.Template.Labels["app.kubernetes.io/name"], "selector labels stay")
 	assert.Equal(t, []corev1.LocalObjectReference{{Name: "registry-creds"}}, pod.ImagePullSecrets)
 	assert.Equal(t, "1Gi", c.Resources.Limits.Memory().String())
+	assert.True(t, pod.HostNetwork, "manager.hostNetwork")
+	assert.Equal(t, corev1.DNSClusterFirstWithHostNet, pod.DNSPolicy, "Services still resolve on the node's network")
+	sa := as[corev1.ServiceAccount](t, objs["ServiceAccount/"+namespace+"/sidecarops-manager"])
+	assert.Equal(t, map[string]string{"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/sidecarops"}, sa.Annotations)
 
 	assert.Equal(t, []string{
-		"--leader-elect", "--webhook-port=10250", "--health-probe-bind-address=:9081", "--metrics-bind-address=:9443",
+		"--leader-elect", "--webhook-port=10260", "--health-probe-bind-address=:9081", "--metrics-bind-address=:9443",
 		"--cert-dir=/var/run/sidecarops/certs", "--cert-mode=external",
 		"--leader-elect-lease-duration=30s", "--leader-elect-renew-deadline=20s", "--leader-elect-retry-period=4s",
 		"--fail-open", "--pod-webhook-prefilter=false", "--enable-http2", "--metrics-insecure", "--decision-log=false",
@@ -288,7 +292,7 @@ func TestChartNonDefaultValues(t *testing.T) {
 	for _, p := range c.Ports {
 		ports[p.Name] = p.ContainerPort
 	}
-	assert.Equal(t, map[string]int32{"webhook": 10250, "metrics": 9443, "health": 9081}, ports)
+	assert.Equal(t, map[string]int32{"webhook": 10260, "metrics": 9443, "health": 9081}, ports)
 
 	m := as[admissionregv1.MutatingWebhookConfiguration](t, objs["MutatingWebhookConfiguration/sidecarops"])
 	v := as[admissionregv1.ValidatingWebhookConfiguration](t, objs["ValidatingWebhookConfiguration/sidecarops"])
@@ -298,7 +302,18 @@ func TestChartNonDefaultValues(t *testing.T) {
 	for _, w := range append(m.Webhooks, admissionregv1.MutatingWebhook{Name: v.Webhooks[0].Name, TimeoutSeconds: v.Webhooks[0].TimeoutSeconds}) {
 		assert.Equal(t, int32(5), *w.TimeoutSeconds, w.Name)
 	}
-	assert.Equal(t, []string{"kube-system", namespace, "monitoring"}, m.Webhooks[0].NamespaceSelector.MatchExpressions[0].Values, "listed once each")
+	assert.Equal(t, &metav1.LabelSelector{
+		MatchLabels: map[string]string{"sidecarops.io/injection": "enabled"},
+		MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", namespace, "monitoring"}},
+			{Key: "sidecarops.io/control-plane", Operator: metav1.LabelSelectorOpDoesNotExist},
+			{Key: "environment", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"sandbox"}},
+		},
+	}, m.Webhooks[0].NamespaceSelector, "the exclusions, each namespace listed once, and the administrator's selector")
+	assert.Equal(t, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "sidecarops.io/inject", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"false"}},
+	}}, m.Webhooks[0].ObjectSelector)
+	assert.Nil(t, m.Webhooks[1].ObjectSelector, "the pod webhook's selectors only")
 
 	// cert-manager makes the certificate and its cainjector writes every caBundle.
 	assert.NotContains(t, objs, "Secret/"+namespace+"/sidecarops-webhook-cert", "cert-manager creates the Secret")
@@ -363,30 +378,43 @@ func TestChartArgsAreTheManagersFlags(t *testing.T) {
 // value.
 func TestChartRejectsBadValues(t *testing.T) {
 	for _, tc := range []struct{ set, want string }{
-		{"replicas=0", "/replicas"},
-		{"webhook.failurePolicy=Never", "/webhook/failurePolicy"},
+		{"manager.replicas=0", "/manager/replicas"},
+		{"webhookConfiguration.failurePolicy.pods=Never", "/webhookConfiguration/failurePolicy/pods"},
 		// Half of failing open is refused (issue 30): both or neither.
-		{"webhook.failurePolicy=Ignore", "/webhook/failOpen"},
-		{"webhook.failOpen=true", "/webhook/failOpen"},
-		{"webhook.timeoutSeconds=31", "/webhook/timeoutSeconds"},
-		{"webhook.port=70000", "/webhook/port"},
-		{"webhook.excludedNamespaces={Bad_NS}", "/webhook/excludedNamespaces/0"},
-		{"image.digest=sha256:abc", "/image/digest"},
-		{"image.repository=", "/image/repository"},
+		{"webhookConfiguration.failurePolicy.pods=Ignore", "/webhookConfiguration/failOpen"},
+		{"webhookConfiguration.failOpen=true", "/webhookConfiguration/failOpen"},
+		{"webhookConfiguration.timeoutSeconds=31", "/webhookConfiguration/timeoutSeconds"},
+		{"manager.webhook.port=70000", "/manager/webhook/port"},
+		{"webhookConfiguration.excludedNamespaces={Bad_NS}", "/webhookConfiguration/excludedNamespaces/0"},
+		{"webhookConfiguration.objectSelector.matchExpressions[0].operator=Equals", "/webhookConfiguration/objectSelector/matchExpressions/0/operator"},
+		{"manager.image.digest=sha256:abc", "/manager/image/digest"},
+		{"manager.image.repository=", "/manager/image/repository"},
 		{"certificates.provider=vault", "/certificates/provider"},
 		{"leaderElection.leaseDuration=15", "/leaderElection/leaseDuration"},
 		{"bundles.files[0].name=gates", "/bundles/files/0"},
 		{"bundles.urls={ftp://example.com/b.tar.gz}", "/bundles/urls/0"},
 		{"bundles.verification.alg=none", "/bundles/verification/alg"},
-		{"logLevel=verbose", "/logLevel"},
+		{"manager.log.level=verbose", "/manager/log/level"},
 		{"sidecarsetWorkers=0", "/sidecarsetWorkers"},
 		{"extraArgs={leader-elect}", "/extraArgs/0"},
 		{"unknown=1", "additional properties 'unknown' not allowed"},
-		{"webhook.prefiltr=false", "additional properties 'prefiltr' not allowed"},
+		{"webhookConfiguration.prefiltr=false", "additional properties 'prefiltr' not allowed"},
 		// The switch that could leave the agent's Role unfenced is gone, and saying so fails loudly.
 		{"agent.ownPodPolicy.enabled=false", "additional properties 'ownPodPolicy' not allowed"},
 		{"networkPolicy.metricsNamespaces={}", "/networkPolicy/metricsNamespaces"},
 		{"networkPolicy.metricsNamespaceSelector.matchExpressions[0].operator=Equals", "/networkPolicy/metricsNamespaceSelector/matchExpressions/0/operator"},
+		{"featureGates=SidecarSetPatchPodMetadataDefaultsAllowed", "/featureGates"},
+		// A gate that would change nothing here is refused by name, with the gates that do.
+		{"featureGates=ResourcesDeletionProtection=true\\,SidecarSetPatchPodMetadataDefaultsAllowed=true\\,AllAlpha=false",
+			"featureGates: ResourcesDeletionProtection, AllAlpha: not a gate sidecarops honours (it takes SidecarSetPatchPodMetadataDefaultsAllowed, and PodWebhook=true)"},
+		{"featureGates=PodWebhook=false", "PodWebhook=false turns off the pod webhook, which is all sidecarops does"},
+		// OpenKruise's values are named, each with what takes its place, and the table pointed to.
+		{"installation.namespace=kruise-system", "installation (here: the release's namespace is helm's --namespace"},
+		{"manager.nodeAffinity.foo=bar", "manager.nodeAffinity (here: manager.affinity.nodeAffinity)"},
+		{"daemon.port=10221", `docs/install.md, "Values from OpenKruise's chart", maps each of them`},
+		{"manager.image.repository=openkruise/kruise-manager", "manager.image.repository openkruise/kruise-manager (here: sidecarops' manager image"},
+		// Half of failing open, in the old place, points nowhere: the key is gone.
+		{"webhook.failurePolicy=Ignore", "additional properties 'webhook' not allowed"},
 	} {
 		t.Run(tc.set, func(t *testing.T) {
 			_, err := render.Chart(t.TempDir(), chartDir, "sidecarops", namespace, nil, tc.set)

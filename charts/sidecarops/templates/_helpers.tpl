@@ -17,9 +17,75 @@ app.kubernetes.io/component: manager
 {{- end }}
 
 {{- define "sidecarops.image" -}}
-{{- $ref := printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
-{{- if .Values.image.digest }}{{ $ref = printf "%s@%s" $ref .Values.image.digest }}{{ end -}}
+{{- $i := .Values.manager.image -}}
+{{- $ref := printf "%s:%s" $i.repository ($i.tag | default .Chart.AppVersion) -}}
+{{- if $i.digest }}{{ $ref = printf "%s@%s" $ref $i.digest }}{{ end -}}
 {{ $ref }}
+{{- end }}
+
+{{/*
+Values of OpenKruise's chart (openkruise/kruise) this chart has no use for. The schema lets them
+through so that this message names each one with what takes its place, where the schema's
+"additional properties not allowed" would leave an administrator who brought OpenKruise's values
+file with nothing to map them to. docs/install.md, "Values from OpenKruise's chart", is the table.
+*/}}
+{{- define "sidecarops.openKruiseOnly" -}}
+{{- $top := dict
+  "crds" "the chart always installs the SidecarSet CRD; crd.keep keeps it at helm uninstall"
+  "installation" "the release's namespace is helm's --namespace (with --create-namespace)"
+  "externalCerts" "certificates.provider: cert-manager"
+  "enableKubeCacheMutationDetector" "none: a debugging switch of OpenKruise's"
+  "daemon" "none: sidecarops runs no daemon on the nodes"
+  "helmHooks" "none: the chart has no hooks" -}}
+{{- $manager := dict
+  "pprofAddr" "extraArgs: [--pprof-bind-address=127.0.0.1:6060]"
+  "resyncPeriod" "none: no informer resync; SidecarSet status is recounted every --sidecarset-status-recount-interval (extraArgs)"
+  "loggingFormat" "extraArgs: [--zap-encoder=console] (default json)"
+  "nodeAffinity" "manager.affinity.nodeAffinity" -}}
+{{- $found := list -}}
+{{- range $k := keys $top | sortAlpha }}
+{{- if hasKey $.Values $k }}{{ $found = append $found (printf "%s (here: %s)" $k (get $top $k)) }}{{ end }}
+{{- end }}
+{{- range $k := keys $manager | sortAlpha }}
+{{- if hasKey $.Values.manager $k }}{{ $found = append $found (printf "manager.%s (here: %s)" $k (get $manager $k)) }}{{ end }}
+{{- end }}
+{{- /* OpenKruise's values file names its own image under the same key: it would run as ours and crash. */}}
+{{- if hasSuffix "/kruise-manager" (printf "/%s" .Values.manager.image.repository) }}
+{{- $found = append $found (printf "manager.image.repository %s (here: sidecarops' manager image, by default ghcr.io/sidecarops/manager)" .Values.manager.image.repository) }}
+{{- end }}
+{{- with $found }}
+{{- fail (printf "values of OpenKruise's chart that this chart does not take: %s. docs/install.md, \"Values from OpenKruise's chart\", maps each of them" (join "; " .)) }}
+{{- end }}
+{{- end }}
+
+{{/*
+featureGates parsed into a dict of the gates sidecarops honours, as JSON (fromJson it). The schema
+checks the syntax; a gate that changes nothing here is refused by name rather than ignored, since
+the administrator who set it expects it to do something.
+*/}}
+{{- define "sidecarops.featureGates" -}}
+{{- $honoured := list "SidecarSetPatchPodMetadataDefaultsAllowed" -}}
+{{- $gates := dict -}}
+{{- $unknown := list -}}
+{{- range $g := splitList "," .Values.featureGates }}
+{{- if $g }}
+{{- $name := first (splitList "=" $g) }}
+{{- $on := eq (last (splitList "=" $g)) "true" }}
+{{- if eq $name "PodWebhook" }}
+{{- if not $on }}
+{{- fail "featureGates: PodWebhook=false turns off the pod webhook, which is all sidecarops does: no SidecarSet would inject. To let pods be created while no replica answers, set webhookConfiguration.failurePolicy.pods: Ignore (with webhookConfiguration.failOpen: true) instead" }}
+{{- end }}
+{{- else if has $name $honoured }}
+{{- $_ := set $gates $name $on }}
+{{- else }}
+{{- $unknown = append $unknown $name }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- with $unknown }}
+{{- fail (printf "featureGates: %s: not a gate sidecarops honours (it takes %s, and PodWebhook=true); docs/install.md, \"Values from OpenKruise's chart\", says why" (join ", " .) (join ", " $honoured)) }}
+{{- end }}
+{{- toJson $gates }}
 {{- end }}
 
 {{/* cert-manager's cainjector writes caBundle from the Certificate's Secret. */}}
