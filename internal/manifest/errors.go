@@ -27,14 +27,16 @@ func (p Position) String() string {
 	return s
 }
 
-// Error is one problem with the input. Its message is always a single line:
+// Error is one problem with the input. Its message is always a single line, the line of the file
+// after its name when it is known:
 //
-//	examples/bad.yaml: document 2 (SidecarSet/logging): spec.containers[0].imagee: unknown field
+//	examples/bad.yaml:14: document 2 (SidecarSet/logging): spec.containers[0].imagee: unknown field
 type Error struct {
 	Position
 	// Kind and Name identify the object when they could be read; either may be empty.
 	Kind, Name string
-	// Line is the 1-based line in Source when the YAML or JSON parser gave one, else 0.
+	// Line is the 1-based line in Source of the field, or of what is wrong (a syntax error), or of
+	// the document; 0 when unknown.
 	Line int
 	// Field is the path of the offending field in the object (or, for a ConfigMap whitelist, in
 	// its data), empty when the problem is not about one field.
@@ -44,8 +46,13 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	parts := make([]string, 0, 4)
-	head := e.String()
+	head := e.Source
+	if e.Line > 0 && head != "" {
+		head += ":" + strconv.Itoa(e.Line)
+	}
+	if e.Doc > 0 {
+		head = Position{Source: head, Doc: e.Doc, Item: e.Item}.String()
+	}
 	if ref := objectRef(e.Kind, e.Name); ref != "" {
 		if head == "" {
 			head = ref
@@ -53,13 +60,8 @@ func (e *Error) Error() string {
 			head += " (" + ref + ")"
 		}
 	}
-	parts = append(parts, head)
-	if e.Line > 0 {
-		parts = append(parts, "line "+strconv.Itoa(e.Line))
-	}
-	parts = append(parts, e.Field, e.Reason)
 	var nonEmpty []string
-	for _, p := range parts {
+	for _, p := range []string{head, e.Field, e.Reason} {
 		if p != "" {
 			nonEmpty = append(nonEmpty, p)
 		}

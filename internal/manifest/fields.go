@@ -15,7 +15,8 @@ import (
 )
 
 // typeErrors explains why data does not decode into a value of type t, as field errors with full
-// paths.
+// paths, and returns what of data does decode: data without the values that fail (kept; nil when
+// data as a whole fails).
 //
 // The JSON decoder stops at the first type error and names it by struct field names only
 // ("spec.containers.ports.containerPort", no indices), and errors from custom unmarshalers such as
@@ -23,39 +24,79 @@ import (
 // again piece by piece following t, and every value that fails on its own is reported with its
 // exact path. Each piece is decoded by the same decoder as the document, so this never disagrees
 // with it about what is valid; it only finds where.
-func typeErrors(data []byte, t reflect.Type, path string) []fieldError {
+//
+// A member that fails is left out of kept; an item of an array that fails becomes null, so that
+// the items after it keep their indices (and the paths of what is found there later).
+func typeErrors(data []byte, t reflect.Type, path string) (errs []fieldError, kept []byte) {
 	err := kjson.UnmarshalCaseSensitivePreserveInts(data, reflect.New(t).Interface())
 	if err == nil {
-		return nil
+		return nil, data
 	}
 	if !customDecoding(t) {
 		var found []fieldError
-		switch dt := deref(t); dt.Kind() {
-		case reflect.Struct:
+		var rebuilt []byte
+		members := func(elem func(key string) (reflect.Type, bool)) {
+			var out []member
 			for _, m := range objectMembers(data) {
-				if f, ok := jsonField(dt, m.key); ok {
-					found = append(found, typeErrors(m.value, f.Type, joinPath(path, m.key))...)
+				et, ok := elem(m.key)
+				if !ok {
+					out = append(out, m) // an unknown field: strict decoding reports it
+					continue
+				}
+				e, k := typeErrors(m.value, et, joinPath(path, m.key))
+				found = append(found, e...)
+				if k != nil {
+					out = append(out, member{m.key, k})
 				}
 			}
+			rebuilt = encodeObject(out)
+		}
+		switch dt := deref(t); dt.Kind() {
+		case reflect.Struct:
+			members(func(key string) (reflect.Type, bool) {
+				f, ok := jsonField(dt, key)
+				return f.Type, ok
+			})
 		case reflect.Map:
-			for _, m := range objectMembers(data) {
-				found = append(found, typeErrors(m.value, dt.Elem(), joinPath(path, m.key))...)
-			}
+			members(func(string) (reflect.Type, bool) { return dt.Elem(), true })
 		case reflect.Slice, reflect.Array:
 			if dt.Elem().Kind() != reflect.Uint8 { // []byte is a base64 string, not an array
 				var items []json.RawMessage
 				if json.Unmarshal(data, &items) == nil {
 					for i, item := range items {
-						found = append(found, typeErrors(item, dt.Elem(), indexPath(path, i))...)
+						e, k := typeErrors(item, dt.Elem(), indexPath(path, i))
+						found = append(found, e...)
+						if k == nil {
+							k = []byte("null")
+						}
+						items[i] = k
 					}
+					rebuilt, _ = json.Marshal(items)
 				}
 			}
 		}
 		if len(found) > 0 {
-			return found
+			return found, rebuilt
 		}
 	}
-	return []fieldError{{field: path, reason: typeReason(data, t, err)}}
+	return []fieldError{{field: path, reason: typeReason(data, t, err)}}, nil
+}
+
+// encodeObject writes members as a JSON object, in their order.
+func encodeObject(ms []member) []byte {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		key, _ := json.Marshal(m.key)
+		b.Write(key)
+		b.WriteByte(':')
+		b.Write(m.value)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
 }
 
 var (

@@ -43,8 +43,8 @@ var (
 var kinds = []kind{
 	// SidecarSets in both versions: the caller turns a v1alpha1 one into the hub (package
 	// internal/sidecarset/versions), keeping it to name errors by the fields written.
-	{gvk: v1alpha1.GroupVersion.WithKind("SidecarSet"), proto: &v1alpha1.SidecarSet{}},
-	{gvk: v1beta1.GroupVersion.WithKind("SidecarSet"), proto: &v1beta1.SidecarSet{}},
+	{gvk: v1alpha1.GroupVersion.WithKind(sidecarSetKind), proto: &v1alpha1.SidecarSet{}},
+	{gvk: v1beta1.GroupVersion.WithKind(sidecarSetKind), proto: &v1beta1.SidecarSet{}},
 	{gvk: corev1.SchemeGroupVersion.WithKind("Namespace"), proto: &corev1.Namespace{}},
 	{gvk: appsv1.SchemeGroupVersion.WithKind("ControllerRevision"), proto: &appsv1.ControllerRevision{}},
 	{gvk: corev1.SchemeGroupVersion.WithKind("ConfigMap"), proto: &corev1.ConfigMap{}},
@@ -63,6 +63,8 @@ var kinds = []kind{
 	{gvk: v1alpha1.GroupVersion.WithKind("DaemonSet"), workload: true, template: specTemplate},
 	{gvk: v1alpha1.GroupVersion.WithKind("BroadcastJob"), workload: true, template: specTemplate},
 }
+
+const sidecarSetKind = "SidecarSet"
 
 // listGVK is v1/List, which is not an object of its own: its items are expanded in place.
 var listGVK = corev1.SchemeGroupVersion.WithKind("List")

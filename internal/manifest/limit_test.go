@@ -70,7 +70,7 @@ func TestAliasBombsAreRefusedBeforeExpansion(t *testing.T) {
 			assert.Equal(t, []string{"bomb.yaml: document 1 (Pod/a)", "bomb.yaml: document 3 (Pod/b)"}, names(got.Objects))
 			size := measured(t, tt.doc)
 			assert.GreaterOrEqual(t, size, tt.atLeast)
-			assert.Equal(t, []string{fmt.Sprintf("bomb.yaml: document 2: %d bytes once its YAML aliases are expanded, over the limit of %d bytes per document",
+			assert.Equal(t, []string{fmt.Sprintf("bomb.yaml:6: document 2: %d bytes once its YAML aliases are expanded, over the limit of %d bytes per document",
 				size, DefaultMaxDocumentBytes)}, errorLines(t, got.Errors.err()))
 			allocated := after.TotalAlloc - before.TotalAlloc
 			assert.Less(t, allocated, uint64(64<<20), "allocated %d bytes decoding %d bytes", allocated, len(in))
@@ -92,13 +92,13 @@ func TestDocumentSizeLimit(t *testing.T) {
 	}{
 		{name: "written: at the limit", doc: pods("p"), limit: int64(len(pods("p")))},
 		{name: "written: one byte over", doc: pods("p"), limit: int64(len(pods("p")) - 1),
-			err: fmt.Sprintf("f.yaml: document 1: %d bytes as written, over the limit of %d bytes per document (--max)", len(pods("p")), len(pods("p"))-1)},
+			err: fmt.Sprintf("f.yaml:1: document 1: %d bytes as written, over the limit of %d bytes per document (--max)", len(pods("p")), len(pods("p"))-1)},
 		{name: "aliases expanded: at the limit", doc: aliased, limit: measured(t, aliased)},
 		{name: "aliases expanded: one byte over", doc: aliased, limit: measured(t, aliased) - 1,
-			err: fmt.Sprintf("f.yaml: document 1: %d bytes once its YAML aliases are expanded, over the limit of %d bytes per document (--max)", measured(t, aliased), measured(t, aliased)-1)},
+			err: fmt.Sprintf("f.yaml:1: document 1: %d bytes once its YAML aliases are expanded, over the limit of %d bytes per document (--max)", measured(t, aliased), measured(t, aliased)-1)},
 		{name: "JSON: at the limit", doc: asJSON, limit: int64(len(asJSON))},
 		{name: "JSON: one byte over", doc: asJSON, limit: int64(len(asJSON)) - 1,
-			err: fmt.Sprintf("f.yaml: document 1: %d bytes as written, over the limit of %d bytes per document (--max)", len(asJSON), len(asJSON)-1)},
+			err: fmt.Sprintf("f.yaml:1: document 1: %d bytes as written, over the limit of %d bytes per document (--max)", len(asJSON), len(asJSON)-1)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -44,16 +46,26 @@ type Object struct {
 	// and kinds this package does not read are the document itself, an *unstructured.Unstructured
 	// (IsWorkload, IsPassThrough).
 	Obj runtime.Object
+
+	// lines places the object's fields in the file; raw is its JSON as read, which Written decodes
+	// again; dropped are the fields whose values did not decode (a rejected object only).
+	lines   *lines
+	raw     []byte
+	dropped []string
 }
 
-// String names the object as error messages do, e.g. "a.yaml: document 2 (Deployment/web)".
+// String names the object as error messages do, e.g. "a.yaml: document 2 (Deployment/web)": by
+// its place, without the line that Report adds.
 func (o *Object) String() string {
-	return o.Report("", "").Error()
+	e := o.Report("", "")
+	e.Line = 0
+	return e.Error()
 }
 
-// Report is a problem with the object, at field (empty when it is not about one field).
+// Report is a problem with the object, at field (empty when it is not about one field), on the
+// line of the field (Line).
 func (o *Object) Report(field, reason string) *Error {
-	e := &Error{Position: o.Position, Field: field, Reason: reason}
+	e := &Error{Position: o.Position, Line: o.Line(field), Field: field, Reason: reason}
 	if gvk, ok := gvkOf(o.Obj); ok {
 		e.Kind = gvk.Kind
 	}
@@ -63,10 +75,50 @@ func (o *Object) Report(field, reason string) *Error {
 	return e
 }
 
+// Line is the file line of field in the object as written (spec.containers[0].image), or of its
+// deepest ancestor that is written, or the object's first line; 0 when the object was not read
+// from text.
+func (o *Object) Line(field string) int {
+	return o.lines.of(field)
+}
+
+// Written decodes the object again as it was read, before anything (defaulting) changed o.Obj. A
+// rejected object comes back without the values that did not decode.
+func (o *Object) Written() (runtime.Object, error) {
+	if o.raw == nil {
+		return nil, fmt.Errorf("manifest: %s was not read from a document", o)
+	}
+	var obj runtime.Object = &unstructured.Unstructured{}
+	if k, ok := kindOf(o.Obj); ok && k.proto != nil {
+		obj = reflect.New(reflect.TypeOf(k.proto).Elem()).Interface().(runtime.Object)
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(o.raw, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// Dropped reports whether field is, or is inside, a value of a rejected object that did not decode
+// and was left out of it: a problem found there in what remains (say, a required field now
+// missing) is a consequence of the error already reported, not one of its own.
+func (o *Object) Dropped(field string) bool {
+	for _, d := range o.dropped {
+		if field == d || strings.HasPrefix(field, d) && (field[len(d)] == '.' || field[len(d)] == '[') {
+			return true
+		}
+	}
+	return false
+}
+
 // Input is what reading found.
 type Input struct {
 	// Objects are in input order; a document with any error contributes none.
 	Objects []*Object
+	// Rejected are the objects of the documents with errors that decoded nonetheless, the values
+	// that did not decode left out (Dropped): never to be acted on, but to be checked further, so
+	// that one run reports every problem of a document. They are in input order, and their
+	// errors are in Errors.
+	Rejected []*Object
 	// Warnings are about input that was read other than as written (a repeated key: the last value
 	// is kept, as kubectl keeps it) or not read at all (kustomize's configuration files). They keep
 	// nothing out.
@@ -211,16 +263,20 @@ func (r *reader) source(name string, data []byte) {
 			r.in.Errors = append(r.in.Errors, c.err)
 			continue
 		}
-		r.in.Objects = append(r.in.Objects, r.document(Position{Source: name, Doc: c.doc, Item: -1}, c.json, c.dups)...)
+		before := len(r.in.Errors)
+		r.in.Objects = append(r.in.Objects, r.document(Position{Source: name, Doc: c.doc, Item: -1}, c.json, c.dups, c.lines)...)
+		// Each check finds its own kind of problem; a reader goes through the document top down.
+		slices.SortStableFunc(r.in.Errors[before:], func(a, b *Error) int { return cmp.Compare(a.Line, b.Line) })
 	}
 }
 
 // chunk is one document of a source: its JSON, or the syntax error that prevented getting it.
 type chunk struct {
-	doc  int
-	json []byte
-	dups []fieldError // duplicate YAML keys, which the JSON no longer shows
-	err  *Error
+	doc   int
+	json  []byte
+	dups  []fieldError // duplicate YAML keys, which the JSON no longer shows
+	lines *lines
+	err   *Error
 }
 
 var utf8BOM = []byte("\xef\xbb\xbf")
@@ -266,11 +322,12 @@ func (l docLimit) splitJSON(source string, data []byte) ([]chunk, *Error) {
 			}
 			return chunks, e
 		}
+		start := lineAt(data, dec.InputOffset()-int64(len(raw)))
 		if reason := l.over(int64(len(raw)), "bytes as written"); reason != "" {
-			chunks = append(chunks, chunk{doc: doc, err: &Error{Position: Position{Source: source, Doc: doc, Item: -1}, Reason: reason}})
+			chunks = append(chunks, chunk{doc: doc, err: &Error{Position: Position{Source: source, Doc: doc, Item: -1}, Line: start, Reason: reason}})
 			continue
 		}
-		chunks = append(chunks, chunk{doc: doc, json: raw})
+		chunks = append(chunks, chunk{doc: doc, json: raw, lines: newLines(raw, start)})
 	}
 }
 
@@ -367,10 +424,10 @@ var yamlParserProblems = map[string]bool{
 
 func (l docLimit) yamlChunk(source string, doc, start int, text []byte) chunk {
 	if reason, line := l.checkYAMLSize(text); reason != "" {
-		e := &Error{Position: Position{Source: source, Doc: doc, Item: -1}, Reason: reason}
-		if line > 0 {
-			e.Line = start + line - 1
+		if line == 0 {
+			line = firstContentLine(text)
 		}
+		e := &Error{Position: Position{Source: source, Doc: doc, Item: -1}, Line: start + line - 1, Reason: reason}
 		return chunk{doc: doc, err: e}
 	}
 	j, err := yaml.YAMLToJSON(text)
@@ -379,7 +436,7 @@ func (l docLimit) yamlChunk(source string, doc, start int, text []byte) chunk {
 		dups, err = yamlCheck(text)
 	}
 	if err == nil {
-		return chunk{doc: doc, json: j, dups: dups}
+		return chunk{doc: doc, json: j, dups: dups, lines: newLines(text, start)}
 	}
 	e := &Error{Position: Position{Source: source, Doc: doc, Item: -1}}
 	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
@@ -405,26 +462,26 @@ const duplicateField = "duplicate field"
 // last value and sends the API server JSON without the repetition, so a cluster takes it.
 const lastValueKept = duplicateField + ": the last value is kept, as kubectl keeps it"
 
-// document decodes one document's JSON; dups are its duplicate YAML keys, found earlier. Its
-// problems go to r; a document with any error contributes no object.
-func (r *reader) document(pos Position, data []byte, dups []fieldError) []*Object {
+// document decodes one document's JSON; dups are its duplicate YAML keys, found earlier, and ln
+// places its fields in the file. Its problems go to r; a document with any error contributes no
+// object, but one that decodes nonetheless is kept among the rejected.
+func (r *reader) document(pos Position, data []byte, dups []fieldError, ln *lines) []*Object {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || bytes.Equal(data, []byte("null")) {
 		return nil // an empty document
 	}
 	h := readHeader(data)
 	before := len(r.in.Errors)
-	report := func(list *Errors, fes []fieldError) {
+	fail := func(fes ...fieldError) {
 		for _, fe := range fes {
-			*list = append(*list, &Error{Position: pos, Kind: h.kind, Name: h.name, Field: fe.field, Reason: fe.reason})
+			r.in.Errors = append(r.in.Errors, &Error{Position: pos, Kind: h.kind, Name: h.name, Line: ln.of(fe.field), Field: fe.field, Reason: fe.reason})
 		}
 	}
-	fail := func(fes ...fieldError) { report(&r.in.Errors, fes) }
 	if data[0] != '{' {
 		fail(fieldError{reason: "expected an object, got " + jsonValueName(data)})
 		return nil
 	}
-	r.warnDuplicates(pos, h, dups)
+	r.warnDuplicates(pos, h, dups, ln)
 	if len(h.errs) > 0 {
 		fail(h.errs...)
 		return nil
@@ -435,17 +492,19 @@ func (r *reader) document(pos Position, data []byte, dups []fieldError) []*Objec
 			return nil
 		}
 		var list corev1.List
-		errs, dups := decodeStrict(data, &list, "")
+		errs, dups, _ := decodeStrict(data, &list, "")
 		fail(errs...)
-		r.warnDuplicates(pos, h, dups)
+		r.warnDuplicates(pos, h, dups, ln)
 		var objs []*Object
 		for i, item := range list.Items {
 			itemPos := pos
 			itemPos.Item = i
-			objs = append(objs, r.document(itemPos, item.Raw, nil)...)
+			objs = append(objs, r.document(itemPos, item.Raw, nil, ln.item(i))...)
 		}
 		if len(r.in.Errors) > before {
-			return nil // the List contributes nothing
+			// The List contributes nothing; its good items are still worth checking.
+			r.in.Rejected = append(r.in.Rejected, objs...)
+			return nil
 		}
 		return objs
 	}
@@ -456,35 +515,43 @@ func (r *reader) document(pos Position, data []byte, dups []fieldError) []*Objec
 			return nil
 		}
 	}
-	obj, errs, dups := decodeObject(k, data)
+	obj, errs, dups, kept := decodeObject(k, data)
 	fail(errs...)
-	r.warnDuplicates(pos, h, dups)
+	r.warnDuplicates(pos, h, dups, ln)
+	o := &Object{Position: pos, Obj: obj, lines: ln, raw: kept}
 	if len(errs) > 0 {
+		if kept != nil {
+			for _, fe := range errs {
+				o.dropped = append(o.dropped, fe.field)
+			}
+			r.in.Rejected = append(r.in.Rejected, o)
+		}
 		return nil
 	}
-	return []*Object{{Position: pos, Obj: obj}}
+	return []*Object{o}
 }
 
-func (r *reader) warnDuplicates(pos Position, h header, dups []fieldError) {
+func (r *reader) warnDuplicates(pos Position, h header, dups []fieldError, ln *lines) {
 	for _, fe := range dups {
-		r.in.Warnings = append(r.in.Warnings, &Error{Position: pos, Kind: h.kind, Name: h.name, Field: fe.field, Reason: lastValueKept})
+		r.in.Warnings = append(r.in.Warnings, &Error{Position: pos, Kind: h.kind, Name: h.name, Line: ln.of(fe.field), Field: fe.field, Reason: lastValueKept})
 	}
 }
 
 // decodeObject decodes a document of kind k, nil for a kind this package does not read: such a
-// document is kept as it is, to be passed on.
-func decodeObject(k *kind, data []byte) (obj runtime.Object, errs, dups []fieldError) {
+// document is kept as it is, to be passed on. kept is what of data decoded: data itself, or,
+// when some values are of the wrong type, data without them; nil when nothing did.
+func decodeObject(k *kind, data []byte) (obj runtime.Object, errs, dups []fieldError, kept []byte) {
 	if k != nil && k.proto != nil {
 		obj = reflect.New(reflect.TypeOf(k.proto).Elem()).Interface().(runtime.Object)
-		errs, dups = decodeStrict(data, obj, "")
-		return obj, errs, dups
+		errs, dups, kept = decodeStrict(data, obj, "")
+		return obj, errs, dups, kept
 	}
 	u := &unstructured.Unstructured{}
-	errs, dups = decodeStrict(data, &u.Object, "")
+	errs, dups, kept = decodeStrict(data, &u.Object, "")
 	if k != nil && len(errs) == 0 {
 		errs = checkDocument(u.Object, k)
 	}
-	return u, errs, dups
+	return u, errs, dups, kept
 }
 
 // checkDocument holds an OpenKruise workload to the form its CRD's schema does where it matters
@@ -497,7 +564,7 @@ func checkDocument(doc map[string]any, k *kind) []fieldError {
 			errs = append(errs, fieldError{field: path, reason: err.Error()})
 			return
 		}
-		more, _ := decodeStrict(raw, into, path)
+		more, _, _ := decodeStrict(raw, into, path)
 		errs = append(errs, more...)
 	}
 	if meta, ok := doc["metadata"]; ok {
@@ -523,10 +590,23 @@ func checkDocument(doc map[string]any, k *kind) []fieldError {
 // decodeStrict decodes data into v (a pointer) as the API server's strict field validation reads
 // it: unknown fields and values of the wrong type are errors, each with its path under path, and
 // repeated keys are returned apart (dups), the last value decoded.
-func decodeStrict(data []byte, v any, path string) (errs, dups []fieldError) {
+//
+// A value of the wrong type does not hide the rest: v is what decodes without such values, and
+// kept its JSON (data itself when all is well), so that the unknown fields are found too and the
+// caller can check the rest further. kept is nil when even that does not decode.
+func decodeStrict(data []byte, v any, path string) (errs, dups []fieldError, kept []byte) {
+	kept = data
 	strict, err := kjson.UnmarshalStrict(data, v)
 	if err != nil {
-		return typeErrors(data, reflect.TypeOf(v).Elem(), path), nil
+		errs, kept = typeErrors(data, reflect.TypeOf(v).Elem(), path)
+		if kept == nil {
+			return errs, nil, nil
+		}
+		target := reflect.ValueOf(v).Elem()
+		target.SetZero()
+		if strict, err = kjson.UnmarshalStrict(kept, v); err != nil {
+			return errs, nil, nil
+		}
 	}
 	for _, fe := range strictErrors(strict) {
 		fe.field = joinPath(path, fe.field)
@@ -536,7 +616,7 @@ func decodeStrict(data []byte, v any, path string) (errs, dups []fieldError) {
 			errs = append(errs, fe)
 		}
 	}
-	return errs, dups
+	return errs, dups, kept
 }
 
 // header is what is read of a document before decoding it: enough to pick its type and to name
@@ -599,10 +679,14 @@ func strictErrors(errs []error) []fieldError {
 // apps.kruise.io/v1beta1 SidecarSet), naming the supported ones: passing it on unread would
 // silently leave out a SidecarSet or a workload. A kind of another group (Volcano's
 // batch.volcano.sh Job) is not its business (ok false).
+//
+// A SidecarSet is refused in any group but its own, too: no other group serves one, so such a
+// document is a mistyped apiVersion (apps:kruise.io/v1alpha1 is in public repositories), which
+// the API server refuses, and ignoring it would silently leave the SidecarSet out.
 func unsupported(gvk schema.GroupVersionKind) (fieldError, bool) {
 	var versions []string
 	for _, known := range supportedKinds() {
-		if known.GroupKind() == gvk.GroupKind() {
+		if known.GroupKind() == gvk.GroupKind() || gvk.Kind == sidecarSetKind && known.Kind == sidecarSetKind {
 			versions = append(versions, known.GroupVersion().String())
 		}
 	}

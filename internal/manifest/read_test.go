@@ -118,25 +118,24 @@ func TestDecode(t *testing.T) {
 			in: pods("web") + "---\napiVersion: apps.kruise.io/v1alpha1\nkind: SidecarSet\nmetadata:\n  name: logging\nspec:\n" +
 				"  containers:\n  - name: log\n    imagee: fluent-bit\n",
 			want: []string{"examples/bad.yaml: document 1 (Pod/web)"},
-			errs: []string{"examples/bad.yaml: document 2 (SidecarSet/logging): spec.containers[0].imagee: unknown field"},
+			errs: []string{"examples/bad.yaml:13: document 2 (SidecarSet/logging): spec.containers[0].imagee: unknown field"},
 		},
 		{
 			name: "unknown fields at every depth, all reported",
 			in:   "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  lables: {}\nspec:\n  template:\n    spec:\n      containers:\n      - name: a\n      - name: b\n        imagee: x\n        env: [{name: A, vaule: x}]\nstatuz: {}\n",
 			errs: []string{
-				"f.yaml: document 1 (Deployment/d): metadata.lables: unknown field",
-				// YAML is converted to JSON with sorted keys: the order within a document is by key.
-				"f.yaml: document 1 (Deployment/d): spec.template.spec.containers[1].env[0].vaule: unknown field",
-				"f.yaml: document 1 (Deployment/d): spec.template.spec.containers[1].imagee: unknown field",
-				"f.yaml: document 1 (Deployment/d): statuz: unknown field",
+				"f.yaml:5: document 1 (Deployment/d): metadata.lables: unknown field",
+				"f.yaml:12: document 1 (Deployment/d): spec.template.spec.containers[1].imagee: unknown field",
+				"f.yaml:13: document 1 (Deployment/d): spec.template.spec.containers[1].env[0].vaule: unknown field",
+				"f.yaml:14: document 1 (Deployment/d): statuz: unknown field",
 			},
 		},
 		{
 			name: "unknown field in a SidecarSet's schemaless parts (containers, volumes)",
 			in:   "apiVersion: apps.kruise.io/v1alpha1\nkind: SidecarSet\nmetadata: {name: s}\nspec:\n  containers: [{name: a, image: b, podInjectionPolicy: AfterAppContainer}]\n  volumes: [{name: v, emptyDirr: {}}]\n",
 			errs: []string{
-				"f.yaml: document 1 (SidecarSet/s): spec.containers[0].podInjectionPolicy: unknown field",
-				"f.yaml: document 1 (SidecarSet/s): spec.volumes[0].emptyDirr: unknown field",
+				"f.yaml:5: document 1 (SidecarSet/s): spec.containers[0].podInjectionPolicy: unknown field",
+				"f.yaml:6: document 1 (SidecarSet/s): spec.volumes[0].emptyDirr: unknown field",
 			},
 		},
 		{
@@ -144,33 +143,36 @@ func TestDecode(t *testing.T) {
 			in:   "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  labels:\n    app: x\n    app: y\n    app: z\nspec:\n  containers:\n  - name: c\n    image: i\n    name: d\n",
 			want: []string{"f.yaml: document 1 (Pod/a)"},
 			warns: []string{
-				"f.yaml: document 1 (Pod/a): metadata.labels.app: duplicate field: the last value is kept, as kubectl keeps it",
-				"f.yaml: document 1 (Pod/a): spec.containers[0].name: duplicate field: the last value is kept, as kubectl keeps it",
+				"f.yaml:8: document 1 (Pod/a): metadata.labels.app: duplicate field: the last value is kept, as kubectl keeps it",
+				"f.yaml:13: document 1 (Pod/a): spec.containers[0].name: duplicate field: the last value is kept, as kubectl keeps it",
 			},
 		},
 		{
 			name:  "duplicate fields in JSON warn likewise",
 			in:    `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "name": "b"}}`,
 			want:  []string{"f.yaml: document 1 (Pod/b)"},
-			warns: []string{"f.yaml: document 1 (Pod/b): metadata.name: duplicate field: the last value is kept, as kubectl keeps it"},
+			warns: []string{"f.yaml:1: document 1 (Pod/b): metadata.name: duplicate field: the last value is kept, as kubectl keeps it"},
 		},
 		{
 			name:  "duplicate field inside a List item, found in the YAML of the List",
 			in:    "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  kind: Pod\n  metadata: {name: a}\n",
 			want:  []string{"f.yaml: document 1 items[0] (Pod/a)"},
-			warns: []string{"f.yaml: document 1 (List): items[0].kind: duplicate field: the last value is kept, as kubectl keeps it"},
+			warns: []string{"f.yaml:6: document 1 (List): items[0].kind: duplicate field: the last value is kept, as kubectl keeps it"},
 		},
 		{
-			name:  "duplicate fields in a document passed through, and in an OpenKruise workload",
-			in:    `{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"a": 1, "a": 2}}` + "\n" + `{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "metadata": {"name": "c"}, "spec": {"replicas": 1, "replicas": 2}}`,
-			want:  []string{"f.yaml: document 1 (Service/s)", "f.yaml: document 2 (CloneSet/c)"},
-			warns: []string{"f.yaml: document 1 (Service/s): spec.a: duplicate field: the last value is kept, as kubectl keeps it", "f.yaml: document 2 (CloneSet/c): spec.replicas: duplicate field: the last value is kept, as kubectl keeps it"},
+			name: "duplicate fields in a document passed through, and in an OpenKruise workload",
+			in:   `{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"a": 1, "a": 2}}` + "\n" + `{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "metadata": {"name": "c"}, "spec": {"replicas": 1, "replicas": 2}}`,
+			want: []string{"f.yaml: document 1 (Service/s)", "f.yaml: document 2 (CloneSet/c)"},
+			warns: []string{
+				"f.yaml:1: document 1 (Service/s): spec.a: duplicate field: the last value is kept, as kubectl keeps it",
+				"f.yaml:2: document 2 (CloneSet/c): spec.replicas: duplicate field: the last value is kept, as kubectl keeps it",
+			},
 		},
 		{
 			name:  "a duplicate in a document with errors still warns",
 			in:    "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  name: b\n  x: 1\n",
-			errs:  []string{"f.yaml: document 1 (Pod/b): metadata.x: unknown field"},
-			warns: []string{"f.yaml: document 1 (Pod/b): metadata.name: duplicate field: the last value is kept, as kubectl keeps it"},
+			errs:  []string{"f.yaml:6: document 1 (Pod/b): metadata.x: unknown field"},
+			warns: []string{"f.yaml:5: document 1 (Pod/b): metadata.name: duplicate field: the last value is kept, as kubectl keeps it"},
 		},
 		{
 			name: "a YAML merge key may be overridden: not a duplicate",
@@ -183,34 +185,34 @@ func TestDecode(t *testing.T) {
 				"      containers:\n      - name: a\n        ports: [{containerPort: 80}, {containerPort: 1.5}, {containerPort: 10000000000}]\n" +
 				"        resources: {limits: {cpu: 1GBx}}\n      - name: b\n        image: [x]\n        tty: \"yes\"\n      hostNetwork: 1\n",
 			errs: []string{
-				"f.yaml: document 1 (Deployment/d): spec.replicas: expected int32, got string",
-				"f.yaml: document 1 (Deployment/d): spec.template.spec.containers[0].ports[1].containerPort: expected int32, got 1.5",
-				"f.yaml: document 1 (Deployment/d): spec.template.spec.containers[0].ports[2].containerPort: expected int32, got 10000000000",
-				"f.yaml: document 1 (Deployment/d): spec.template.spec.containers[0].resources.limits.cpu: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
-				"f.yaml: document 1 (Deployment/d): spec.template.spec.containers[1].image: expected string, got array",
-				"f.yaml: document 1 (Deployment/d): spec.template.spec.containers[1].tty: expected boolean, got string",
-				"f.yaml: document 1 (Deployment/d): spec.template.spec.hostNetwork: expected boolean, got 1",
+				"f.yaml:5: document 1 (Deployment/d): spec.replicas: expected int32, got string",
+				"f.yaml:10: document 1 (Deployment/d): spec.template.spec.containers[0].ports[1].containerPort: expected int32, got 1.5",
+				"f.yaml:10: document 1 (Deployment/d): spec.template.spec.containers[0].ports[2].containerPort: expected int32, got 10000000000",
+				"f.yaml:11: document 1 (Deployment/d): spec.template.spec.containers[0].resources.limits.cpu: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+				"f.yaml:13: document 1 (Deployment/d): spec.template.spec.containers[1].image: expected string, got array",
+				"f.yaml:14: document 1 (Deployment/d): spec.template.spec.containers[1].tty: expected boolean, got string",
+				"f.yaml:15: document 1 (Deployment/d): spec.template.spec.hostNetwork: expected boolean, got 1",
 			},
 		},
 		{
 			name: "wrong type of a whole section and of an int-or-string",
 			in:   "apiVersion: apps.kruise.io/v1alpha1\nkind: SidecarSet\nmetadata: {name: s}\nspec:\n  selector: app=web\n  updateStrategy: {maxUnavailable: true}\n",
 			errs: []string{
-				"f.yaml: document 1 (SidecarSet/s): spec.selector: expected object, got string",
-				"f.yaml: document 1 (SidecarSet/s): spec.updateStrategy.maxUnavailable: cannot unmarshal bool into Go value of type int32",
+				"f.yaml:5: document 1 (SidecarSet/s): spec.selector: expected object, got string",
+				"f.yaml:6: document 1 (SidecarSet/s): spec.updateStrategy.maxUnavailable: cannot unmarshal bool into Go value of type int32",
 			},
 		},
 		{
 			name: "missing apiVersion, kind, both; wrong types of them",
 			in:   "kind: Pod\nmetadata: {name: a}\n---\napiVersion: v1\n---\nmetadata: {name: c}\n---\napiVersion: 1\nkind: [Pod]\n---\napiVersion: a/b/c\nkind: Pod\n",
 			errs: []string{
-				"f.yaml: document 1 (Pod/a): apiVersion: missing",
-				"f.yaml: document 2: kind: missing",
-				`f.yaml: document 3 (name "c"): apiVersion: missing`,
-				`f.yaml: document 3 (name "c"): kind: missing`,
-				"f.yaml: document 4: apiVersion: expected string, got 1",
-				"f.yaml: document 4: kind: expected string, got array",
-				"f.yaml: document 5 (Pod): apiVersion: unexpected GroupVersion string: a/b/c",
+				"f.yaml:1: document 1 (Pod/a): apiVersion: missing",
+				"f.yaml:4: document 2: kind: missing",
+				"f.yaml:6: document 3 (name \"c\"): apiVersion: missing",
+				"f.yaml:6: document 3 (name \"c\"): kind: missing",
+				"f.yaml:8: document 4: apiVersion: expected string, got 1",
+				"f.yaml:9: document 4: kind: expected string, got array",
+				"f.yaml:11: document 5 (Pod): apiVersion: unexpected GroupVersion string: a/b/c",
 			},
 		},
 		{
@@ -221,9 +223,9 @@ func TestDecode(t *testing.T) {
 				"---\napiVersion: apps.kruise.io/v1alpha1\nkind: UnitedDeployment\nmetadata: {name: ud}\n",
 			want: []string{"f.yaml: document 1 (Service/s)", "f.yaml: document 5 (Job/vj)", "f.yaml: document 6 (Deployment/old)", "f.yaml: document 7 (UnitedDeployment/ud)"},
 			errs: []string{
-				`f.yaml: document 2 (SidecarSet/t): apiVersion: unsupported apiVersion "apps.kruise.io/v2" for kind SidecarSet (supported: apps.kruise.io/v1alpha1, apps.kruise.io/v1beta1)`,
-				`f.yaml: document 3 (Deployment): apiVersion: unsupported apiVersion "apps/v1beta1" for kind Deployment (supported: apps/v1)`,
-				"f.yaml: document 4 items[0] (List): kind: a List inside a List is not supported",
+				"f.yaml:5: document 2 (SidecarSet/t): apiVersion: unsupported apiVersion \"apps.kruise.io/v2\" for kind SidecarSet (supported: apps.kruise.io/v1alpha1, apps.kruise.io/v1beta1)",
+				"f.yaml:9: document 3 (Deployment): apiVersion: unsupported apiVersion \"apps/v1beta1\" for kind Deployment (supported: apps/v1)",
+				"f.yaml:14: document 4 items[0] (List): kind: a List inside a List is not supported",
 			},
 		},
 		{
@@ -233,27 +235,27 @@ func TestDecode(t *testing.T) {
 				"---\napiVersion: apps.kruise.io/v1alpha1\nkind: BroadcastJob\nmetadata: {name: b}\nspec: [x]\n---\napiVersion: apps.kruise.io/v1alpha1\nkind: DaemonSet\nmetadata: {name: d}\nspec: {}\n",
 			want: []string{"f.yaml: document 4 (DaemonSet/d)"},
 			errs: []string{
-				"f.yaml: document 1 (CloneSet/c): metadata.lables: unknown field",
-				"f.yaml: document 1 (CloneSet/c): spec.template.spec.containers[0].imagee: unknown field",
-				"f.yaml: document 2 (StatefulSet/s): spec.template.spec.hostNetwork: expected boolean, got 1",
-				"f.yaml: document 3 (BroadcastJob/b): spec: expected object, got array",
+				"f.yaml:3: document 1 (CloneSet/c): metadata.lables: unknown field",
+				"f.yaml:8: document 1 (CloneSet/c): spec.template.spec.containers[0].imagee: unknown field",
+				"f.yaml:13: document 2 (StatefulSet/s): spec.template.spec.hostNetwork: expected boolean, got 1",
+				"f.yaml:18: document 3 (BroadcastJob/b): spec: expected object, got array",
 			},
 		},
 		{
 			name: "documents that are not objects",
 			in:   "- a\n- b\n---\njust a string\n---\n42\n",
 			errs: []string{
-				"f.yaml: document 1: expected an object, got array",
-				"f.yaml: document 2: expected an object, got string",
-				"f.yaml: document 3: expected an object, got 42",
+				"f.yaml:1: document 1: expected an object, got array",
+				"f.yaml:4: document 2: expected an object, got string",
+				"f.yaml:6: document 3: expected an object, got 42",
 			},
 		},
 		{
 			name: "errors in List items name the item; the List contributes nothing",
 			in:   "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: a}\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: b}\n  spec: {containerz: []}\n- kind: Pod\n",
 			errs: []string{
-				"f.yaml: document 1 items[1] (Pod/b): spec.containerz: unknown field",
-				"f.yaml: document 1 items[2] (Pod): apiVersion: missing",
+				"f.yaml:10: document 1 items[1] (Pod/b): spec.containerz: unknown field",
+				"f.yaml:11: document 1 items[2] (Pod): apiVersion: missing",
 			},
 		},
 		{
@@ -261,8 +263,8 @@ func TestDecode(t *testing.T) {
 			in:   pods("a") + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n labels: {}\n---\n" + pods("c") + "---\nfoo: [\n",
 			want: []string{"f.yaml: document 1 (Pod/a)", "f.yaml: document 3 (Pod/c)"},
 			errs: []string{
-				"f.yaml: document 2: line 10: did not find expected key",
-				"f.yaml: document 4: line 18: did not find expected node content", // the end of the file
+				"f.yaml:10: document 2: did not find expected key",
+				"f.yaml:18: document 4: did not find expected node content", // the end of the file
 			},
 		},
 		{
@@ -270,53 +272,53 @@ func TestDecode(t *testing.T) {
 			in:   pods("a") + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: x: y\n---\napiVersion: v1\n\tkind: Pod\n",
 			want: []string{"f.yaml: document 1 (Pod/a)"},
 			errs: []string{
-				"f.yaml: document 2: line 9: mapping values are not allowed in this context",
-				"f.yaml: document 3: line 12: found a tab character that violates indentation",
+				"f.yaml:9: document 2: mapping values are not allowed in this context",
+				"f.yaml:12: document 3: found a tab character that violates indentation",
 			},
 		},
 		{
 			name: "content after a YAML document's node is not silently dropped",
 			in:   "{apiVersion: v1, kind: Pod}\nmetadata: {name: a}\n",
-			errs: []string{"f.yaml: document 1: line 1: invalid character 'a' looking for beginning of object key string"},
+			errs: []string{"f.yaml:1: document 1: invalid character 'a' looking for beginning of object key string"},
 		},
 		{
 			name: "content after a YAML flow node in a later document",
 			in:   pods("a") + "---\n[1]\n[2]\n",
 			want: []string{"f.yaml: document 1 (Pod/a)"},
-			errs: []string{"f.yaml: document 2: line 7: did not find expected <document start>"},
+			errs: []string{"f.yaml:7: document 2: did not find expected <document start>"},
 		},
 		{
 			name: "malformed JSON stream: earlier objects are kept, the line is given",
 			in:   "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"a\"}}\n{\"apiVersion\": \"v1\",\n \"kind\": \"Pod\",}\n",
 			want: []string{"f.yaml: document 1 (Pod/a)"},
-			errs: []string{"f.yaml: document 2: line 3: invalid character '}' looking for beginning of object key string"},
+			errs: []string{"f.yaml:3: document 2: invalid character '}' looking for beginning of object key string"},
 		},
 		{
 			name: "truncated JSON",
 			in:   "{\"apiVersion\": \"v1\",\n\"kind\": \"Pod\"",
-			errs: []string{"f.yaml: document 1: line 2: unexpected EOF"},
+			errs: []string{"f.yaml:2: document 1: unexpected EOF"},
 		},
 		{
 			name: "line breaks in keys are escaped: one error, one line",
 			in:   "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {\"x\\ny\": 1}\n",
-			errs: []string{`f.yaml: document 1 (Pod/a): spec.x\ny: unknown field`},
+			errs: []string{"f.yaml:4: document 1 (Pod/a): spec.x\\ny: unknown field"},
 		},
 		{
 			name: "nesting deeper than the JSON decoder reads is said so, not \"expected object, got object\"",
 			in: "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {deep: " +
 				strings.Repeat("{a: ", 9999) + "1" + strings.Repeat("}", 9999) + "}\n---\n" + pods("b"),
 			want: []string{"f.yaml: document 2 (Pod/b)"},
-			errs: []string{"f.yaml: document 1: nested too deeply: exceeded the JSON decoder's maximum depth"},
+			errs: []string{"f.yaml:1: document 1: nested too deeply: exceeded the JSON decoder's maximum depth"},
 		},
 		{
 			name: "a string of the right kind but not base64 says why, not \"expected base64 string, got string\"",
 			in:   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\nbinaryData: {a: !!binary aGVsbG8=}\n",
-			errs: []string{"f.yaml: document 1 (ConfigMap/c): binaryData.a: illegal base64 data at input byte 4"},
+			errs: []string{"f.yaml:4: document 1 (ConfigMap/c): binaryData.a: illegal base64 data at input byte 4"},
 		},
 		{
 			name: "a number no Go number holds, where any value goes, says so, not \"expected any value, got object\"",
 			in:   `{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"a": 1e400}}`,
-			errs: []string{"f.yaml: document 1 (Widget/w): spec: cannot unmarshal number 1e400 into Go value of type float64"},
+			errs: []string{"f.yaml:1: document 1 (Widget/w): spec: cannot unmarshal number 1e400 into Go value of type float64"},
 		},
 		{
 			name: "YAML's infinity has no JSON form",
@@ -327,7 +329,10 @@ func TestDecode(t *testing.T) {
 			name: "errors and objects across many documents keep input order",
 			in:   pods("a") + "---\nkind: X\n---\n" + pods("b") + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: c, x: 1}\n",
 			want: []string{"f.yaml: document 1 (Pod/a)", "f.yaml: document 3 (Pod/b)"},
-			errs: []string{"f.yaml: document 2 (X): apiVersion: missing", "f.yaml: document 4 (Pod/c): metadata.x: unknown field"},
+			errs: []string{
+				"f.yaml:6: document 2 (X): apiVersion: missing",
+				"f.yaml:15: document 4 (Pod/c): metadata.x: unknown field",
+			},
 		},
 	}
 	for _, tt := range tests {
@@ -448,8 +453,8 @@ func TestRead(t *testing.T) {
 			errs: []string{
 				missing + ": stat: no such file or directory",
 				empty + ": directory holds no *.yaml, *.yml or *.json file",
-				bad + ": document 1 (Pod): apiVersion: missing",
-				filepath.Join(filepath.Dir(bad), "y.json") + ": document 1 (Pod/y): metadata.x: unknown field",
+				bad + ":1: document 1 (Pod): apiVersion: missing",
+				filepath.Join(filepath.Dir(bad), "y.json") + ":1: document 1 (Pod/y): metadata.x: unknown field",
 			},
 		},
 		{
@@ -472,7 +477,7 @@ func TestRead(t *testing.T) {
 				assert.Equal(t, i, o.Index)
 			}
 			objs, err := Read(strings.NewReader(tt.stdin), tt.paths...)
-			assert.Equal(t, in.Objects, objs, "Read is ReadInput without the warnings")
+			assert.Equal(t, names(in.Objects), names(objs), "Read is ReadInput without the warnings")
 			assert.Equal(t, in.Errors.err(), err)
 		})
 	}
@@ -493,7 +498,7 @@ func TestErrorFormat(t *testing.T) {
 		{Error{Position: Position{Source: "a.yaml", Doc: 1, Item: 3}, Kind: "Pod", Field: "spec", Reason: "r"},
 			"a.yaml: document 1 items[3] (Pod): spec: r"},
 		{Error{Position: Position{Source: "a.yaml", Doc: 4, Item: -1}, Line: 7, Reason: "bad\nthing"},
-			`a.yaml: document 4: line 7: bad\nthing`},
+			`a.yaml:7: document 4: bad\nthing`},
 		{Error{Position: Position{Source: "dir", Item: -1}, Reason: "r"}, "dir: r"},
 		{Error{Position: Position{Item: -1}, Kind: "ConfigMap", Name: "c", Field: "data[k]", Reason: "r"}, "ConfigMap/c: data[k]: r"},
 	}

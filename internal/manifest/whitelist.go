@@ -65,7 +65,8 @@ func Whitelist(cm *corev1.ConfigMap, defaultsAllowed bool) (map[string]any, erro
 	if isSyntax, offset := kjson.SyntaxErrorOffset(err); isSyntax {
 		fail("", fmt.Sprintf("invalid JSON: line %d of the value: %s", lineAt(data, offset-1), strings.TrimPrefix(err.Error(), "json: ")))
 	} else if err != nil {
-		for _, fe := range typeErrors(data, reflect.TypeFor[whitelistDoc](), "") {
+		typeErrs, _ := typeErrors(data, reflect.TypeFor[whitelistDoc](), "")
+		for _, fe := range typeErrs {
 			fail(fe.field, fe.reason)
 		}
 	}
