@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/bundle"
@@ -102,7 +103,7 @@ func Read(path string, v *Verification) (*bundle.Bundle, error) {
 	if info.IsDir() {
 		// OPA's directory loader opens each file only when it is read, after the signature was
 		// checked, and refuses a file larger than the limit by its size on disk before reading it.
-		return readWith(path, bundle.NewDirectoryLoader(path), v, l.WithDefaults())
+		return readWith(path, bundle.NewDirectoryLoader(path), v, l.WithDefaults(), filepath.Join(path, ".manifest"))
 	}
 	raw, err := l.ReadFile(path)
 	if err != nil {
@@ -207,7 +208,7 @@ func (l Limits) ReadBytes(name string, raw []byte, v *Verification) (*bundle.Bun
 	if err := l.scan(raw, v); err != nil {
 		return nil, refused(name, err)
 	}
-	return readWith(name, bundle.NewTarballLoaderWithBaseURL(bytes.NewReader(raw), name), v, l)
+	return readWith(name, bundle.NewTarballLoaderWithBaseURL(bytes.NewReader(raw), name), v, l, "the .manifest at the archive's top")
 }
 
 // scan is ReadBytes' first pass. OPA's tarball loader reads the same bytes the same way (gzip, then
@@ -312,7 +313,9 @@ func skipTests(abspath string, info fs.FileInfo, _ int) bool {
 	return !info.IsDir() && strings.HasSuffix(abspath, "_test.rego")
 }
 
-func readWith(name string, loader bundle.DirectoryLoader, v *Verification, l Limits) (*bundle.Bundle, error) {
+// readWith reads one bundle. manifest says where its .manifest belongs, for the message refusing a
+// bundle without roots.
+func readWith(name string, loader bundle.DirectoryLoader, v *Verification, l Limits, manifest string) (*bundle.Bundle, error) {
 	r := bundle.NewCustomReader(loader.WithFilter(skipTests).WithSizeLimitBytes(l.FileBytes)).
 		WithBundleName(name).WithSizeLimitBytes(l.FileBytes)
 	if v != nil {
@@ -323,6 +326,12 @@ func readWith(name string, loader bundle.DirectoryLoader, v *Verification, l Lim
 	b, err := r.Read()
 	if err != nil {
 		return nil, refused(name, err)
+	}
+	// OPA reads a bundle without .manifest (or without "roots" in it) as owning every path of data,
+	// which always collides with the compiled bundle's root; the engine's collision message would
+	// name neither the bundle nor the fix.
+	if b.Manifest.Roots == nil || slices.Contains(*b.Manifest.Roots, "") {
+		return nil, refused(name, fmt.Errorf(`no .manifest naming its roots, so it would own all of data, the compiled policies' root %q included: write {"roots": ["gates"]} (a gate) or {"roots": ["whitelist"]} (a whitelist) to %s`, Root, manifest))
 	}
 	return &b, nil
 }

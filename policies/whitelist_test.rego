@@ -11,7 +11,13 @@ _patching(keys) := sidecarset("sidecarset", {
 	"patchPodMetadata": [{"patchPolicy": "Retain", "annotations": {key: "v" | some key in keys}}],
 })
 
-_violations(sidecarset, list) := violations if {
+# The violations with OpenKruise's messages: what sidecarops appends after "; " (the fix) is left out
+# here and tested by the test_hint_ tests.
+_violations(sidecarset, list) := {object.union(v, {"message": split(v.message, "; ")[0]}) |
+	some v in _hinted(sidecarset, list)
+}
+
+_hinted(sidecarset, list) := violations if {
 	violations := whitelist.violations with input as {"sidecarset": sidecarset} with data.whitelist as list
 }
 
@@ -118,4 +124,26 @@ test_invalid_regex_alone_refuses_keys if {
 test_invalid_regex_of_other_sidecarsets_ignored if {
 	rules := {"rules": [_rule(["key.*"]), _selected_rule({"app": "other"}, ["key(("])]}
 	_violations(_patching(["key1"]), rules) == set()
+}
+
+# --- what to fix ---------------------------------------------------------------------------------------
+
+_messages(sidecarset, list) := {v.message | some v in _hinted(sidecarset, list)}
+
+test_hint_whitelist_not_found if {
+	_messages(_patching(["key1"]), {}) == {"SidecarSet patch metadata whitelist not found; give the administrators' whitelist: a bundle with root whitelist, or SidecarSet_PatchPodMetadata_WhiteList in the kruise-configuration ConfigMap"}
+}
+
+test_hint_no_rule_applies if {
+	_messages(_patching(["b.io/x", "a.io/y"]), {"rules": [_selected_rule({"app": "other"}, ["key.*"])]}) == {`sidecarSet patch metadata annotation is not allowed; no whitelist rule applies to this SidecarSet (labels {"app":"sidecar"}): add a rule without selector, or with one matching these labels, whose allowedAnnotationKeyExprs allow ["a.io/y","b.io/x"]`}
+}
+
+test_hint_names_the_expression_to_add if {
+	rules := {"rules": [_selected_rule({"app": "other"}, ["^c$"]), _rule(["^a$"]), _selected_rule({"app": "sidecar"}, ["^b$"])]}
+	_messages(_patching(["logging.example.com/x"]), rules) == {`sidecarSet patch metadata annotation(logging.example.com/x) is not allowed; add the expression ^logging\.example\.com/x$ to allowedAnnotationKeyExprs of a whitelist rule that applies to this SidecarSet (rules[1], rules[2])`}
+}
+
+test_hint_names_the_rule_that_would_allow_it if {
+	rules := {"rules": [_rule(["^a$"]), _selected_rule({"app": "other"}, ["^key"]), _selected_rule({"team": "x"}, ["key1"])]}
+	_messages(_patching(["key1"]), rules) == {`sidecarSet patch metadata annotation(key1) is not allowed; rules[1], rules[2] would allow it, but not for this SidecarSet: its labels {"app":"sidecar"} do not match the selector; label the SidecarSet to match, or widen the selector`}
 }

@@ -126,7 +126,9 @@ type notUpgradablePod struct {
 // Keys of sidecarSetPlan.HeldBy, in the order text output lists them.
 var heldByOrder = []string{"maxUnavailable", "partition", "updateStrategy.selector"}
 
-func plan(ss *v1beta1.SidecarSet, pods []*corev1.Pod, revs []*appsv1.ControllerRevision, rounds int) (sidecarSetPlan, error) {
+// plan is the controller's next round and forecast for ss over pods. revisionsHint says how to get
+// the ControllerRevisions, for a pod whose changed fields only its revision would show.
+func plan(ss *v1beta1.SidecarSet, pods []*corev1.Pod, revs []*appsv1.ControllerRevision, rounds int, revisionsHint string) (sidecarSetPlan, error) {
 	r := rollout.NextRound(ss, pods)
 	p := r.Plan
 	out := sidecarSetPlan{
@@ -152,7 +154,7 @@ func plan(ss *v1beta1.SidecarSet, pods []*corev1.Pod, revs []*appsv1.ControllerR
 	}
 	out.Status.CollisionCount = nil
 	for _, n := range p.NotUpgradable {
-		out.NotUpgradable = append(out.NotUpgradable, notUpgradablePod{Pod: podKey(n.Pod), Reason: rollout.ExplainNotUpgradable(n.Pod, ss, revs)})
+		out.NotUpgradable = append(out.NotUpgradable, notUpgradablePod{Pod: podKey(n.Pod), Reason: notUpgradableReason(n.Pod, ss, revs, revisionsHint)})
 	}
 	steps, err := rollout.Forecast(ss, pods, time.Now(), rounds)
 	if err != nil {
@@ -162,6 +164,29 @@ func plan(ss *v1beta1.SidecarSet, pods []*corev1.Pod, revs []*appsv1.ControllerR
 		out.Rounds = append(out.Rounds, append(podKeys(s.Upgrade), podKeys(s.Reset)...))
 	}
 	return out, nil
+}
+
+// How to get the ControllerRevisions that name a pod's changed fields: offline, where they are kept
+// when the cluster runs OpenKruise (sidecarops keeps them in its own namespace, or there when taking
+// over an OpenKruise history); live, the right to list them.
+const (
+	offlineRevisionsHint = "give the ControllerRevisions (`kubectl get controllerrevisions -n kruise-system -o yaml`, or -n sidecarops-system) to see which field"
+	liveRevisionsHint    = "the right to list ControllerRevisions (label " + v1beta1.SidecarSetNameLabel + ") would show which field"
+)
+
+// notUpgradableReason says why pod cannot be upgraded in place: the fields that changed since the
+// pod's ControllerRevision; without that revision, the fields in which the SidecarSet's containers
+// differ from those injected into the pod; when neither names one (a change outside the pod's
+// containers, such as podInjectPolicy), the hashes and how to get the revisions.
+func notUpgradableReason(pod *corev1.Pod, ss *v1beta1.SidecarSet, revs []*appsv1.ControllerRevision, revisionsHint string) string {
+	reason := rollout.ExplainNotUpgradable(pod, ss, revs)
+	if reason != rollout.NotUpgradableReason(pod, ss) {
+		return reason // named from the revision
+	}
+	if fields := rollout.PodChangedFields(pod, ss); len(fields) > 0 {
+		return fmt.Sprintf("differs from the sidecars injected into the pod: %s (only images can change in place)", strings.Join(fields, ", "))
+	}
+	return reason + "; " + revisionsHint
 }
 
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
@@ -215,7 +240,7 @@ func filePlans(cmd *cobra.Command, src *sourceFlags, args []string, rounds int) 
 				managed = append(managed, p)
 			}
 		}
-		p, err := plan(ss, managed, w.revisions, rounds)
+		p, err := plan(ss, managed, w.revisions, rounds, offlineRevisionsHint)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", w.origin[ss], err)
 		}
@@ -260,7 +285,7 @@ func livePlan(ctx context.Context, kubeconfig, name string, rounds int) (sidecar
 			revs = append(revs, &crs.Items[i])
 		}
 	}
-	return plan(ss, pods, revs, rounds)
+	return plan(ss, pods, revs, rounds, liveRevisionsHint)
 }
 
 // liveClient reads a cluster as the kubeconfig's user: SidecarSets in v1beta1, the version the API

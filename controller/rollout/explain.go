@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
 
@@ -75,6 +76,79 @@ func ChangedFields(old, ss *v1beta1.SidecarSet) []string {
 // withoutImage is a sidecar container as generic JSON with its image left out.
 func withoutImage(c v1beta1.SidecarContainer) map[string]any {
 	c.Image = ""
+	return asMap(c)
+}
+
+func union(a, b map[string]any) map[string]any {
+	out := maps.Clone(a)
+	maps.Copy(out, b)
+	return out
+}
+
+// PodChangedFields lists the fields of ss's spec.containers that differ, other than by image, from
+// the containers injected into pod: what ChangedFields tells from a ControllerRevision, told from the
+// pod itself when the revision is not at hand. Injection adds to a sidecar's env and volumeMounts
+// (transferEnv, shared volumes) and resourcesPolicy computes its resources, so those are compared
+// only as far as the SidecarSet defines them: an env var or mount the SidecarSet dropped is not
+// seen. Both sides are defaulted alike first, so a field the API server filled in is no change.
+func PodChangedFields(pod *corev1.Pod, ss *v1beta1.SidecarSet) []string {
+	inPod := map[string]corev1.Container{}
+	for _, c := range pod.Spec.Containers {
+		inPod[c.Name] = c
+	}
+	working := WorkingHotUpgradeContainers(pod)
+	var out []string
+	for i, c := range ss.Spec.Containers {
+		name := c.Name
+		if isHot(&c) {
+			name = working[c.Name]
+			if name == "" {
+				name, _ = HotUpgradeNames(c.Name)
+			}
+		}
+		injected, ok := inPod[name]
+		if !ok {
+			out = append(out, fmt.Sprintf("spec.containers[%d] (%s) added", i, c.Name))
+			continue
+		}
+		want, have := c.Container, injected
+		defaults.Container(&want)
+		defaults.Container(&have)
+		if !containsAll(have.Env, want.Env) {
+			out = append(out, fmt.Sprintf("spec.containers[%d].env", i))
+		}
+		if !containsAll(have.VolumeMounts, want.VolumeMounts) {
+			out = append(out, fmt.Sprintf("spec.containers[%d].volumeMounts", i))
+		}
+		want.Image, have.Image = "", ""
+		want.Env, have.Env = nil, nil
+		want.VolumeMounts, have.VolumeMounts = nil, nil
+		if c.ResourcesPolicy != nil {
+			want.Resources, have.Resources = corev1.ResourceRequirements{}, corev1.ResourceRequirements{}
+		}
+		want.Name = have.Name // a hot upgrade twin is named NAME-1 or NAME-2
+		prev, now := asMap(have), asMap(want)
+		for _, k := range slices.Sorted(maps.Keys(union(prev, now))) {
+			if !reflect.DeepEqual(prev[k], now[k]) {
+				out = append(out, fmt.Sprintf("spec.containers[%d].%s", i, k))
+			}
+		}
+	}
+	return out
+}
+
+// containsAll reports whether every element of the slice want is in the slice have.
+func containsAll[T any](have, want []T) bool {
+	for _, w := range want {
+		if !slices.ContainsFunc(have, func(h T) bool { return reflect.DeepEqual(h, w) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// asMap is a container as generic JSON.
+func asMap(c any) map[string]any {
 	b, err := json.Marshal(c)
 	if err != nil {
 		return map[string]any{"<unencodable>": err.Error()}
@@ -84,10 +158,4 @@ func withoutImage(c v1beta1.SidecarContainer) map[string]any {
 		return map[string]any{"<undecodable>": err.Error()}
 	}
 	return m
-}
-
-func union(a, b map[string]any) map[string]any {
-	out := maps.Clone(a)
-	maps.Copy(out, b)
-	return out
 }

@@ -27,11 +27,13 @@ func validateSpec(ss *v1beta1.SidecarSet, revs history.Source, fldPath *field.Pa
 	var allErrs field.ErrorList
 
 	// In-place upgrades only touch pod.spec.containers, so a native sidecar could never be rolled.
+	// OpenKruise's message comes first, unchanged; what follows names the container and the fix.
 	if spec.UpdateStrategy.Type == v1beta1.RollingUpdateSidecarSetStrategyType {
 		for i := range spec.InitContainers {
-			if isNativeSidecar(&spec.InitContainers[i]) {
-				allErrs = append(allErrs, field.Required(fldPath.Child("updateStrategy"),
-					"The initContainer in-place upgrade is not currently supported."))
+			if c := &spec.InitContainers[i]; isNativeSidecar(c) {
+				allErrs = append(allErrs, field.Required(fldPath.Child("updateStrategy"), fmt.Sprintf(
+					"The initContainer in-place upgrade is not currently supported. (%s, %s, is a native sidecar: restartPolicy Always; set updateStrategy.type: NotUpdate)",
+					fldPath.Child("initContainers").Index(i), c.Name)))
 			}
 		}
 	}

@@ -190,7 +190,7 @@ func TestSpecCases(t *testing.T) {
 				ss.Spec.InitContainers = []v1beta1.SidecarContainer{init}
 			},
 			want:   []want{required("spec.updateStrategy")},
-			detail: "The initContainer in-place upgrade is not currently supported.",
+			detail: "The initContainer in-place upgrade is not currently supported. (spec.initContainers[0], test-sidecar, is a native sidecar: restartPolicy Always; set updateStrategy.type: NotUpdate)",
 		},
 		{
 			name: "V17 resources.limits together with resourcesPolicy",
