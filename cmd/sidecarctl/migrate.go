@@ -23,9 +23,12 @@ func migrateCmd() *cobra.Command {
 		Use:   "check --kubeconfig FILE",
 		Short: "Read-only preflight: what OpenKruise left, and what blocks a safe switch, with the commands that clear it",
 		Long: "check reads the cluster and lists the SidecarSet CRD and its conversion, OpenKruise's webhooks and\n" +
-			"controller, the SidecarSets, their ControllerRevisions and the injected pods; then every blocker (double\n" +
-			"injection, two controllers, a conversion served by OpenKruise) and warning, each with the command that\n" +
-			"deals with it. It writes nothing. Exit status 1 while anything blocks.",
+			"controller, the SidecarSets, their ControllerRevisions and the injected pods. It says which path of\n" +
+			"docs/migration.md the cluster takes: A (stop OpenKruise) when nothing of OpenKruise but SidecarSet is in\n" +
+			"use, else B (keep it with PodWebhook=false and the fence), naming the kinds in use and what goes with\n" +
+			"OpenKruise's pod webhook. Then every blocker (double injection, two controllers, a conversion served by\n" +
+			"OpenKruise) and warning, each with the command that deals with it. It writes nothing. Exit status 1\n" +
+			"while anything blocks.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if kubeconfig == "" {
@@ -57,6 +60,21 @@ func printReport(out io.Writer, r migrate.Report) {
 	fmt.Fprintln(out, "Found:")
 	for _, f := range r.Found {
 		fmt.Fprintln(out, "  "+f)
+	}
+	switch r.Path {
+	case migrate.PathA:
+		fmt.Fprintln(out, "Path A: nothing of OpenKruise but SidecarSet is in use; OpenKruise stops as a whole (docs/migration.md).")
+	case migrate.PathB:
+		fmt.Fprintln(out, "Path B: OpenKruise's other workloads are in use; OpenKruise keeps running with PodWebhook=false, and the fence keeps it off the SidecarSets (docs/migration.md):")
+		for _, u := range r.InUse {
+			fmt.Fprintln(out, "  "+u.String())
+		}
+	}
+	if len(r.Losses) > 0 {
+		fmt.Fprintln(out, "What goes with OpenKruise's pod webhook:")
+		for _, l := range r.Losses {
+			fmt.Fprintln(out, "  "+l)
+		}
 	}
 	for _, blocking := range []bool{true, false} {
 		title := "Blocking:"

@@ -57,6 +57,13 @@ type Finding struct {
 
 // Report is what Check found.
 type Report struct {
+	// Path is the way of docs/migration.md the cluster takes: B when any of InUse, else A.
+	Path Path
+	// InUse counts the objects of each OpenKruise kind other than SidecarSet, where there are any.
+	InUse []Use
+	// Losses are what OpenKruise stops doing, with its pod webhook off, for the objects and pods
+	// here that rely on it, one line each.
+	Losses []string
 	// Found lists what is there, one line each.
 	Found    []string
 	Findings []Finding
@@ -67,19 +74,33 @@ func (r Report) Blocked() bool {
 	return slices.ContainsFunc(r.Findings, func(f Finding) bool { return f.Blocker })
 }
 
-// Check reads the cluster through c and reports what blocks taking it over from OpenKruise.
+// Check reads the cluster through c and reports which path of docs/migration.md the cluster takes
+// and what blocks taking it over from OpenKruise.
 func Check(ctx context.Context, c client.Reader, o Options) (Report, error) {
-	o = o.withDefaults()
-	var r Report
-	for _, step := range []func(context.Context, client.Reader, Options, *Report) error{checkCRD, checkWebhooks, checkController, checkObjects} {
-		if err := step(ctx, c, o, &r); err != nil {
+	k := &checker{c: c, o: o.withDefaults()}
+	// The path comes first: whether OpenKruise's manager may keep running, and so what its webhooks
+	// and controller block, depends on it.
+	for _, step := range []func(context.Context) error{k.checkCRD, k.checkKinds, k.checkFence, k.checkController, k.checkWebhooks, k.checkObjects} {
+		if err := step(ctx); err != nil {
 			return Report{}, err
 		}
 	}
-	return r, nil
+	return k.r, nil
 }
 
-func checkCRD(ctx context.Context, c client.Reader, o Options, r *Report) error {
+// checker holds what the steps of Check found and later steps depend on.
+type checker struct {
+	c client.Reader
+	o Options
+	r Report
+	// kruiseRuns says that OpenKruise's manager Deployment has replicas.
+	kruiseRuns bool
+	// unfenced says what of the fence is missing, on path B.
+	unfenced []string
+}
+
+func (k *checker) checkCRD(ctx context.Context) error {
+	c, o, r := k.c, k.o, &k.r
 	crd := &unstructured.Unstructured{}
 	crd.SetAPIVersion("apiextensions.k8s.io/v1")
 	crd.SetKind("CustomResourceDefinition")
@@ -125,26 +146,22 @@ func checkCRD(ctx context.Context, c client.Reader, o Options, r *Report) error 
 	return nil
 }
 
-func checkWebhooks(ctx context.Context, c client.Reader, o Options, r *Report) error {
+func (k *checker) checkWebhooks(ctx context.Context) error {
+	c, o, r := k.c, k.o, &k.r
 	var ms admissionregv1.MutatingWebhookConfigurationList
 	if err := c.List(ctx, &ms); err != nil {
 		return fmt.Errorf("listing MutatingWebhookConfigurations: %w", err)
 	}
 	for _, cfg := range ms.Items {
-		for i, w := range cfg.Webhooks {
+		for _, w := range cfg.Webhooks {
 			if cfg.Name == o.Configuration || !isKruise(cfg.Name, w.ClientConfig) {
 				continue
 			}
 			if covers(w.Rules, "", "pods") {
-				r.Findings = append(r.Findings, Finding{
-					Blocker: true,
-					Message: fmt.Sprintf("OpenKruise's pod webhook %s (MutatingWebhookConfiguration %s) is registered: with sidecarops' it would inject twice", w.Name, cfg.Name),
-					Fix: fmt.Sprintf("helm upgrade kruise openkruise/kruise -n %s --reuse-values --set featureGates=PodWebhook=false   # or, with OpenKruise stopped: kubectl patch mutatingwebhookconfiguration %s --type=json -p '[{\"op\":\"remove\",\"path\":\"/webhooks/%d\"}]'",
-						o.KruiseNamespace, cfg.Name, i),
-				})
+				r.Findings = append(r.Findings, k.kruisePodWebhook(w.Name, cfg.Name))
 			}
 			if covers(w.Rules, v1beta1.GroupVersion.Group, "sidecarsets") {
-				r.Findings = append(r.Findings, kruiseSidecarSetWebhook(w.Name, "mutatingwebhookconfiguration", cfg.Name))
+				r.Findings = append(r.Findings, k.kruiseSidecarSetWebhook(w.Name, "mutatingwebhookconfiguration", cfg.Name))
 			}
 		}
 	}
@@ -155,14 +172,39 @@ func checkWebhooks(ctx context.Context, c client.Reader, o Options, r *Report) e
 	for _, cfg := range vs.Items {
 		for _, w := range cfg.Webhooks {
 			if cfg.Name != o.Configuration && isKruise(cfg.Name, w.ClientConfig) && covers(w.Rules, v1beta1.GroupVersion.Group, "sidecarsets") {
-				r.Findings = append(r.Findings, kruiseSidecarSetWebhook(w.Name, "validatingwebhookconfiguration", cfg.Name))
+				r.Findings = append(r.Findings, k.kruiseSidecarSetWebhook(w.Name, "validatingwebhookconfiguration", cfg.Name))
 			}
 		}
 	}
 	return nil
 }
 
-func kruiseSidecarSetWebhook(webhook, kind, cfg string) Finding {
+// kruisePodWebhook blocks on either path: with sidecarops' pod webhook, OpenKruise's would inject
+// the same sidecars a second time. Path A removes it with the rest of OpenKruise; path B turns it off
+// in OpenKruise, whose manager would otherwise register it again.
+func (k *checker) kruisePodWebhook(webhook, cfg string) Finding {
+	f := Finding{
+		Blocker: true,
+		Message: fmt.Sprintf("OpenKruise's pod webhook %s (MutatingWebhookConfiguration %s) is registered: with sidecarops' it would inject twice", webhook, cfg),
+		Fix:     fmt.Sprintf("kubectl delete mutatingwebhookconfiguration %s   # path A: after OpenKruise's manager is stopped, or it registers it again", cfg),
+	}
+	if k.r.Path == PathB {
+		f.Fix = fmt.Sprintf("helm upgrade kruise openkruise/kruise -n %s --reuse-values --set featureGates='PodWebhook=false'   # path B: keep the gates already set, comma-separated (helm get values kruise -n %s); without Helm, --feature-gates=PodWebhook=false in %s's args. Its manager then drops %s from %s itself",
+			k.o.KruiseNamespace, k.o.KruiseNamespace, KruiseManager, webhook, cfg)
+	}
+	return f
+}
+
+// kruiseSidecarSetWebhook blocks when no OpenKruise manager serves it (every SidecarSet write then
+// fails). On path B with the manager running, it is served and registered again whatever is done
+// to it: SidecarSet writes then pass both OpenKruise's validation and sidecarops'.
+func (k *checker) kruiseSidecarSetWebhook(webhook, kind, cfg string) Finding {
+	if k.r.Path == PathB && k.kruiseRuns {
+		return Finding{
+			Message: fmt.Sprintf("OpenKruise's SidecarSet webhook %s (%s %s) stays with OpenKruise's manager: a SidecarSet write must pass its validation as well as sidecarops', which differ where docs/decisions.md says (D2, D3)", webhook, kind, cfg),
+			Fix:     "sidecarctl check -f SIDECARSET.yaml   # sidecarops' verdict; OpenKruise's manager registers its webhook again while it runs",
+		}
+	}
 	return Finding{
 		Blocker: true,
 		Message: fmt.Sprintf("OpenKruise's SidecarSet webhook %s (%s %s) is registered: once OpenKruise stops, it refuses every SidecarSet write", webhook, kind, cfg),
@@ -193,7 +235,8 @@ func anyOf(list []string, want string) bool {
 	return slices.Contains(list, want) || slices.Contains(list, "*")
 }
 
-func checkController(ctx context.Context, c client.Reader, o Options, r *Report) error {
+func (k *checker) checkController(ctx context.Context) error {
+	c, o, r := k.c, k.o, &k.r
 	var d appsv1.Deployment
 	err := c.Get(ctx, client.ObjectKey{Namespace: o.KruiseNamespace, Name: KruiseManager}, &d)
 	if apierrors.IsNotFound(err) {
@@ -207,11 +250,22 @@ func checkController(ctx context.Context, c client.Reader, o Options, r *Report)
 		replicas = *d.Spec.Replicas
 	}
 	r.Found = append(r.Found, fmt.Sprintf("OpenKruise's manager: Deployment %s/%s, %d replica(s)", o.KruiseNamespace, KruiseManager, replicas))
-	if replicas > 0 {
+	k.kruiseRuns = replicas > 0
+	switch {
+	case !k.kruiseRuns:
+	case r.Path == PathB && len(k.unfenced) == 0:
+		r.Found = append(r.Found, "OpenKruise's manager keeps running for its other workloads; the fence refuses its SidecarSet controller's writes")
+	case r.Path == PathB:
+		r.Findings = append(r.Findings, Finding{
+			Blocker: true,
+			Message: fmt.Sprintf("OpenKruise's manager runs (Deployment %s/%s, %d replica(s)) and the fence is not installed (%s): OpenKruise's SidecarSet controller and sidecarops' would both upgrade the SidecarSets' pods and write their status", o.KruiseNamespace, KruiseManager, replicas, strings.Join(k.unfenced, "; ")),
+			Fix:     "helm upgrade sidecarops CHART -n " + o.Namespace + " --reuse-values --set openkruise.fence.enabled=true   # or: kubectl apply --server-side -k config/samples/kruise-coexist",
+		})
+	default:
 		r.Findings = append(r.Findings, Finding{
 			Blocker: true,
 			Message: fmt.Sprintf("OpenKruise's controller runs (Deployment %s/%s, %d replica(s)): it and sidecarops would both upgrade the SidecarSets' pods", o.KruiseNamespace, KruiseManager, replicas),
-			Fix:     fmt.Sprintf("kubectl -n %s scale deployment %s --replicas=0   # it also serves OpenKruise's other webhooks: stop it only when nothing else of OpenKruise is in use, then remove its webhook registrations", o.KruiseNamespace, KruiseManager),
+			Fix:     fmt.Sprintf("kubectl -n %s scale deployment %s --replicas=0   # path A: nothing else of OpenKruise is in use; then remove its webhook registrations", o.KruiseNamespace, KruiseManager),
 		})
 	}
 	return nil
@@ -219,7 +273,8 @@ func checkController(ctx context.Context, c client.Reader, o Options, r *Report)
 
 // checkObjects counts what sidecarops will adopt, and names the SidecarSets sidecarops would
 // refuse: they keep injecting as stored, but every update to them is refused until they are fixed.
-func checkObjects(ctx context.Context, c client.Reader, o Options, r *Report) error {
+func (k *checker) checkObjects(ctx context.Context) error {
+	c, o, r := k.c, k.o, &k.r
 	var sets v1beta1.SidecarSetList
 	if err := c.List(ctx, &sets); err != nil {
 		if apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err) {
@@ -242,6 +297,7 @@ func checkObjects(ctx context.Context, c client.Reader, o Options, r *Report) er
 		}
 	}
 	r.Found = append(r.Found, fmt.Sprintf("%d SidecarSet(s), %d of their ControllerRevisions in %s, %d pod(s) injected", len(sets.Items), len(crs.Items), o.KruiseNamespace, injected))
+	r.Losses = append(r.Losses, podLosses(pods.Items)...)
 	if len(crs.Items) > 0 && o.KruiseNamespace != o.Namespace {
 		r.Findings = append(r.Findings, Finding{
 			Message: fmt.Sprintf("the SidecarSets' history is in %s: run the manager with it, or history-based injection and rollbacks lose it", o.KruiseNamespace),

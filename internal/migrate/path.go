@@ -1,0 +1,216 @@
+package migrate
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Path is one of docs/migration.md's two ways of switching.
+type Path string
+
+const (
+	// PathA stops OpenKruise as a whole: nothing of it but SidecarSet is in use.
+	PathA Path = "A"
+	// PathB keeps OpenKruise for its other workloads, with its pod webhook off (feature gate
+	// PodWebhook=false) and the fence refusing its SidecarSet controller's writes.
+	PathB Path = "B"
+)
+
+// The bindings config/components/openkruise-fence (and the chart's openkruise.fence.enabled)
+// installs: FenceBinding refuses OpenKruise's manager its SidecarSet controller's writes;
+// FenceCRDBinding keeps the SidecarSet CRD's conversion as it was in that manager's updates.
+const (
+	FenceBinding    = "sidecarops-openkruise-fence"
+	FenceCRDBinding = "sidecarops-openkruise-fence-crd"
+)
+
+// kruiseGroups are the API groups OpenKruise's manager serves. Kruise Rollout (rollouts.kruise.io),
+// Kruise Game (game.kruise.io) and the like run managers of their own; what they build on
+// OpenKruise's manager (CloneSets, Advanced StatefulSets) is counted here under apps.kruise.io.
+var kruiseGroups = []string{"apps.kruise.io", "policy.kruise.io"}
+
+// bookkeeping are the OpenKruise kinds its own manager and daemon create (a NodeImage per node, a
+// NodePodProbe per node a PodProbeMarker's pods run on): they exist wherever OpenKruise runs and say
+// nothing of what a user relies on.
+var bookkeeping = []string{"nodeimages.apps.kruise.io", "nodepodprobes.apps.kruise.io"}
+
+// Use counts the objects of one OpenKruise kind.
+type Use struct {
+	Group, Kind string
+	Count       int
+}
+
+func (u Use) String() string { return fmt.Sprintf("%s.%s: %d", u.Kind, u.Group, u.Count) }
+
+// webhookOnly is what OpenKruise does for objects of these kinds only in its pod webhook, which
+// PodWebhook=false turns off (its pod mutating and validating handlers, pkg/webhook/pod): the
+// controllers of these kinds keep running, but this part of what they promise goes.
+var webhookOnly = map[schema.GroupKind]string{
+	{Group: "policy.kruise.io", Kind: "PodUnavailableBudget"}: "no longer hold back pod deletions, evictions and in-place updates (PodUnavailableBudgetDeleteGate, PodUnavailableBudgetUpdateGate)",
+	{Group: "apps.kruise.io", Kind: "WorkloadSpread"}:         "no longer spread new pods over their subsets nor patch them per subset (WorkloadSpread)",
+	{Group: "apps.kruise.io", Kind: "PersistentPodState"}:     "no longer steer re-created pods back to the node or zone they had",
+	{Group: "apps.kruise.io", Kind: "PodProbeMarker"}:         "no longer probe pods on serverless (virtual-kubelet) nodes (EnablePodProbeMarkerOnServerless; kruise-daemon probes pods on real nodes as before)",
+}
+
+// checkKinds counts the objects of every OpenKruise kind but SidecarSet: any in use and the
+// cluster takes path B.
+func (k *checker) checkKinds(ctx context.Context) error {
+	crds := &unstructured.UnstructuredList{}
+	crds.SetAPIVersion("apiextensions.k8s.io/v1")
+	crds.SetKind("CustomResourceDefinitionList")
+	if err := k.c.List(ctx, crds); err != nil {
+		return fmt.Errorf("listing CustomResourceDefinitions: %w", err)
+	}
+	for _, crd := range crds.Items {
+		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+		if !slices.Contains(kruiseGroups, group) || crd.GetName() == crdName || slices.Contains(bookkeeping, crd.GetName()) {
+			continue
+		}
+		version := servedVersion(crd)
+		if version == "" {
+			continue // nothing can be read or written through it
+		}
+		// In the storage version where it is served: no conversion webhook is called.
+		objs := &unstructured.UnstructuredList{}
+		objs.SetGroupVersionKind(schema.GroupVersionKind{Group: group, Version: version, Kind: kind + "List"})
+		if err := k.c.List(ctx, objs); err != nil {
+			return fmt.Errorf("counting OpenKruise's %s (%s/%s): %w", crd.GetName(), group, version, err)
+		}
+		if n := len(objs.Items); n > 0 {
+			k.r.InUse = append(k.r.InUse, Use{Group: group, Kind: kind, Count: n})
+		}
+	}
+	slices.SortFunc(k.r.InUse, func(a, b Use) int { return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Kind, b.Kind)) })
+	k.r.Path = PathA
+	if len(k.r.InUse) > 0 {
+		k.r.Path = PathB
+	}
+	for _, u := range k.r.InUse {
+		if lost, ok := webhookOnly[schema.GroupKind{Group: u.Group, Kind: u.Kind}]; ok {
+			k.r.Losses = append(k.r.Losses, fmt.Sprintf("%d %s(s) %s", u.Count, u.Kind, lost))
+		}
+	}
+	return nil
+}
+
+// servedVersion is the version to read a CRD's objects in: the storage version when it is served,
+// else the first served one.
+func servedVersion(crd unstructured.Unstructured) string {
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	served := ""
+	for _, v := range versions {
+		m, _ := v.(map[string]any)
+		name, _ := m["name"].(string)
+		if ok, _ := m["served"].(bool); !ok {
+			continue
+		}
+		if ok, _ := m["storage"].(bool); ok {
+			return name
+		}
+		served = cmp.Or(served, name)
+	}
+	return served
+}
+
+// checkFence looks, on path B, for the fence's two bindings and the policies they bind; k.unfenced
+// says what is missing.
+func (k *checker) checkFence(ctx context.Context) error {
+	if k.r.Path != PathB {
+		return nil
+	}
+	var vb admissionregv1.ValidatingAdmissionPolicyBinding
+	var vp admissionregv1.ValidatingAdmissionPolicy
+	missing, err := k.fencePart(ctx, "ValidatingAdmissionPolicy", FenceBinding, &vb, &vp, func() string { return vb.Spec.PolicyName })
+	if err != nil {
+		return err
+	}
+	if missing == "" && !slices.Contains(vb.Spec.ValidationActions, admissionregv1.Deny) {
+		missing = fmt.Sprintf("ValidatingAdmissionPolicyBinding %s does not deny (validationActions %v)", FenceBinding, vb.Spec.ValidationActions)
+	}
+	k.unfenced = slices.DeleteFunc([]string{missing}, func(s string) bool { return s == "" })
+	var mb admissionregv1.MutatingAdmissionPolicyBinding
+	var mp admissionregv1.MutatingAdmissionPolicy
+	missing, err = k.fencePart(ctx, "MutatingAdmissionPolicy", FenceCRDBinding, &mb, &mp, func() string { return mb.Spec.PolicyName })
+	if err != nil {
+		return err
+	}
+	if missing != "" {
+		k.unfenced = append(k.unfenced, missing)
+	}
+	if len(k.unfenced) == 0 {
+		k.r.Found = append(k.r.Found, fmt.Sprintf("the fence: ValidatingAdmissionPolicyBinding %s and MutatingAdmissionPolicyBinding %s", FenceBinding, FenceCRDBinding))
+	}
+	return nil
+}
+
+// fencePart reads binding name into binding, then the policy it names (policyName, once binding is
+// read) into policy, and says what is missing, if anything. A cluster that does not serve the kind
+// misses it too.
+func (k *checker) fencePart(ctx context.Context, kind, name string, binding, policy client.Object, policyName func() string) (string, error) {
+	absent := func(err error) bool { return apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err) }
+	if err := k.c.Get(ctx, client.ObjectKey{Name: name}, binding); err != nil {
+		if absent(err) {
+			return fmt.Sprintf("no %sBinding %s", kind, name), nil
+		}
+		return "", fmt.Errorf("reading %sBinding %s: %w", kind, name, err)
+	}
+	if err := k.c.Get(ctx, client.ObjectKey{Name: policyName()}, policy); err != nil {
+		if absent(err) {
+			return fmt.Sprintf("%sBinding %s binds %s %s, which is missing", kind, name, kind, policyName()), nil
+		}
+		return "", fmt.Errorf("reading %s %s: %w", kind, policyName(), err)
+	}
+	return "", nil
+}
+
+// podLosses counts the pods that rely on what OpenKruise's pod webhook does at their creation: pods
+// created with it off no longer get it.
+func podLosses(pods []corev1.Pod) []string {
+	var gated, liveness, ordered int
+	for i := range pods {
+		p := &pods[i]
+		if slices.ContainsFunc(p.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return g.ConditionType == kruisePodReady }) {
+			gated++
+		}
+		if p.Annotations[enhancedLiveness] == "true" {
+			liveness++
+		}
+		if p.Annotations[launchPriority] != "" || slices.ContainsFunc(p.Spec.Containers, func(c corev1.Container) bool {
+			return slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == launchPriorityEnv })
+		}) {
+			ordered++
+		}
+	}
+	var out []string
+	if gated > 0 {
+		out = append(out, fmt.Sprintf("%d pod(s) carry the readiness gate %s: new pods no longer get it, so OpenKruise no longer takes them out of their Services before an in-place update, a container recreate or a lifecycle hook (KruisePodReadinessGate)", gated, kruisePodReady))
+	}
+	if liveness > 0 {
+		out = append(out, fmt.Sprintf("%d pod(s) use the enhanced liveness probe (%s): new ones keep their liveness probe with the kubelet (EnhancedLivenessProbe)", liveness, enhancedLiveness))
+	}
+	if ordered > 0 {
+		out = append(out, fmt.Sprintf("%d pod(s) start their containers in an order (%s or env %s): new ones start them all at once", ordered, launchPriority, launchPriorityEnv))
+	}
+	return out
+}
+
+// What OpenKruise's pod webhook reads and writes on pods.
+const kruisePodReady corev1.PodConditionType = "KruisePodReady"
+
+const (
+	enhancedLiveness  = "apps.kruise.io/using-enhanced-liveness"
+	launchPriority    = "apps.kruise.io/container-launch-priority"
+	launchPriorityEnv = "KRUISE_CONTAINER_PRIORITY"
+)
