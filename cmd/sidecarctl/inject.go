@@ -44,7 +44,7 @@ func injectCmd() *cobra.Command {
 			if timestamp != "" {
 				t, err := time.Parse(time.RFC3339, timestamp)
 				if err != nil {
-					return fmt.Errorf("--timestamp %q: not RFC3339: %w", timestamp, err)
+					return usageError{fmt.Errorf("--timestamp %q: not RFC3339: %w", timestamp, err)}
 				}
 				now = func() time.Time { return t }
 			}
@@ -67,9 +67,14 @@ func injectCmd() *cobra.Command {
 					continue
 				}
 				pod, _ := manifest.PodTemplate(o.Obj, src.namespace)
+				written := pod.DeepCopy()
 				res, err := injector.Pod(cmd.Context(), w.snapshot, m, injector.PodRequest{Pod: pod})
 				if err != nil {
 					w.fail(o, err) // a cluster would refuse its pods: there is nothing to print
+					continue
+				}
+				if problems := w.podProblems(o, written, res.Pod, res.Injected); len(problems) > 0 {
+					w.problems = append(w.problems, problems...) // so would the API server
 					continue
 				}
 				for _, reason := range res.Denied {
@@ -113,7 +118,7 @@ func outputFormat(o string) (manifest.Format, error) {
 	case "json":
 		return manifest.JSON, nil
 	}
-	return "", fmt.Errorf("-o %q: unsupported output format (yaml or json)", o)
+	return "", usageError{fmt.Errorf("-o %q: unsupported output format (yaml or json)", o)}
 }
 
 // workloadPatch is one entry of `inject --patch`: which workload, and the patch for its pods with

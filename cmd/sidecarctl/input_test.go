@@ -148,7 +148,7 @@ func TestReadsWhatOthersWrote(t *testing.T) {
 			name:   "--max-document-bytes must be positive",
 			stdin:  pod,
 			args:   []string{"check", "-f", "-", "--max-document-bytes", "0"},
-			code:   1,
+			code:   2,
 			stderr: []string{"--max-document-bytes 0: must be positive"},
 		},
 		{
@@ -170,14 +170,16 @@ func TestReadsWhatOthersWrote(t *testing.T) {
 			code: 1,
 			stderr: []string{
 				"<stdin>: document 1 (SidecarSet/typo): spec.containers[0].imagee: unknown field",
+				// What decodes of it is validated too: without an image, the API server would say so.
+				"<stdin>: document 1 (SidecarSet/typo): spec.containers[0].image: Required value",
 				`<stdin>: document 3 (SidecarSet/bad): spec.selector.matchExpressions[0].operator: Invalid value: "Sometimes": not a valid selector operator`,
 				`<stdin>: document 3 (SidecarSet/bad): spec.selector: Invalid value: "{\"matchExpressions\":[{\"key\":\"app\",\"operator\":\"Sometimes\"}]}": "Sometimes" is not a valid label selector operator`,
-				"3 error(s) in 2 of 3 SidecarSet(s)",
+				"4 error(s) in 2 of 3 SidecarSet(s)",
 			},
 		},
 		{
 			name:   "check's summary counts problems outside SidecarSets apart",
-			stdin:  "apiVersion: v1\nkind: Pod\nmetadata: {name: x, z: 1}\n---\n" + agent,
+			stdin:  "apiVersion: v1\nkind: Pod\nmetadata: {name: x, z: 1, labels: {app: web}}\nspec: {containers: [{name: c, image: c}]}\n---\n" + agent,
 			args:   []string{"check", "-f", "-"},
 			code:   1,
 			stderr: []string{"<stdin>: document 1 (Pod/x): metadata.z: unknown field", "0 error(s) in 0 of 1 SidecarSet(s); 1 more elsewhere in the input"},
@@ -241,7 +243,7 @@ func TestReadsWhatOthersWrote(t *testing.T) {
 func TestInjectPatchLeadsIntoTheWorkload(t *testing.T) {
 	agent := yamlf(sidecarSetYAML, "agent", "agent")
 	cronJob := "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec:\n  schedule: '* * * * *'\n  jobTemplate:\n    spec:\n      template:\n" +
-		"        metadata: {labels: {app: web}}\n        spec: {containers: [{name: app, image: app:1}]}"
+		"        metadata: {labels: {app: web}}\n        spec: {restartPolicy: OnFailure, containers: [{name: app, image: app:1}]}"
 	for _, tc := range []struct {
 		name, workload, prefix string
 	}{

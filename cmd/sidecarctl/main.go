@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -33,9 +34,51 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.AddCommand(injectCmd(), checkCmd(), explainCmd(), compileCmd(), policyCmd(), rolloutCmd(), migrateCmd(), convertCmd(), versionCmd())
 	root.Version = version.Get().String("sidecarctl")
 	root.SetVersionTemplate("{{.Version}}\n")
-	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	markUsageErrors(root)
+	cmd, err := root.ExecuteContextC(ctx)
+	var status exitStatus
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &status):
+		return int(status)
 	}
-	return 0
+	fmt.Fprintln(stderr, err)
+	// At the root, only the command line can be wrong (an unknown command).
+	if errors.As(err, new(usageError)) || cmd == root {
+		return exitUsage
+	}
+	return 1
+}
+
+// exitUsage is the exit status of a command line that cannot be run as written; 1 is that of
+// what a command found.
+const exitUsage = 2
+
+// usageError is a command line that cannot be run as written: an unknown command or flag, a bad
+// flag value or argument, no input.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// exitStatus ends a command with that status and nothing more to print: it has printed what it
+// found.
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// markUsageErrors makes every argument check of c and its subcommands a usage error.
+func markUsageErrors(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		markUsageErrors(sub)
+	}
 }

@@ -75,6 +75,10 @@ type workspace struct {
 	sidecarSetsGiven int
 	refused          map[string]bool
 	stderr           io.Writer
+	// input is what reading found, the rejected documents included; warnings every warning
+	// printed, for check's machine-readable output.
+	input    manifest.Input
+	warnings manifest.Errors
 }
 
 // load reads the manifests and bundles, defaults and hashes SidecarSets as the API server and the
@@ -175,14 +179,14 @@ func (f *sourceFlags) load(cmd *cobra.Command, others string) (*workspace, error
 // single document, are errors.
 func (f *sourceFlags) read(cmd *cobra.Command) (*workspace, error) {
 	if len(f.files) == 0 {
-		return nil, errors.New("no input: give at least one -f PATH")
+		return nil, usageError{errors.New("no input: give at least one -f PATH")}
 	}
 	if f.maxDocumentBytes <= 0 {
-		return nil, fmt.Errorf("--%s %d: must be positive", maxDocumentBytesFlag, f.maxDocumentBytes)
+		return nil, usageError{fmt.Errorf("--%s %d: must be positive", maxDocumentBytesFlag, f.maxDocumentBytes)}
 	}
 	in := manifest.Reader{MaxDocumentBytes: f.maxDocumentBytes, LimitName: "--" + maxDocumentBytesFlag}.ReadInput(cmd.InOrStdin(), f.files...)
 	w := &workspace{objects: in.Objects, origin: map[*v1beta1.SidecarSet]*manifest.Object{}, written: map[*v1beta1.SidecarSet]versions.Written{}, refused: map[string]bool{},
-		problems: in.Errors, stderr: cmd.ErrOrStderr()}
+		problems: in.Errors, stderr: cmd.ErrOrStderr(), input: in}
 	for _, e := range in.Warnings {
 		w.warn(e)
 	}
@@ -264,6 +268,7 @@ func (w *workspace) fail(o *manifest.Object, err error) {
 }
 
 func (w *workspace) warn(e *manifest.Error) {
+	w.warnings = append(w.warnings, e)
 	fmt.Fprintln(w.stderr, "warning: "+e.Error())
 }
 

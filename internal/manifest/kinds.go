@@ -299,3 +299,26 @@ func supportedKinds() []schema.GroupVersionKind {
 	}
 	return append(gvks, listGVK)
 }
+
+// VolumeClaimTemplates names the volumeClaimTemplates of obj (a StatefulSet, an Advanced
+// StatefulSet, a CloneSet): their controllers add a volume of each name to the pods they create,
+// which the pod template's mounts may name without declaring it.
+func VolumeClaimTemplates(obj runtime.Object) []string {
+	var names []string
+	switch o := obj.(type) {
+	case *appsv1.StatefulSet:
+		for _, t := range o.Spec.VolumeClaimTemplates {
+			names = append(names, t.Name)
+		}
+	case *unstructured.Unstructured:
+		templates, _, _ := unstructured.NestedSlice(o.Object, "spec", "volumeClaimTemplates")
+		for _, t := range templates {
+			if m, ok := t.(map[string]any); ok {
+				if name, _, _ := unstructured.NestedString(m, "metadata", "name"); name != "" {
+					names = append(names, name)
+				}
+			}
+		}
+	}
+	return names
+}

@@ -125,6 +125,9 @@ type Input struct {
 	Warnings Errors
 	// Errors are the documents and files that gave no object, one entry per problem.
 	Errors Errors
+	// Sources are the files (and StdinSource) in the order they were read, those that could not
+	// be read included: the input order of the positions above.
+	Sources []string
 }
 
 // ReadInput decodes the manifests at paths, in order. A path is a file (read whatever its
@@ -157,6 +160,7 @@ func Decode(source string, data []byte) ([]*Object, error) {
 
 type reader struct {
 	in        Input
+	sources   map[string]bool
 	stdinRead bool
 	limit     docLimit
 }
@@ -168,7 +172,18 @@ func (r *reader) result() Input {
 	return r.in
 }
 
+func (r *reader) read(source string) {
+	if !r.sources[source] {
+		if r.sources == nil {
+			r.sources = map[string]bool{}
+		}
+		r.sources[source] = true
+		r.in.Sources = append(r.in.Sources, source)
+	}
+}
+
 func (r *reader) fail(source string, err error) {
+	r.read(source)
 	reason := err.Error()
 	// os errors repeat the path, which the message already starts with.
 	var pe *fs.PathError
@@ -251,6 +266,7 @@ func (r *reader) file(path string) {
 }
 
 func (r *reader) source(name string, data []byte) {
+	r.read(name)
 	// The parsers are third-party code fed with arbitrary input. Should one of them panic, that is
 	// one more error, in this source, rather than a crash of the CLI. (FuzzDecode treats it as a bug.)
 	defer func() {

@@ -1,0 +1,336 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
+	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/internal/injector"
+	"github.com/sidecarops/sidecarops/internal/manifest"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/lint"
+	"github.com/sidecarops/sidecarops/internal/sidecarset/versions"
+	"github.com/sidecarops/sidecarops/mutation"
+)
+
+// The severities and rules of check's findings (docs/cli.md documents them).
+const (
+	severityError   = "error"
+	severityWarning = "warning"
+
+	ruleInput      = "input"      // the document cannot be read as written
+	ruleSidecarSet = "sidecarset" // OpenKruise's validating webhook refuses the SidecarSet
+	ruleInjection  = "injection"  // the injection into the workload's pods fails
+	rulePod        = "pod"        // the API server refuses the workload's pods
+	strictPrefix   = "strict/"    // a strict finding: lint's rule follows
+)
+
+// finding is one problem check reports.
+type finding struct {
+	*manifest.Error
+	severity string
+	rule     string
+}
+
+// findings is everything check reports about w, in input order and by line within a document:
+// what reading found, the SidecarSets refused (and what else is wrong with those that did not
+// decode), the workloads whose pods would be refused once injected, and the strict findings,
+// errors when strict.
+func (w *workspace) findings(ctx context.Context, strict bool, namespace string) ([]finding, error) {
+	var out []finding
+	add := func(severity, rule string, es ...*manifest.Error) {
+		for _, e := range es {
+			out = append(out, finding{e, severity, rule})
+		}
+	}
+	read := map[*manifest.Error]bool{}
+	for _, e := range w.input.Errors {
+		read[e] = true
+	}
+	add(severityWarning, ruleInput, w.warnings...)
+	for _, e := range w.problems {
+		switch {
+		case read[e] || e.Kind != "SidecarSet":
+			add(severityError, ruleInput, e)
+		default:
+			add(severityError, ruleSidecarSet, e)
+		}
+	}
+
+	sets := slices.Clone(w.input.Objects)
+	var pods []*corev1.Pod
+	m := &mutation.Injector{Now: time.Now, Rand: rand.Float64}
+	for _, o := range w.workloads {
+		pod, ok := manifest.PodTemplate(o.Obj, namespace)
+		if !ok {
+			continue
+		}
+		pods = append(pods, pod)
+		written := pod.DeepCopy()
+		res, err := injector.Pod(ctx, w.snapshot, m, injector.PodRequest{Pod: pod})
+		if err != nil {
+			add(severityError, ruleInjection, o.Report("", err.Error()))
+			continue
+		}
+		add(severityError, rulePod, w.podProblems(o, written, res.Pod, res.Injected)...)
+	}
+	// What did not decode is refused already; what did is checked on, so that one run reports
+	// every problem. A rejected SidecarSet is validated beside the admitted ones: it is never
+	// admitted, so they are all that a cluster would hold beside it.
+	for _, o := range w.input.Rejected {
+		switch {
+		case isSidecarSet(o):
+			sets = append(sets, o)
+			errs, err := w.validateRejected(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			add(severityError, ruleSidecarSet, errs...)
+		case manifest.IsWorkload(o.Obj):
+			if pod, ok := manifest.PodTemplate(o.Obj, namespace); ok {
+				pods = append(pods, pod)
+				add(severityError, rulePod, w.podProblems(o, pod, pod, nil)...)
+			}
+		}
+	}
+
+	lintSeverity := severityWarning
+	if strict {
+		lintSeverity = severityError
+	}
+	for _, o := range sets {
+		if !isSidecarSet(o) {
+			continue
+		}
+		obj, err := o.Written()
+		if err != nil {
+			continue // reported when it was read
+		}
+		written, err := versions.Of(obj)
+		if err != nil {
+			continue // reported when it was loaded
+		}
+		for _, f := range append(lint.SidecarSet(written.Hub), lint.Selector(written.Hub, pods)...) {
+			add(lintSeverity, strictPrefix+f.Rule, o.Report(f.Field, f.Message))
+		}
+	}
+	w.sortFindings(out)
+	return out, nil
+}
+
+func isSidecarSet(o *manifest.Object) bool {
+	switch o.Obj.(type) {
+	case *v1alpha1.SidecarSet, *v1beta1.SidecarSet:
+		return true
+	}
+	return false
+}
+
+// validateRejected validates a SidecarSet that did not decode whole, as load validates the others,
+// but what is left of it: what it says about values that did not decode is left out (reported).
+func (w *workspace) validateRejected(ctx context.Context, o *manifest.Object) (manifest.Errors, error) {
+	written, err := versions.Of(o.Obj)
+	if err != nil {
+		return nil, nil
+	}
+	ss := written.Hub
+	ss.Namespace = ""
+	if err := defaults.SidecarSetAndHash(ss); err != nil {
+		return nil, nil //nolint:nilerr // a hash that cannot be computed adds nothing to the errors reported
+	}
+	errs, err := injector.ValidateSidecarSet(ctx, w.snapshot, ss, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out manifest.Errors
+	for _, e := range written.Errors(errs) {
+		if !o.Dropped(e.Field) {
+			out = append(out, o.Report(e.Field, e.ErrorBody()))
+		}
+	}
+	return out, nil
+}
+
+// sortFindings puts the findings in input order — by source as read, document, List item — each
+// document's in the order they were found: what reading found (by line), then OpenKruise's rules
+// in OpenKruise's order, the pods, the strict findings.
+func (w *workspace) sortFindings(fs []finding) {
+	rank := map[string]int{}
+	note := func(source string) {
+		if _, ok := rank[source]; !ok {
+			rank[source] = len(rank)
+		}
+	}
+	for _, s := range w.input.Sources {
+		note(s)
+	}
+	for _, f := range fs {
+		note(f.Source)
+	}
+	slices.SortStableFunc(fs, func(a, b finding) int {
+		return cmp.Or(cmp.Compare(rank[a.Source], rank[b.Source]), cmp.Compare(a.Doc, b.Doc),
+			cmp.Compare(a.Item, b.Item))
+	})
+}
+
+// report prints the findings as output says and ends check: with exit status 1 when any is an
+// error (a warning is one with --strict already).
+func (w *workspace) report(cmd *cobra.Command, fs []finding, output string, strict bool) error {
+	errs, warnings := 0, 0
+	for _, f := range fs {
+		if f.severity == severityError {
+			errs++
+		} else {
+			warnings++
+		}
+	}
+	summary := w.summary(fs, warnings)
+	out := cmd.OutOrStdout()
+	switch output {
+	case "json":
+		doc := checkReport{Schema: checkSchema, Strict: strict, Findings: []jsonFinding{}, Summary: checkSummary{
+			Errors: errs, Warnings: warnings, SidecarSets: w.sidecarSetsGiven, Workloads: len(w.workloads), Text: summary}}
+		for _, f := range fs {
+			doc.Findings = append(doc.Findings, newJSONFinding(f))
+		}
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(doc); err != nil {
+			return err
+		}
+	case "github":
+		for _, f := range fs {
+			fmt.Fprintln(out, githubAnnotation(f))
+		}
+		fmt.Fprintln(out, summary)
+	default:
+		for _, f := range fs {
+			switch {
+			case f.severity == severityWarning && f.rule == ruleInput:
+				// load printed it as it read
+			case f.severity == severityWarning:
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s [%s]\n", f.Error.Error(), f.rule)
+			case strings.HasPrefix(f.rule, strictPrefix):
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s [%s]\n", f.Error.Error(), f.rule)
+			default:
+				fmt.Fprintln(cmd.ErrOrStderr(), f.Error.Error())
+			}
+		}
+		if errs == 0 {
+			fmt.Fprintln(out, summary)
+			return nil
+		}
+		fmt.Fprintln(cmd.ErrOrStderr(), summary)
+	}
+	if errs > 0 {
+		return exitStatus(1)
+	}
+	return nil
+}
+
+// summary counts the errors and the SidecarSets they refuse, e.g. "4 error(s) in 2 of 3
+// SidecarSet(s); 1 more elsewhere in the input; 2 warning(s)", or says there are none.
+func (w *workspace) summary(fs []finding, warnings int) string {
+	refused := map[string]bool{}
+	inSidecarSets, other := 0, 0
+	for _, f := range fs {
+		switch {
+		case f.severity != severityError:
+		case f.Kind == "SidecarSet":
+			inSidecarSets++
+			refused[f.Position.String()] = true
+		default:
+			other++
+		}
+	}
+	var s string
+	if inSidecarSets+other == 0 {
+		s = fmt.Sprintf("%d SidecarSet(s) checked: no errors", w.sidecarSetsGiven)
+	} else {
+		s = fmt.Sprintf("%d error(s) in %d of %d SidecarSet(s)", inSidecarSets, len(refused), w.sidecarSetsGiven)
+		if other > 0 {
+			s += fmt.Sprintf("; %d more elsewhere in the input", other)
+		}
+	}
+	if warnings > 0 {
+		s += fmt.Sprintf("; %d warning(s)", warnings)
+	}
+	return s
+}
+
+// checkSchema names the version of check's JSON output; a change that breaks a reader of it gets
+// a new one.
+const checkSchema = "sidecarctl.check/v1"
+
+// checkReport is `check -o json`, documented in docs/cli.md.
+type checkReport struct {
+	Schema   string        `json:"schema"`
+	Strict   bool          `json:"strict"`
+	Findings []jsonFinding `json:"findings"`
+	Summary  checkSummary  `json:"summary"`
+}
+
+type checkSummary struct {
+	Errors      int    `json:"errors"`
+	Warnings    int    `json:"warnings"`
+	SidecarSets int    `json:"sidecarSets"`
+	Workloads   int    `json:"workloads"`
+	Text        string `json:"text"`
+}
+
+// jsonFinding has every key always, zero when unknown: a reader need not test for presence.
+type jsonFinding struct {
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Document int    `json:"document"`
+	Item     *int   `json:"item"`
+	Kind     string `json:"kind"`
+	Name     string `json:"name"`
+	Field    string `json:"field"`
+	Severity string `json:"severity"`
+	Message  string `json:"message"`
+	Rule     string `json:"rule"`
+}
+
+func newJSONFinding(f finding) jsonFinding {
+	j := jsonFinding{File: f.Source, Line: f.Line, Document: f.Doc, Kind: f.Kind, Name: f.Name, Field: f.Field,
+		Severity: f.severity, Message: f.Reason, Rule: f.rule}
+	if f.Doc > 0 && f.Item >= 0 {
+		item := f.Item
+		j.Item = &item
+	}
+	return j
+}
+
+// githubAnnotation is f as a GitHub Actions workflow command, which the run shows on the line of
+// the file: "::error file=F,line=L,title=RULE::MESSAGE", escaped as the runner expects.
+func githubAnnotation(f finding) string {
+	props := []string{"file=" + escapeProperty(f.Source)}
+	if f.Line > 0 {
+		props = append(props, fmt.Sprintf("line=%d", f.Line))
+	}
+	props = append(props, "title="+escapeProperty("sidecarctl "+f.rule))
+	// The message is the line check prints, less the file and line the annotation carries.
+	msg := strings.TrimPrefix(f.Error.Error(), f.Source)
+	msg = strings.TrimPrefix(msg, fmt.Sprintf(":%d", f.Line))
+	msg = strings.TrimPrefix(msg, ": ")
+	return fmt.Sprintf("::%s %s::%s", f.severity, strings.Join(props, ","), escapeData(msg))
+}
+
+func escapeData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+func escapeProperty(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}
