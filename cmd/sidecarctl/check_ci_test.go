@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -133,6 +134,9 @@ func TestCheckForCI(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Empty(t, errOut)
 	golden(t, "ci-github.txt", out)
+	doc, err := os.ReadFile("../../docs/cli.md")
+	require.NoError(t, err)
+	assert.Contains(t, string(doc), "$ bin/sidecarctl check --strict -o github -f "+file+"\n"+out, "docs/cli.md shows this output")
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n")[:6] {
 		assert.Regexp(t, `^::error file=cmd/sidecarctl/testdata/ci/mistakes\.yaml,line=\d+,title=sidecarctl [a-z/-]+::document \d `, l)
 	}
