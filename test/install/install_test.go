@@ -153,6 +153,30 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	k.manager(ctx, t, bin, ip)
 	assertInjected(ctx, t, k.c, "after-restart", true)
 
+	// An administrator's object selector (webhookConfiguration.objectSelector) takes the pod webhook's
+	// selector from the prefilter, which keeps to its match condition beside it and leaves the
+	// selector to the chart; without it again, the prefilter's selector comes back. The selector
+	// is the prefilter's until then, so Helm's server-side apply needs --force-conflicts to take it
+	// (docs/install.md, "Selecting pods").
+	upgrade := []string{"upgrade", release, chartDir, "--namespace", namespace, "--set", "webhookConfiguration.objectSelector.matchLabels.sidecars=enabled"}
+	_, err = render.Helm(k.helmHome, append(upgrade, "--kubeconfig", k.kubeconfig)...)
+	require.Error(t, err)
+	assert.ErrorContains(t, err, `conflict with "sidecarops-prefilter": .webhooks[name="mpod.sidecarops.io"].objectSelector`)
+	k.helm(t, append(upgrade, "--force-conflicts")...)
+	assertFilter(ctx, t, k.c, &metav1.LabelSelector{MatchLabels: map[string]string{"sidecars": "enabled"}}, true)
+	selected := webPod("selected")
+	selected.Labels["sidecars"] = "enabled"
+	require.NoError(t, createEventually(ctx, k.c, selected))
+	assert.Len(t, selected.Spec.Containers, 2, "a pod of the administrator's selector is injected")
+	assertInjected(ctx, t, k.c, "not-selected", false)
+	assertFilter(ctx, t, k.c, &metav1.LabelSelector{MatchLabels: map[string]string{"sidecars": "enabled"}}, true)
+	// Without values, helm upgrade would reuse the release's.
+	k.helm(t, "upgrade", release, chartDir, "--namespace", namespace, "--reset-values")
+	assertFilter(ctx, t, k.c, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web"}},
+	}}, false)
+	assertInjected(ctx, t, k.c, "selector-removed", true)
+
 	// Uninstall: no webhook configuration is left to refuse pods; the CRD and its SidecarSets stay.
 	k.helm(t, "uninstall", release, "--namespace", namespace)
 	for _, o := range []client.Object{&admissionregv1.MutatingWebhookConfiguration{}, &admissionregv1.ValidatingWebhookConfiguration{}} {
@@ -278,6 +302,19 @@ func assertInjected(ctx context.Context, t *testing.T, c client.Client, name str
 	} else {
 		assert.Equal(t, []string{"app"}, names, "%s: created as sent", name)
 	}
+}
+
+// assertFilter waits until the pod webhook's object selector is selector and the prefilter's match
+// condition is registered or not (condition).
+func assertFilter(ctx context.Context, t *testing.T, c client.Client, selector *metav1.LabelSelector, condition bool) {
+	t.Helper()
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		mwc := &admissionregv1.MutatingWebhookConfiguration{}
+		require.NoError(ct, c.Get(ctx, client.ObjectKey{Name: manager.WebhookConfigurationName}, mwc))
+		filter, _ := prefilter.Registered(mwc, manager.PodWebhookName)
+		assert.Equal(ct, selector, filter.Selector)
+		assert.Equal(ct, condition, filter.Expression != "", "the condition: %q", filter.Expression)
+	}, time.Minute, 100*time.Millisecond)
 }
 
 func webPod(name string) *corev1.Pod {

@@ -46,10 +46,15 @@ type Reconciler struct {
 }
 
 // CacheByObject restricts the cache to the one registration the Reconciler reads; merge it into
-// the manager's cache options.
+// the manager's cache options. The registration keeps its managedFields, whatever the cache's
+// default transform strips: they are how the Reconciler tells an administrator's object selector
+// (selectorOwnedByOthers), which it must leave alone, from its own.
 func CacheByObject(configuration string) map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
-		&admissionregv1.MutatingWebhookConfiguration{}: {Field: fields.OneTermEqualSelector("metadata.name", configuration)},
+		&admissionregv1.MutatingWebhookConfiguration{}: {
+			Field:     fields.OneTermEqualSelector("metadata.name", configuration),
+			Transform: func(o any) (any, error) { return o, nil },
+		},
 	}
 }
 
