@@ -2,7 +2,11 @@ package manifests
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -406,7 +410,8 @@ func TestChartRejectsBadValues(t *testing.T) {
 		{"featureGates=SidecarSetPatchPodMetadataDefaultsAllowed", "/featureGates"},
 		// A gate that would change nothing here is refused by name, with the gates that do.
 		{"featureGates=ResourcesDeletionProtection=true\\,SidecarSetPatchPodMetadataDefaultsAllowed=true\\,AllAlpha=false",
-			"featureGates: ResourcesDeletionProtection, AllAlpha: not a gate sidecarops honours (it takes SidecarSetPatchPodMetadataDefaultsAllowed, and PodWebhook=true)"},
+			"featureGates: ResourcesDeletionProtection=true, AllAlpha=false: not what sidecarops honours (it takes SidecarSetPatchPodMetadataDefaultsAllowed, PodWebhook=true and EnableSortSidecarContainerByName=false)"},
+		{"featureGates=EnableSortSidecarContainerByName=true", "featureGates: EnableSortSidecarContainerByName=true: not what sidecarops honours"},
 		{"featureGates=PodWebhook=false", "PodWebhook=false turns off the pod webhook, which is all sidecarops does"},
 		// OpenKruise's values are named, each with what takes its place, and the table pointed to.
 		{"installation.namespace=kruise-system", "installation (here: the release's namespace is helm's --namespace"},
@@ -420,6 +425,94 @@ func TestChartRejectsBadValues(t *testing.T) {
 			_, err := render.Chart(t.TempDir(), chartDir, "sidecarops", namespace, nil, tc.set)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// featureGates takes OpenKruise's chart's string: a gate sidecarops honours becomes the manager's
+// flag; PodWebhook=true, OpenKruise's default, changes nothing.
+func TestChartFeatureGates(t *testing.T) {
+	for _, tc := range []struct {
+		gates           string
+		defaultsAllowed bool
+	}{
+		{"", false},
+		{"PodWebhook=true", false},
+		{"SidecarSetPatchPodMetadataDefaultsAllowed=false", false},
+		{"SidecarSetPatchPodMetadataDefaultsAllowed=true", true},
+		{`PodWebhook=true\,SidecarSetPatchPodMetadataDefaultsAllowed=true`, true},
+		// What sidecarops always does, as OpenKruise does it with the gate off.
+		{"EnableSortSidecarContainerByName=false", false},
+	} {
+		t.Run(tc.gates, func(t *testing.T) {
+			d := as[appsv1.Deployment](t, chart(t, nil, "featureGates="+tc.gates)["Deployment/"+namespace+"/sidecarops-manager"])
+			assert.Equal(t, tc.defaultsAllowed, slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--patch-metadata-defaults-allowed"))
+		})
+	}
+}
+
+// The pod webhook's selectors: the exclusions always, the administrator's namespace selector added
+// to them, and an object selector only when one selects something (an empty one would be the
+// chart's to own, and keep the prefilter from registering its own).
+func TestChartPodWebhookSelectors(t *testing.T) {
+	mwc := "MutatingWebhookConfiguration/sidecarops"
+	excluded := []metav1.LabelSelectorRequirement{
+		{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", namespace}},
+		{Key: "sidecarops.io/control-plane", Operator: metav1.LabelSelectorOpDoesNotExist},
+	}
+	empty := filepath.Join(t.TempDir(), "empty-selectors.yaml")
+	require.NoError(t, os.WriteFile(empty, []byte("webhookConfiguration: {namespaceSelector: {matchLabels: {}}, objectSelector: {matchLabels: {}, matchExpressions: []}}\n"), 0o600))
+	for _, tc := range []struct {
+		name              string
+		values            []string
+		sets              []string
+		namespaceSelector *metav1.LabelSelector
+		objectSelector    *metav1.LabelSelector
+	}{
+		{"defaults", nil, nil, &metav1.LabelSelector{MatchExpressions: excluded}, nil},
+		{"empty selectors", []string{empty}, nil, &metav1.LabelSelector{MatchExpressions: excluded}, nil},
+		{"namespace labels", nil, []string{"webhookConfiguration.namespaceSelector.matchLabels.team=web"},
+			&metav1.LabelSelector{MatchLabels: map[string]string{"team": "web"}, MatchExpressions: excluded}, nil},
+		{"object labels", nil, []string{"webhookConfiguration.objectSelector.matchLabels.sidecars=enabled"},
+			&metav1.LabelSelector{MatchExpressions: excluded}, &metav1.LabelSelector{MatchLabels: map[string]string{"sidecars": "enabled"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := as[admissionregv1.MutatingWebhookConfiguration](t, chart(t, tc.values, tc.sets...)[mwc])
+			assert.Equal(t, tc.namespaceSelector, m.Webhooks[0].NamespaceSelector)
+			assert.Equal(t, tc.objectSelector, m.Webhooks[0].ObjectSelector)
+		})
+	}
+}
+
+// NOTES.txt, which helm install prints, states the pod webhook's failure policy and its trade-off.
+func TestChartNotes(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		values    []string
+		want, not []string
+	}{
+		{"fail closed", nil,
+			[]string{"The pod webhook fails closed", "set webhookConfiguration.failurePolicy.pods: Ignore with webhookConfiguration.failOpen: true", "kubectl get sidecarsets"},
+			[]string{"WITHOUT", "Only pods that"}},
+		{"fail open, selectors", []string{fullValues},
+			[]string{"The pod webhook fails open", "created WITHOUT their\nsidecars", "Only pods that webhookConfiguration.namespaceSelector and objectSelector select"},
+			[]string{"fails closed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"install", "sidecarops", chartDir, "--namespace", namespace, "--dry-run=client"}
+			for _, f := range tc.values {
+				args = append(args, "--values", f)
+			}
+			out, err := render.Helm(t.TempDir(), args...)
+			require.NoError(t, err, "%s", out)
+			_, notes, found := strings.Cut(string(out), "\nNOTES:\n")
+			require.True(t, found, "%s", out)
+			for _, s := range tc.want {
+				assert.Contains(t, notes, s)
+			}
+			for _, s := range tc.not {
+				assert.NotContains(t, notes, s)
+			}
 		})
 	}
 }

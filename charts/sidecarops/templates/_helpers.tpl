@@ -61,29 +61,29 @@ file with nothing to map them to. docs/install.md, "Values from OpenKruise's cha
 {{/*
 featureGates parsed into a dict of the gates sidecarops honours, as JSON (fromJson it). The schema
 checks the syntax; a gate that changes nothing here is refused by name rather than ignored, since
-the administrator who set it expects it to do something.
+the administrator who set it expects it to do something. A gate whose one setting is what sidecarops
+always does (OpenKruise's default for both) is taken at that setting only.
 */}}
 {{- define "sidecarops.featureGates" -}}
 {{- $honoured := list "SidecarSetPatchPodMetadataDefaultsAllowed" -}}
+{{- $fixed := dict "PodWebhook" "true" "EnableSortSidecarContainerByName" "false" -}}
 {{- $gates := dict -}}
-{{- $unknown := list -}}
+{{- $refused := list -}}
 {{- range $g := splitList "," .Values.featureGates }}
 {{- if $g }}
 {{- $name := first (splitList "=" $g) }}
-{{- $on := eq (last (splitList "=" $g)) "true" }}
-{{- if eq $name "PodWebhook" }}
-{{- if not $on }}
+{{- $value := last (splitList "=" $g) }}
+{{- if eq $g "PodWebhook=false" }}
 {{- fail "featureGates: PodWebhook=false turns off the pod webhook, which is all sidecarops does: no SidecarSet would inject. To let pods be created while no replica answers, set webhookConfiguration.failurePolicy.pods: Ignore (with webhookConfiguration.failOpen: true) instead" }}
-{{- end }}
 {{- else if has $name $honoured }}
-{{- $_ := set $gates $name $on }}
-{{- else }}
-{{- $unknown = append $unknown $name }}
+{{- $_ := set $gates $name (eq $value "true") }}
+{{- else if ne (get $fixed $name) $value }}
+{{- $refused = append $refused $g }}
 {{- end }}
 {{- end }}
 {{- end }}
-{{- with $unknown }}
-{{- fail (printf "featureGates: %s: not a gate sidecarops honours (it takes %s, and PodWebhook=true); docs/install.md, \"Values from OpenKruise's chart\", says why" (join ", " .) (join ", " $honoured)) }}
+{{- with $refused }}
+{{- fail (printf "featureGates: %s: not what sidecarops honours (it takes %s, PodWebhook=true and EnableSortSidecarContainerByName=false); docs/install.md, \"Values from OpenKruise's chart\", says why" (join ", " .) (join ", " $honoured)) }}
 {{- end }}
 {{- toJson $gates }}
 {{- end }}
