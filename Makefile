@@ -58,16 +58,27 @@ build:
 # base image, so offline: dist/images/{manager,agent}/ are OCI layouts (one index, linux/amd64 and
 # linux/arm64), dist/images/digests.txt names each by tag and digest. Reproducible: every time in them is
 # the commit's ($SOURCE_DATE_EPOCH if set); docs/development.md, "Images".
+# The images are $(REGISTRY)/manager and $(REGISTRY)/agent, tagged $(VERSION); REGISTRY is the one part
+# of their names to change (docs/install.md, "Images").
+REGISTRY ?= ghcr.io/sidecarops
 .PHONY: images
 images:
-	$(GO) run ./hack/images --go '$(GO)' --version '$(VERSION)' --commit '$(COMMIT)' --out dist/images
+	$(GO) run ./hack/images --go '$(GO)' --version '$(VERSION)' --commit '$(COMMIT)' --registry '$(REGISTRY)' --out dist/images
+
+# Pushes the layouts `make images` wrote to $(REGISTRY), with `docker login`/`podman login`
+# credentials, and prints each image by tag and digest. VERSION, when given, must be what they hold.
+# PUSH_ARGS=--insecure allows plain HTTP to a test registry.
+PUSH_ARGS ?=
+.PHONY: push
+push:
+	$(GO) run ./hack/images push --registry '$(REGISTRY)' --in dist/images $(if $(filter command line environment,$(origin VERSION)),--version '$(VERSION)') $(PUSH_ARGS)
 
 # Everything a release publishes, into dist/release/$(VERSION) (hack/release.sh: the CLI for linux and
 # darwin, the image archives and digests, the chart, the rendered install YAML, CHANGELOG.md and
 # SHA256SUMS); uploads nothing. VERSION must be given: make release VERSION=v0.1.0.
 .PHONY: release
 release: $(HELM)
-	VERSION='$(VERSION)' GO='$(GO)' HELM='$(HELM)' hack/release.sh
+	VERSION='$(VERSION)' REGISTRY='$(REGISTRY)' GO='$(GO)' HELM='$(HELM)' hack/release.sh
 
 # The README's first command: a local control plane, the manager, the examples, injected pods.
 # DEMO_ARGS=--once runs through and exits (CI); -v shows the manager's logs.

@@ -6,6 +6,8 @@
 #   digests.txt                                      each image by tag and digest
 #   sidecarops-X.Y.Z.tgz                             the Helm chart, its image pinned by tag and digest
 #   install.yaml                                     config/default rendered, image by tag and digest
+# The images are named $REGISTRY/manager and $REGISTRY/agent (REGISTRY: ghcr.io/sidecarops unless set),
+# in digests.txt, the chart and install.yaml alike.
 #   CHANGELOG.md                                     with this release's entry (checked, not written)
 #   SHA256SUMS                                       of every file above
 # Reproducible: the binaries are built with -trimpath and every time in the images and archives is
@@ -19,6 +21,8 @@ version=${VERSION:-}
 [[ $version =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] ||
   die "VERSION must be a semantic version with a leading v (make release VERSION=v0.1.0), not '${version}'"
 chart_version=${version#v}
+registry=${REGISTRY:-ghcr.io/sidecarops}
+registry=${registry%/}
 go=${GO:-go}
 helm=${HELM:?the Helm binary (make release passes it)}
 commit=$(git rev-parse HEAD)
@@ -44,21 +48,23 @@ for os in linux darwin; do
 done
 
 echo "images"
-"$go" run ./hack/images --go "$go" --version "$version" --commit "$commit" --out "$tmp/images" >/dev/null
+"$go" run ./hack/images --go "$go" --version "$version" --commit "$commit" --registry "$registry" --out "$tmp/images" >/dev/null
 cp "$tmp/images/digests.txt" "$out/"
 for image in manager agent; do
   tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner --format=ustar \
     -C "$tmp/images/$image" -cf "$out/sidecarops-$image-$version.oci.tar" .
 done
-manager_digest=$(awk -F@ '/^sidecarops\/manager:/ {print $2}' "$out/digests.txt")
-[[ $manager_digest =~ ^sha256:[0-9a-f]{64}$ ]] || die "no manager digest in digests.txt"
-image_ref="sidecarops/manager:$version@$manager_digest"
+manager_digest=$(awk -F@ -v name="$registry/manager:$version" '$1 == name {print $2}' "$out/digests.txt")
+[[ $manager_digest =~ ^sha256:[0-9a-f]{64}$ ]] || die "no $registry/manager:$version digest in digests.txt"
+image_ref="$registry/manager:$version@$manager_digest"
 
 echo "chart"
 cp -r charts/sidecarops "$tmp/chart"
-sed -i -e "s|^  tag: \"\"$|  tag: \"$version\"|" -e "s|^  digest: \"\"$|  digest: \"$manager_digest\"|" "$tmp/chart/values.yaml"
+# The image's repository, tag and digest, in values.yaml's one image: block (at any indentation).
+sed -i -e "/^ *image:\$/,/^ *pullPolicy:/{s|^\( *\)repository: .*\$|\1repository: $registry/manager|;s|^\( *\)tag: \"\"\$|\1tag: \"$version\"|;s|^\( *\)digest: \"\"\$|\1digest: \"$manager_digest\"|}" \
+  "$tmp/chart/values.yaml"
 "$helm" template sidecarops "$tmp/chart" --namespace sidecarops-system | grep -qF "image: $image_ref" ||
-  die "the packaged chart does not render the image $image_ref (values.yaml's image.tag/digest lines changed?)"
+  die "the packaged chart does not render the image $image_ref (values.yaml's image repository/tag/digest lines changed?)"
 "$helm" package "$tmp/chart" --version "$chart_version" --app-version "$version" --destination "$out" >/dev/null
 # helm package stamps the archive with the current time; repack it with the commit's.
 mkdir "$tmp/pkg"
@@ -74,7 +80,8 @@ cat > "$overlay/kustomization.yaml" <<EOF
 resources:
   - ../../../config/default
 images:
-  - name: sidecarops/manager
+  - name: ghcr.io/sidecarops/manager
+    newName: $registry/manager
     newTag: $version
     digest: $manager_digest
 EOF

@@ -58,6 +58,9 @@ const (
 	sourceURL  = "https://github.com/sidecarops/sidecarops"
 	modulePath = "github.com/sidecarops/sidecarops"
 	refNameKey = "org.opencontainers.image.ref.name"
+	// defaultRegistry is where the images are published; REGISTRY/manager and REGISTRY/agent are their
+	// names in every manifest of the repository (a test refuses any other).
+	defaultRegistry = "ghcr.io/sidecarops"
 )
 
 type options struct {
@@ -66,7 +69,7 @@ type options struct {
 	CABundle        string
 	Root            string
 	Out             string
-	Repository      string
+	Registry        string
 	Go              string
 	Images          []imageSpec
 	Platforms       []platform
@@ -76,6 +79,11 @@ type options struct {
 type built struct {
 	Repository, Tag string
 	Digest          v1.Hash
+}
+
+// repository is an image's name under a registry prefix: ghcr.io/sidecarops/manager.
+func repository(registry string, spec imageSpec) string {
+	return strings.TrimSuffix(registry, "/") + "/" + spec.Name
 }
 
 // Ref names the image by tag and digest: the digest is what a node pulls, the tag what a reader sees.
@@ -89,8 +97,8 @@ func build(ctx context.Context, o options) ([]built, error) {
 	}
 	// The version becomes the tag, so it must be one: checked before minutes of building.
 	for _, spec := range o.Images {
-		if _, err := name.NewTag(o.Repository + spec.Name + ":" + o.Version); err != nil {
-			return nil, fmt.Errorf("image %s: --version %q is not a valid tag: %w", spec.Name, o.Version, err)
+		if _, err := name.NewTag(repository(o.Registry, spec) + ":" + o.Version); err != nil {
+			return nil, fmt.Errorf("image %s: --registry %q and --version %q do not make an image name: %w", spec.Name, o.Registry, o.Version, err)
 		}
 	}
 	licence, err := spdxID(filepath.Join(o.Root, "LICENSE"))
@@ -116,30 +124,23 @@ func build(ctx context.Context, o options) ([]built, error) {
 	}
 	var out []built
 	for _, spec := range o.Images {
-		idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+		var exes []string
 		for _, p := range o.Platforms {
 			bin := filepath.Join(bins, spec.Binary+"-"+p.Arch)
 			if err := goBuild(ctx, o, spec, p, bin); err != nil {
 				return nil, err
 			}
-			img, err := platformImage(o, spec, p, bin, ca, labels)
-			if err != nil {
-				return nil, fmt.Errorf("image %s linux/%s: %w", spec.Name, p.Arch, err)
-			}
-			idx = mutate.AppendManifests(idx, mutate.IndexAddendum{
-				Add:        img,
-				Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: p.Arch}},
-			})
+			exes = append(exes, bin)
 		}
-		annotated, ok := mutate.Annotations(idx, labels).(v1.ImageIndex)
-		if !ok {
-			return nil, fmt.Errorf("image %s: annotating the index did not give an index", spec.Name)
+		annotated, err := imageIndex(o, spec, exes, ca, labels)
+		if err != nil {
+			return nil, err
 		}
 		digest, err := writeLayout(filepath.Join(o.Out, spec.Name), annotated, o.Version)
 		if err != nil {
 			return nil, fmt.Errorf("image %s: %w", spec.Name, err)
 		}
-		out = append(out, built{Repository: o.Repository + spec.Name, Tag: o.Version, Digest: digest})
+		out = append(out, built{Repository: repository(o.Registry, spec), Tag: o.Version, Digest: digest})
 	}
 	var lines strings.Builder
 	for _, b := range out {
@@ -150,6 +151,27 @@ func build(ctx context.Context, o options) ([]built, error) {
 		return nil, fmt.Errorf("%s: %w", digests, err)
 	}
 	return out, nil
+}
+
+// imageIndex is the image for every platform of o.Platforms, from its binary in exes (in the same
+// order), under one index that carries the labels as annotations.
+func imageIndex(o options, spec imageSpec, exes []string, ca []byte, labels map[string]string) (v1.ImageIndex, error) {
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for i, p := range o.Platforms {
+		img, err := platformImage(o, spec, p, exes[i], ca, labels)
+		if err != nil {
+			return nil, fmt.Errorf("image %s linux/%s: %w", spec.Name, p.Arch, err)
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{
+			Add:        img,
+			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: p.Arch}},
+		})
+	}
+	annotated, ok := mutate.Annotations(idx, labels).(v1.ImageIndex)
+	if !ok {
+		return nil, fmt.Errorf("image %s: annotating the index did not give an index", spec.Name)
+	}
+	return annotated, nil
 }
 
 // goBuild builds a static binary with nothing of the build machine in it: no cgo, no paths

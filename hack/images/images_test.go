@@ -73,9 +73,9 @@ func TestImagesAreReproducible(t *testing.T) {
 	require.Len(t, lines, len(images))
 	for i, spec := range images {
 		t.Run(spec.Name, func(t *testing.T) {
-			prefix := "sidecarops/" + spec.Name + ":" + testVersion + "@sha256:"
-			require.True(t, strings.HasPrefix(lines[i], prefix), "digests.txt line %q, want %s…", lines[i], prefix)
-			want, err := v1.NewHash(strings.TrimPrefix(lines[i], "sidecarops/"+spec.Name+":"+testVersion+"@"))
+			ref := "ghcr.io/sidecarops/" + spec.Name + ":" + testVersion + "@"
+			require.True(t, strings.HasPrefix(lines[i], ref+"sha256:"), "digests.txt line %q, want %ssha256:…", lines[i], ref)
+			want, err := v1.NewHash(strings.TrimPrefix(lines[i], ref))
 			require.NoError(t, err)
 			checkImage(t, filepath.Join(dirs[0], spec.Name), spec, want)
 		})

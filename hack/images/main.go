@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
 )
 
 func main() {
@@ -21,13 +23,16 @@ func main() {
 }
 
 func run(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "push" {
+		return runPush(ctx, args[1:])
+	}
 	fs := flag.NewFlagSet("images", flag.ContinueOnError)
 	version := fs.String("version", "", "the version stamped into the binaries, the image label and the tag (required)")
 	commit := fs.String("commit", "", "the commit stamped into the binaries and the revision label (required)")
 	epoch := fs.Int64("epoch", -1, "the time of every file and of the image, in Unix seconds; default: $SOURCE_DATE_EPOCH, else the time of the checkout's last commit")
 	out := fs.String("out", filepath.Join("dist", "images"), "directory of the OCI layouts and digests.txt")
 	caBundle := fs.String("ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "the CA bundle copied into the images")
-	repository := fs.String("repository-prefix", "sidecarops/", "prefix of the image repositories in digests.txt (sidecarops/manager, sidecarops/agent)")
+	registry := fs.String("registry", defaultRegistry, "the registry prefix of the image names in digests.txt (REGISTRY/manager, REGISTRY/agent)")
 	goCmd := fs.String("go", "go", "the go command that builds the binaries")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -47,21 +52,56 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	built, err := build(ctx, options{
-		Version:    *version,
-		Commit:     *commit,
-		Epoch:      when,
-		CABundle:   *caBundle,
-		Root:       root,
-		Out:        *out,
-		Repository: *repository,
-		Go:         *goCmd,
-		Images:     images,
-		Platforms:  platforms,
+		Version:   *version,
+		Commit:    *commit,
+		Epoch:     when,
+		CABundle:  *caBundle,
+		Root:      root,
+		Out:       *out,
+		Registry:  *registry,
+		Go:        *goCmd,
+		Images:    images,
+		Platforms: platforms,
 	})
 	if err != nil {
 		return err
 	}
 	for _, b := range built {
+		fmt.Println(b.Ref())
+	}
+	return nil
+}
+
+func runPush(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("images push", flag.ContinueOnError)
+	in := fs.String("in", filepath.Join("dist", "images"), "directory of the OCI layouts make images wrote")
+	registry := fs.String("registry", defaultRegistry, "the registry prefix to push to: REGISTRY/manager:TAG, REGISTRY/agent:TAG")
+	version := fs.String("version", "", "the tag the layouts must hold (default: whatever they hold)")
+	insecure := fs.Bool("insecure", false, "allow plain HTTP to the registry (a test registry; localhost and private addresses need no flag)")
+	timeout := fs.Duration("timeout", 10*time.Minute, "the longest each image's push may take")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("push: unexpected arguments %q", fs.Args())
+	}
+	if *timeout <= 0 {
+		return fmt.Errorf("push: --timeout %s: must be positive", *timeout)
+	}
+	pushed, err := push(ctx, pushOptions{
+		In:       *in,
+		Registry: *registry,
+		Version:  *version,
+		Insecure: *insecure,
+		Timeout:  *timeout,
+		// `docker login` and `podman login` credentials, and the credential helpers they name.
+		Keychain: authn.DefaultKeychain,
+		Images:   images,
+	})
+	if err != nil {
+		return err
+	}
+	for _, b := range pushed {
 		fmt.Println(b.Ref())
 	}
 	return nil
