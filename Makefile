@@ -163,13 +163,14 @@ vulncheck: $(GOVULNCHECK) $(VULN_DB)/index/db.json
 
 # Deepcopy and the CRD are generated and committed; `make test` checks they are current.
 # The chart's CRD is the same file (its template adds the conversion webhook and Helm's labels), and
-# so is the sidecar agent's admission policy.
+# so is the sidecar agent's admission policy, and so are the alerting rules and the dashboard.
 CHART := charts/sidecarops
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd
 	cp config/crd/apps.kruise.io_sidecarsets.yaml $(CHART)/files/
 	cp config/agent-policy/admission_policy.yaml $(CHART)/files/agent-own-pod-policy.yaml
+	cp config/components/monitoring/prometheus-rules.yaml config/components/monitoring/dashboard.json $(CHART)/files/
 
 verify-generated: $(CONTROLLER_GEN)
 	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \

@@ -1,0 +1,93 @@
+package manager
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sidecarops/sidecarops/internal/testing/doctable"
+	"github.com/sidecarops/sidecarops/internal/testing/promrules"
+)
+
+// kubeStateMetrics are the metrics of kube-state-metrics the rules may name: whether any replica of
+// the manager runs is a fact about its Deployment, which no metric of the manager itself can state.
+var kubeStateMetrics = map[string]bool{
+	"kube_deployment_status_replicas_available": true,
+}
+
+// runbook is where every alert points: the table of docs/operations.md that lists them.
+const runbook = "https://github.com/sidecarops/sidecarops/blob/main/docs/operations.md#alerts"
+
+// Every expression of the alerting rules and of the dashboard parses with Prometheus' parser and
+// names only metrics, and labels, that the manager registers (on the registry it serves, as
+// manager.go builds it) — or the agent, or kube-state-metrics where allowed above.
+func TestAlertsAndDashboardUseRegisteredMetrics(t *testing.T) {
+	rec := &doctable.Recorder{Registerer: prometheus.NewRegistry()}
+	_, err := newComponentMetrics(rec)
+	require.NoError(t, err)
+	registered, err := doctable.Described(rec.Collectors...)
+	require.NoError(t, err)
+	// The agent's are agent's TestAlertsUseRegisteredMetrics's to check, against its registry.
+	owned := func(m string) bool { return !promrules.AgentMetric(m) && !kubeStateMetrics[m] }
+
+	exprs, err := promrules.Expressions()
+	require.NoError(t, err, "the rules and the dashboard, valid JSON")
+	used := map[string]bool{}
+	for where, expr := range exprs {
+		uses, aggs, err := promrules.Parse(expr)
+		if !assert.NoError(t, err, where) {
+			continue
+		}
+		for _, u := range uses {
+			used[u.Metric] = true
+		}
+		assert.Empty(t, promrules.Check(uses, aggs, registered, owned), "%s: %s", where, expr)
+	}
+	for m := range kubeStateMetrics {
+		assert.True(t, used[m], "%s is allowed but no rule uses it: drop it from the allow-list", m)
+	}
+}
+
+// Every alert is complete: a duration, a severity, what it means, what to look at, and the docs.
+func TestAlertsAreComplete(t *testing.T) {
+	groups, err := promrules.RuleGroups()
+	require.NoError(t, err)
+	for _, g := range groups {
+		require.NotEmpty(t, g.Rules, g.Name)
+		for _, r := range g.Rules {
+			assert.NoError(t, promrules.ValidFor(r.For), "%s: for %q", r.Alert, r.For)
+			assert.Contains(t, []string{"critical", "warning"}, r.Labels["severity"], r.Alert)
+			assert.NotEmpty(t, r.Annotations["summary"], r.Alert)
+			assert.NotEmpty(t, r.Annotations["description"], r.Alert)
+			assert.Equal(t, runbook, r.Annotations["runbook_url"], r.Alert)
+		}
+	}
+}
+
+// docs/operations.md's table of alerts is the rules file: the same alerts in the same order, with
+// the same expressions, durations, severities and summaries.
+func TestOperationsAlertTableIsTheRulesFile(t *testing.T) {
+	groups, err := promrules.RuleGroups()
+	require.NoError(t, err)
+	var want [][]string
+	for _, g := range groups {
+		for _, r := range g.Rules {
+			want = append(want, []string{"`" + r.Alert + "`", "`" + r.Expr + "`", r.For, r.Labels["severity"], r.Annotations["summary"]})
+		}
+	}
+
+	doc, err := doctable.Doc("operations.md")
+	require.NoError(t, err)
+	tables, err := doctable.Tables(doc, "Alerts") // the runbook links' #alerts
+	require.NoError(t, err)
+	var got [][]string
+	for _, tb := range tables {
+		if len(tb.Header) > 0 && tb.Header[0] == "alert" {
+			require.Equal(t, []string{"alert", "expression", "for", "severity", "what it means"}, tb.Header)
+			got = append(got, tb.Rows...)
+		}
+	}
+	assert.Equal(t, want, got, "the rules file (-) against docs/operations.md (+)")
+}
