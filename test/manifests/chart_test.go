@@ -107,10 +107,9 @@ func TestChartMatchesConfigDefault(t *testing.T) {
 	assert.Equal(t, "keep", cut(t, fromChart[crd].Object, "metadata", "annotations", "helm.sh/resource-policy"))
 
 	deploy := "Deployment/" + namespace + "/sidecarops-manager"
-	// The chart's image defaults to its appVersion; config/default's is config/manager's images: entry,
-	// the same version (hack/images' TestKustomizeImages). Either is replaced at install or release.
+	// The chart's image defaults to its appVersion; config/default's is set at install or release.
 	assert.Equal(t, "ghcr.io/sidecarops/manager:v0.1.0", cut(t, fromChart[deploy].Object, "spec", "template", "spec", "containers", 0, "image"))
-	assert.Equal(t, "ghcr.io/sidecarops/manager:v0.1.0", cut(t, fromConfig[deploy].Object, "spec", "template", "spec", "containers", 0, "image"))
+	assert.Equal(t, "sidecarops/manager:latest", cut(t, fromConfig[deploy].Object, "spec", "template", "spec", "containers", 0, "image"))
 
 	// The pod webhook skips kube-system and the manager's namespace: config/default by its
 	// sidecarops.io/control-plane label, the chart (whose namespace Helm creates unlabelled) by name too.
@@ -516,4 +515,56 @@ func TestChartNotes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An OpenKruise values file (the keys of openkruise/kruise v1.8's values.yaml) fails with every value
+// this chart does not take named, each one in docs/install.md's table; its values under the names
+// both charts share are taken.
+func TestChartNamesOpenKruiseValues(t *testing.T) {
+	shared := `imagePullSecrets: []
+manager:
+  log: {level: "4"}
+  replicas: 2
+  webhook: {port: 9876}
+  metrics: {port: 8080}
+  healthProbe: {port: 8000}
+  resources: {limits: {cpu: 200m, memory: 512Mi}, requests: {cpu: 100m, memory: 256Mi}}
+  hostNetwork: false
+  nodeSelector: {}
+  tolerations: []
+webhookConfiguration: {timeoutSeconds: 30}
+serviceAccount: {annotations: {}}
+`
+	kruiseOnly := `crds: {managed: true}
+installation: {namespace: kruise-system, createNamespace: true, roleListGroups: ["*"]}
+externalCerts: {annotations: {}}
+enableKubeCacheMutationDetector: false
+daemon: {port: 10221}
+helmHooks: {image: {repository: openkruise/kruise-helm-hook, tag: v0.1.0}}
+`
+	managerOnly := `  pprofAddr: localhost:8090
+  resyncPeriod: "0"
+  loggingFormat: ""
+  nodeAffinity: {}
+`
+	dir := t.TempDir()
+	kruise, ours := filepath.Join(dir, "kruise-values.yaml"), filepath.Join(dir, "shared-values.yaml")
+	require.NoError(t, os.WriteFile(kruise, []byte(kruiseOnly+strings.Replace(shared, "manager:\n", "manager:\n"+managerOnly, 1)), 0o600))
+	require.NoError(t, os.WriteFile(ours, []byte(shared), 0o600))
+
+	_, err := render.Chart(t.TempDir(), chartDir, "sidecarops", namespace, []string{kruise})
+	require.Error(t, err)
+	doc, readErr := os.ReadFile("../../docs/install.md")
+	require.NoError(t, readErr)
+	for _, k := range []string{"crds", "installation", "externalCerts", "enableKubeCacheMutationDetector", "daemon", "helmHooks",
+		"manager.pprofAddr", "manager.resyncPeriod", "manager.loggingFormat", "manager.nodeAffinity"} {
+		assert.Contains(t, err.Error(), k+" (here: ")
+		assert.Contains(t, string(doc), "| `"+k, "docs/install.md's table has %s", k)
+	}
+
+	// Without them, the rest installs as OpenKruise's chart would set it.
+	d := as[appsv1.Deployment](t, chart(t, []string{ours})["Deployment/"+namespace+"/sidecarops-manager"])
+	c := d.Spec.Template.Spec.Containers[0]
+	assert.Subset(t, c.Args, []string{"--webhook-port=9876", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8000", "--zap-log-level=4"})
+	assert.Equal(t, "200m", c.Resources.Limits.Cpu().String())
 }
