@@ -170,6 +170,7 @@ generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd
 	cp config/crd/apps.kruise.io_sidecarsets.yaml $(CHART)/files/
 	cp config/agent-policy/admission_policy.yaml $(CHART)/files/agent-own-pod-policy.yaml
+	cp config/components/openkruise-fence/admission_policy.yaml $(CHART)/files/openkruise-fence.yaml
 	cp config/components/monitoring/prometheus-rules.yaml config/components/monitoring/dashboard.json $(CHART)/files/
 
 verify-generated: $(CONTROLLER_GEN)
@@ -206,6 +207,21 @@ test-go: $(OPA) $(HELM)
 	hack/kwok-bin.sh >/dev/null
 	assets=$$(hack/envtest-bins.sh | tail -n 1); \
 	KUBEBUILDER_ASSETS=$$assets SIDECAROPS_OPA=$(OPA) SIDECAROPS_HELM=$(HELM) $(GO) test -race -count=1 -timeout 30m ./...
+
+# The suites that drive a real API server (webhooks, conversion, prefilter, rollout, agent policy,
+# install, takeover) on the oldest Kubernetes minor the manifests support and on the newest; each
+# kube-apiserver is built and cached like envtest-bins (the first run of a new version: 10-20 minutes).
+# Not part of `make test`; docs/install.md, "Supported Kubernetes versions", holds the results.
+K8S_VERSIONS ?= v1.30.14 $(K8S_VERSION)
+K8S_VERSION_SUITES := ./test/e2e/ ./test/rollout/ ./test/agent/ ./test/install/ ./test/migrate/
+.PHONY: test-k8s-versions
+test-k8s-versions: $(HELM)
+	hack/kwok-bin.sh >/dev/null
+	for v in $(K8S_VERSIONS); do \
+	  assets=$$(K8S_VERSION=$$v hack/envtest-bins.sh | tail -n 1); \
+	  echo "== Kubernetes $$v"; \
+	  KUBEBUILDER_ASSETS=$$assets SIDECAROPS_HELM=$(HELM) $(GO) test -count=1 -timeout 30m $(K8S_VERSION_SUITES) || exit 1; \
+	done
 
 # Each fuzz target for FUZZTIME; new interesting inputs land in the package's testdata/fuzz corpus.
 FUZZTIME ?= 2m
