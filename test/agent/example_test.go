@@ -122,6 +122,7 @@ func TestExampleInstallation(t *testing.T) {
 	assert.ElementsMatch(t, []string{
 		"Namespace//games", "ServiceAccount/games/sidecar-agent", "Role/games/sidecar-agent", "RoleBinding/games/sidecar-agent",
 		"ClusterRole//sidecar-agent-token-review", "ClusterRoleBinding//sidecar-agent-token-review", "ClusterRole//sidecar-agent-hot-update",
+		"ClusterRole//sidecar-agent-metrics-reader",
 		"ConfigMap/games/sidecar-agent-config", "SidecarSet//sidecar-agent", "Deployment/games/game-server",
 	}, kinds)
 }
