@@ -9,9 +9,10 @@ import (
 
 func checkCmd() *cobra.Command {
 	var (
-		src    sourceFlags
-		output string
-		strict bool
+		src     sourceFlags
+		install installFlags
+		output  string
+		strict  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "check -f PATH [-f PATH ...] [--strict] [-o text|json|github]",
@@ -41,6 +42,13 @@ func checkCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			view, err := install.view(cmd.Context(), w.namespaces)
+			if err != nil {
+				return err
+			}
+			if err := w.warnUnseen(cmd.Context(), view, src.namespace); err != nil {
+				return err
+			}
 			fs, err := w.findings(cmd.Context(), strict, src.namespace)
 			if err != nil {
 				return err
@@ -49,6 +57,7 @@ func checkCmd() *cobra.Command {
 		},
 	}
 	src.register(cmd.Flags())
+	install.register(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or github (workflow annotations)")
 	cmd.Flags().BoolVar(&strict, "strict", false, "report strict findings as errors rather than warnings: the setting for CI")
 	return cmd

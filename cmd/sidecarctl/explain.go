@@ -15,6 +15,7 @@ import (
 func explainCmd() *cobra.Command {
 	var (
 		src     sourceFlags
+		install installFlags
 		podName string
 	)
 	cmd := &cobra.Command{
@@ -22,13 +23,22 @@ func explainCmd() *cobra.Command {
 		Short: "Say, for each pod and each SidecarSet, whether it matches and why not",
 		Long: "explain prints, for every workload's pod (or only --pod NAME) and every SidecarSet, \"matches\" or the\n" +
 			"reasons it does not: which selector term failed against which label, namespace, paused, canary, gate.\n" +
-			"The reasons come from the match policy itself. SidecarSets a cluster would refuse are reported, not explained.",
+			"The reasons come from the match policy itself. SidecarSets a cluster would refuse are reported, not explained.\n\n" +
+			"A pod the installed pod webhook never sees (an excluded namespace; its namespace or object selector) is\n" +
+			"said to be \"not seen by the webhook\", and why: it is created without sidecars whatever matches it. The\n" +
+			"installation is the chart's with --install-values, the cluster's with --kubeconfig, else config/default's;\n" +
+			"a note on stderr says which.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w, err := src.load(cmd, "ignored")
 			if err != nil {
 				return err
 			}
+			view, err := install.view(cmd.Context(), w.namespaces)
+			if err != nil {
+				return err
+			}
+			view.noticeOnce(w)
 			out := cmd.OutOrStdout()
 			found := false
 			for _, o := range w.workloads {
@@ -48,7 +58,15 @@ func explainCmd() *cobra.Command {
 					w.fail(o, err)
 					continue
 				}
+				unseen, err := view.unseen(cmd.Context(), pod.Namespace, pod)
+				if err != nil {
+					w.fail(o, err)
+					continue
+				}
 				fmt.Fprintf(out, "%s/%s (namespace %s):\n", o.Obj.GetObjectKind().GroupVersionKind().Kind, name, pod.Namespace)
+				if unseen != "" {
+					fmt.Fprintf(out, "  %s\n", unseen)
+				}
 				names := make([]string, 0, len(reasons))
 				for n := range reasons {
 					names = append(names, n)
@@ -58,7 +76,11 @@ func explainCmd() *cobra.Command {
 					fmt.Fprintln(out, "  no SidecarSets given")
 				}
 				for _, n := range names {
-					fmt.Fprintf(out, "  %s: %s\n", n, strings.Join(reasons[n], "; "))
+					why := strings.Join(reasons[n], "; ")
+					if unseen != "" && why == "matches" {
+						why = "matches, but the webhook does not see the pod"
+					}
+					fmt.Fprintf(out, "  %s: %s\n", n, why)
 				}
 			}
 			if podName != "" && !found {
@@ -68,6 +90,7 @@ func explainCmd() *cobra.Command {
 		},
 	}
 	src.register(cmd.Flags())
+	install.register(cmd.Flags())
 	cmd.Flags().StringVar(&podName, "pod", "", "explain only the workload (pod) of this name")
 	return cmd
 }

@@ -19,6 +19,7 @@ import (
 func injectCmd() *cobra.Command {
 	var (
 		src       sourceFlags
+		install   installFlags
 		output    string
 		patch     bool
 		timestamp string
@@ -56,6 +57,10 @@ func injectCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			view, err := install.view(cmd.Context(), w.namespaces)
+			if err != nil {
+				return err
+			}
 			m := &mutation.Injector{Now: now, Rand: rand.Float64}
 			var outObjs []runtime.Object
 			var patches []workloadPatch
@@ -68,6 +73,26 @@ func injectCmd() *cobra.Command {
 				}
 				pod, _ := manifest.PodTemplate(o.Obj, src.namespace)
 				written := pod.DeepCopy()
+				unseen, err := view.unseen(cmd.Context(), pod.Namespace, pod)
+				if err != nil {
+					w.fail(o, err)
+					continue
+				}
+				if unseen != "" {
+					// The API server creates its pods as written, without calling the webhook.
+					if problems := w.podProblems(o, written, written, nil); len(problems) > 0 {
+						w.problems = append(w.problems, problems...)
+						continue
+					}
+					view.noticeOnce(w)
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: not injected: %s\n", o, unseen)
+					if patch {
+						patches = append(patches, newWorkloadPatch(o, pod.Namespace, nil))
+					} else {
+						outObjs = append(outObjs, o.Obj)
+					}
+					continue
+				}
 				res, err := injector.Pod(cmd.Context(), w.snapshot, m, injector.PodRequest{Pod: pod})
 				if err != nil {
 					w.fail(o, err) // a cluster would refuse its pods: there is nothing to print
@@ -105,6 +130,7 @@ func injectCmd() *cobra.Command {
 		},
 	}
 	src.register(cmd.Flags())
+	install.register(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
 	cmd.Flags().BoolVar(&patch, "patch", false, "print the RFC 6902 patch per workload instead of the workloads")
 	cmd.Flags().StringVar(&timestamp, "timestamp", "", "RFC3339 time to record in the sidecarset-hash annotations (default: now)")

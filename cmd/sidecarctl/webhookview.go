@@ -1,0 +1,383 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/internal/manifest"
+	"github.com/sidecarops/sidecarops/webhook/prefilter"
+)
+
+// The pod webhook's registration as config/webhook and the chart name it (package manager's
+// WebhookConfigurationName and PodWebhookName, which sidecarctl does not link).
+const (
+	webhookConfigurationName = "sidecarops"
+	podWebhookName           = "mpod.sidecarops.io"
+	// controlPlaneLabel marks the manager's own Namespace in config/default; the pod webhook's
+	// namespaceSelector leaves it out wherever kustomize installs it.
+	controlPlaneLabel = "sidecarops.io/control-plane"
+	// defaultInstallNamespace is where config/default and the documented `helm install` put the
+	// manager.
+	defaultInstallNamespace = "sidecarops-system"
+)
+
+// installFlags say which installation's pod webhook the output accounts for: the API server never
+// sends it a pod its namespace or object selector leaves out, so such a pod is created without
+// sidecars whatever matches it.
+type installFlags struct {
+	values     string
+	namespace  string
+	kubeconfig string
+}
+
+func (f *installFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.values, "install-values", "", "values file of the sidecarops chart as installed (helm install -f FILE): its webhookConfiguration's excluded namespaces and selectors say which pods the pod webhook never sees")
+	fs.StringVar(&f.namespace, "install-namespace", defaultInstallNamespace, "with --install-values, the release's namespace, which the pod webhook never sees")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "read the pod webhook's namespace and object selectors and match conditions from the cluster's MutatingWebhookConfiguration "+webhookConfigurationName+", and Namespaces' labels (read-only)")
+}
+
+// podWebhookView is which pods the API server sends the pod webhook: its namespace and object
+// selectors, evaluated as the API server does, and its match conditions, which sidecarctl does not
+// evaluate.
+type podWebhookView struct {
+	// source says where the view comes from, for the notice.
+	source            string
+	namespaceSelector labels.Selector
+	objectSelector    labels.Selector
+	// unevaluated are the match conditions that may leave out pods the selectors let through.
+	unevaluated []admissionregv1.MatchCondition
+	// namespaceLabels are the labels of the Namespaces known: those of the input, then (live) the
+	// cluster's.
+	namespaceLabels map[string]map[string]string
+	lookup          func(ctx context.Context, name string) (map[string]string, error)
+	noticed         bool
+}
+
+// view reads the installation named by the flags; without any, the one config/default installs.
+// namespaces are the Namespaces of the input, whose labels the namespace selector is evaluated on.
+func (f *installFlags) view(ctx context.Context, namespaces []*corev1.Namespace) (*podWebhookView, error) {
+	var (
+		v   *podWebhookView
+		err error
+	)
+	switch {
+	case f.values != "" && f.kubeconfig != "":
+		return nil, usageError{errors.New("--install-values and --kubeconfig: give one, not both")}
+	case f.kubeconfig != "":
+		v, err = liveWebhookView(ctx, f.kubeconfig)
+	case f.values != "":
+		v, err = valuesWebhookView(f.values, f.namespace)
+	default:
+		v, err = webhookViewOf("assuming the pod webhook as config/default installs it (--install-values or --kubeconfig give yours)",
+			excludingSelector([]string{"kube-system", defaultInstallNamespace}, nil), nil, nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if v.namespaceLabels == nil {
+		v.namespaceLabels = map[string]map[string]string{}
+	}
+	for _, ns := range namespaces {
+		v.namespaceLabels[ns.Name] = ns.Labels
+	}
+	return v, nil
+}
+
+// excludingSelector is the pod webhook's namespaceSelector as config/webhook and the chart write it:
+// never the excluded namespaces by name, nor one labelled as the manager's; extra is the chart's
+// webhookConfiguration.namespaceSelector, which narrows it further.
+func excludingSelector(excluded []string, extra *metav1.LabelSelector) *metav1.LabelSelector {
+	sel := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: v1beta1.NamespaceNameLabel, Operator: metav1.LabelSelectorOpNotIn, Values: excluded},
+		{Key: controlPlaneLabel, Operator: metav1.LabelSelectorOpDoesNotExist},
+	}}
+	if extra != nil {
+		sel.MatchLabels = extra.MatchLabels
+		sel.MatchExpressions = append(sel.MatchExpressions, extra.MatchExpressions...)
+	}
+	return sel
+}
+
+func webhookViewOf(source string, nsSel, objSel *metav1.LabelSelector, conditions []admissionregv1.MatchCondition) (*podWebhookView, error) {
+	v := &podWebhookView{source: source, namespaceSelector: labels.Everything(), objectSelector: labels.Everything()}
+	var err error
+	// A nil selector is the API server's default, {}: every namespace, every pod.
+	if nsSel != nil {
+		if v.namespaceSelector, err = metav1.LabelSelectorAsSelector(nsSel); err != nil {
+			return nil, fmt.Errorf("%s: namespaceSelector: %w", source, err)
+		}
+	}
+	if objSel != nil {
+		if v.objectSelector, err = metav1.LabelSelectorAsSelector(objSel); err != nil {
+			return nil, fmt.Errorf("%s: objectSelector: %w", source, err)
+		}
+	}
+	for _, c := range conditions {
+		// The prefilter's condition lets through every pod some SidecarSet of the cluster may inject
+		// into, and the manager widens it when a SidecarSet is admitted: what it leaves out is what
+		// no SidecarSet selects, which the match itself says.
+		if c.Name != prefilter.ConditionName {
+			v.unevaluated = append(v.unevaluated, c)
+		}
+	}
+	return v, nil
+}
+
+// chartValues are the values of the sidecarops chart that decide which pods the pod webhook sees.
+// Older charts kept them under webhook: rather than webhookConfiguration:.
+type chartValues struct {
+	WebhookConfiguration *chartWebhookValues `json:"webhookConfiguration"`
+	Webhook              *chartWebhookValues `json:"webhook"`
+}
+
+type chartWebhookValues struct {
+	ExcludedNamespaces []string              `json:"excludedNamespaces"`
+	NamespaceSelector  *metav1.LabelSelector `json:"namespaceSelector"`
+	ObjectSelector     *metav1.LabelSelector `json:"objectSelector"`
+}
+
+// valuesWebhookView is the pod webhook the chart renders from the values file at path, installed in
+// the release namespace releaseNS (charts/sidecarops/templates/webhooks.yaml). Keys it does not read
+// are ignored, and absent ones take the chart's defaults: none of these is required.
+func valuesWebhookView(path, releaseNS string) (*podWebhookView, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--install-values: %w", err)
+	}
+	var vals chartValues
+	if err := yaml.Unmarshal(raw, &vals); err != nil {
+		return nil, fmt.Errorf("--install-values %s: %w", path, err)
+	}
+	wc := vals.WebhookConfiguration
+	if wc == nil {
+		wc = vals.Webhook
+	}
+	if wc == nil {
+		wc = &chartWebhookValues{}
+	}
+	excluded := []string{"kube-system"}
+	for _, ns := range append([]string{releaseNS}, wc.ExcludedNamespaces...) {
+		if !slices.Contains(excluded, ns) {
+			excluded = append(excluded, ns)
+		}
+	}
+	return webhookViewOf("the pod webhook as the chart installs it with --install-values "+path+" in namespace "+releaseNS,
+		excludingSelector(excluded, wc.NamespaceSelector), wc.ObjectSelector, nil)
+}
+
+// liveWebhookView reads the pod webhook's registration from the cluster, and looks up there the
+// Namespaces the input does not give.
+func liveWebhookView(ctx context.Context, kubeconfig string) (*podWebhookView, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+	}
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+	}
+	mwc, err := c.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, webhookConfigurationName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: reading the pod webhook: %w", kubeconfig, err)
+	}
+	i := slices.IndexFunc(mwc.Webhooks, func(w admissionregv1.MutatingWebhook) bool { return w.Name == podWebhookName })
+	if i < 0 {
+		return nil, fmt.Errorf("--kubeconfig %s: MutatingWebhookConfiguration %s has no webhook %s", kubeconfig, webhookConfigurationName, podWebhookName)
+	}
+	wh := mwc.Webhooks[i]
+	v, err := webhookViewOf("the pod webhook "+podWebhookName+" of MutatingWebhookConfiguration "+webhookConfigurationName+" in the cluster of --kubeconfig "+kubeconfig,
+		wh.NamespaceSelector, wh.ObjectSelector, wh.MatchConditions)
+	if err != nil {
+		return nil, err
+	}
+	v.lookup = func(ctx context.Context, name string) (map[string]string, error) {
+		ns, err := c.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return ns.Labels, nil
+	}
+	return v, nil
+}
+
+// notice is said once: where the view comes from, which pods it keeps from the webhook, and what it
+// cannot tell.
+func (v *podWebhookView) notice() string {
+	var unseen []string
+	reqs, _ := v.namespaceSelector.Requirements()
+	for _, r := range reqs {
+		switch {
+		case r.Key() == v1beta1.NamespaceNameLabel && r.Operator() == selection.NotIn:
+			unseen = append(unseen, "pods in namespaces "+strings.Join(r.ValuesUnsorted(), ", "))
+		case r.Key() == controlPlaneLabel && r.Operator() == selection.DoesNotExist:
+			unseen = append(unseen, "in namespaces labelled "+controlPlaneLabel)
+		default:
+			unseen = append(unseen, "in namespaces not matching "+r.String())
+		}
+	}
+	reqs, _ = v.objectSelector.Requirements()
+	for _, r := range reqs {
+		unseen = append(unseen, "pods not matching "+r.String())
+	}
+	msg := "note: " + v.source + ": not seen by the webhook: " + strings.Join(unseen, ", ")
+	if len(unseen) == 0 {
+		msg = "note: " + v.source + ": the webhook's selectors leave out no pod"
+	}
+	for _, c := range v.unevaluated {
+		msg += fmt.Sprintf("; match condition %s (%s) not evaluated offline: it may leave out pods said to be seen", c.Name, c.Expression)
+	}
+	return msg
+}
+
+// unseen says why the API server would never send the webhook the creation of pod in namespace ns,
+// or "" when it would (as far as the selectors tell).
+func (v *podWebhookView) unseen(ctx context.Context, ns string, pod *corev1.Pod) (string, error) {
+	if why, err := v.namespaceUnseen(ctx, ns); why != "" || err != nil {
+		return why, err
+	}
+	reqs, _ := v.objectSelector.Requirements()
+	for _, r := range reqs {
+		if !r.Matches(labels.Set(pod.Labels)) {
+			return fmt.Sprintf("not seen by the webhook: the pod does not match its objectSelector (%s)", r.String()), nil
+		}
+	}
+	return "", nil
+}
+
+// namespaceUnseen says why the webhook sees no pod of namespace ns, or "". A Namespace neither in
+// the input nor found in the cluster has the one label the API server gives every Namespace, its
+// name.
+func (v *podWebhookView) namespaceUnseen(ctx context.Context, ns string) (string, error) {
+	nsLabels, ok := v.namespaceLabels[ns]
+	if !ok && v.lookup != nil {
+		var err error
+		switch nsLabels, err = v.lookup(ctx, ns); {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return "", fmt.Errorf("reading namespace %s: %w", ns, err)
+		}
+		v.namespaceLabels[ns] = nsLabels
+	}
+	set := labels.Set{v1beta1.NamespaceNameLabel: ns}
+	for k, val := range nsLabels {
+		set[k] = val
+	}
+	reqs, _ := v.namespaceSelector.Requirements()
+	for _, r := range reqs {
+		if r.Matches(set) {
+			continue
+		}
+		switch {
+		case r.Key() == v1beta1.NamespaceNameLabel && r.Operator() == selection.NotIn:
+			return fmt.Sprintf("not seen by the webhook: namespace %s is excluded", ns), nil
+		case r.Key() == controlPlaneLabel && r.Operator() == selection.DoesNotExist:
+			return fmt.Sprintf("not seen by the webhook: namespace %s is labelled %s, the manager's own", ns, controlPlaneLabel), nil
+		default:
+			return fmt.Sprintf("not seen by the webhook: namespace %s does not match its namespaceSelector (%s)", ns, r.String()), nil
+		}
+	}
+	return "", nil
+}
+
+// noticeOnce writes the view's notice to the workspace's stderr the first time it is called.
+func (v *podWebhookView) noticeOnce(w *workspace) {
+	if !v.noticed {
+		v.noticed = true
+		fmt.Fprintln(w.stderr, v.notice())
+	}
+}
+
+// warnUnseen warns, for check, of what the installation keeps from the webhook: a SidecarSet scoped
+// by name to namespaces it never sees, and a workload a SidecarSet matches in a namespace or with
+// labels it never sees (its pods are created without that SidecarSet's sidecars).
+func (w *workspace) warnUnseen(ctx context.Context, v *podWebhookView, namespace string) error {
+	for _, ss := range w.sidecarSets {
+		names := namespacesByName(ss.Spec.NamespaceSelector)
+		if len(names) == 0 {
+			continue
+		}
+		var whys []string
+		for _, ns := range names {
+			why, err := v.namespaceUnseen(ctx, ns)
+			if err != nil {
+				return err
+			}
+			if why == "" {
+				break
+			}
+			whys = append(whys, why)
+		}
+		if len(whys) == len(names) {
+			v.noticeOnce(w)
+			// Named as written: a v1alpha1 spec.namespace became this selector.
+			at := w.written[ss].Errors(field.ErrorList{field.Forbidden(field.NewPath("spec", "namespaceSelector"), "")})[0].Field
+			w.warn(w.origin[ss].Report(at, "injects nothing: "+strings.Join(whys, "; ")))
+		}
+	}
+	for _, o := range w.workloads {
+		pod, _ := manifest.PodTemplate(o.Obj, namespace)
+		why, err := v.unseen(ctx, pod.Namespace, pod)
+		if err != nil {
+			return err
+		}
+		if why == "" {
+			continue
+		}
+		raw, err := json.Marshal(pod)
+		if err != nil {
+			return err
+		}
+		reasons, err := w.snapshot.Explain(ctx, pod.Namespace, raw)
+		if err != nil {
+			return err
+		}
+		var matching []string
+		for name, r := range reasons {
+			if slices.Equal(r, []string{"matches"}) {
+				matching = append(matching, name)
+			}
+		}
+		if len(matching) > 0 {
+			slices.Sort(matching)
+			v.noticeOnce(w)
+			w.warn(o.Report("", fmt.Sprintf("%s: created without the sidecars of %s, which match it", why, strings.Join(matching, ", "))))
+		}
+	}
+	return nil
+}
+
+// namespacesByName are the namespaces a SidecarSet's namespaceSelector names when it selects by the
+// name label alone (as spec.namespace converts), else none.
+func namespacesByName(sel *metav1.LabelSelector) []string {
+	switch {
+	case sel == nil:
+		return nil
+	case len(sel.MatchLabels) == 1 && len(sel.MatchExpressions) == 0:
+		if ns, ok := sel.MatchLabels[v1beta1.NamespaceNameLabel]; ok {
+			return []string{ns}
+		}
+	case len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 1:
+		if e := sel.MatchExpressions[0]; e.Key == v1beta1.NamespaceNameLabel && e.Operator == metav1.LabelSelectorOpIn {
+			return e.Values
+		}
+	}
+	return nil
+}
