@@ -3,6 +3,7 @@ package migrate
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -125,7 +126,8 @@ func servedVersion(crd unstructured.Unstructured) string {
 }
 
 // checkFence looks, on path B, for the fence's two bindings and the policies they bind; k.unfenced
-// says what is missing.
+// says what is missing. An API server that serves no MutatingAdmissionPolicy (before Kubernetes
+// 1.36) cannot hold the fence's CRD part: the rest is the fence there, with a warning.
 func (k *checker) checkFence(ctx context.Context) error {
 	if k.r.Path != PathB {
 		return nil
@@ -133,41 +135,55 @@ func (k *checker) checkFence(ctx context.Context) error {
 	var vb admissionregv1.ValidatingAdmissionPolicyBinding
 	var vp admissionregv1.ValidatingAdmissionPolicy
 	missing, err := k.fencePart(ctx, "ValidatingAdmissionPolicy", FenceBinding, &vb, &vp, func() string { return vb.Spec.PolicyName })
-	if err != nil {
+	switch {
+	case errors.Is(err, errNotServed):
+		missing = "the API server serves no ValidatingAdmissionPolicy"
+	case err != nil:
 		return err
-	}
-	if missing == "" && !slices.Contains(vb.Spec.ValidationActions, admissionregv1.Deny) {
+	case missing == "" && !slices.Contains(vb.Spec.ValidationActions, admissionregv1.Deny):
 		missing = fmt.Sprintf("ValidatingAdmissionPolicyBinding %s does not deny (validationActions %v)", FenceBinding, vb.Spec.ValidationActions)
-	}
-	k.unfenced = slices.DeleteFunc([]string{missing}, func(s string) bool { return s == "" })
-	var mb admissionregv1.MutatingAdmissionPolicyBinding
-	var mp admissionregv1.MutatingAdmissionPolicy
-	missing, err = k.fencePart(ctx, "MutatingAdmissionPolicy", FenceCRDBinding, &mb, &mp, func() string { return mb.Spec.PolicyName })
-	if err != nil {
-		return err
 	}
 	if missing != "" {
 		k.unfenced = append(k.unfenced, missing)
 	}
+	var mb admissionregv1.MutatingAdmissionPolicyBinding
+	var mp admissionregv1.MutatingAdmissionPolicy
+	missing, err = k.fencePart(ctx, "MutatingAdmissionPolicy", FenceCRDBinding, &mb, &mp, func() string { return mb.Spec.PolicyName })
+	switch {
+	case errors.Is(err, errNotServed):
+		k.r.Findings = append(k.r.Findings, Finding{
+			Message: "the API server serves no MutatingAdmissionPolicy (Kubernetes 1.36 or later does): nothing keeps OpenKruise's manager from pointing the SidecarSet CRD's conversion back at its own Service, which this check then reports",
+			Fix:     "upgrade the control plane to Kubernetes 1.36 or later, then apply the fence again",
+		})
+	case err != nil:
+		return err
+	case missing != "":
+		k.unfenced = append(k.unfenced, missing)
+	}
 	if len(k.unfenced) == 0 {
-		k.r.Found = append(k.r.Found, fmt.Sprintf("the fence: ValidatingAdmissionPolicyBinding %s and MutatingAdmissionPolicyBinding %s", FenceBinding, FenceCRDBinding))
+		k.r.Found = append(k.r.Found, fmt.Sprintf("the fence: ValidatingAdmissionPolicyBinding %s, MutatingAdmissionPolicyBinding %s where served", FenceBinding, FenceCRDBinding))
 	}
 	return nil
 }
 
+// errNotServed says the API server does not serve a kind.
+var errNotServed = errors.New("not served")
+
 // fencePart reads binding name into binding, then the policy it names (policyName, once binding is
-// read) into policy, and says what is missing, if anything. A cluster that does not serve the kind
-// misses it too.
+// read) into policy, and says what is missing, if anything; errNotServed if the API server serves
+// no such binding.
 func (k *checker) fencePart(ctx context.Context, kind, name string, binding, policy client.Object, policyName func() string) (string, error) {
-	absent := func(err error) bool { return apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err) }
 	if err := k.c.Get(ctx, client.ObjectKey{Name: name}, binding); err != nil {
-		if absent(err) {
+		switch {
+		case apimeta.IsNoMatchError(err):
+			return "", errNotServed
+		case apierrors.IsNotFound(err):
 			return fmt.Sprintf("no %sBinding %s", kind, name), nil
 		}
 		return "", fmt.Errorf("reading %sBinding %s: %w", kind, name, err)
 	}
 	if err := k.c.Get(ctx, client.ObjectKey{Name: policyName()}, policy); err != nil {
-		if absent(err) {
+		if apierrors.IsNotFound(err) {
 			return fmt.Sprintf("%sBinding %s binds %s %s, which is missing", kind, name, kind, policyName()), nil
 		}
 		return "", fmt.Errorf("reading %s %s: %w", kind, policyName(), err)

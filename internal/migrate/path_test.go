@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,7 +19,9 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
@@ -122,7 +125,8 @@ func pod(name string, change func(*corev1.Pod)) client.Object {
 	return p
 }
 
-func fakeCluster(t *testing.T, objs ...client.Object) client.Reader {
+// fakeCluster serves objs, and every kind but those named in notServed.
+func fakeCluster(t *testing.T, notServed []string, objs ...client.Object) client.Reader {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
@@ -139,7 +143,19 @@ func fakeCluster(t *testing.T, objs ...client.Object) client.Reader {
 		}
 		mapper.Add(k.gvk(), scope)
 	}
-	return fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(objs...).Build()
+	// The fake client finds every kind its scheme knows: an API server that does not serve one
+	// answers as the real client's RESTMapper does.
+	get := func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		gvk, err := apiutil.GVKForObject(obj, scheme)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(notServed, gvk.Kind) {
+			return &apimeta.NoKindMatchError{GroupKind: gvk.GroupKind(), SearchedVersions: []string{gvk.Version}}
+		}
+		return c.Get(ctx, key, obj, opts...)
+	}
+	return fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{Get: get}).Build()
 }
 
 func TestMigratePath(t *testing.T) {
@@ -157,11 +173,12 @@ func TestMigratePath(t *testing.T) {
 	inUse := []client.Object{cloneSets.object("web"), cloneSets.object("api")}
 
 	tests := []struct {
-		name   string
-		objs   []client.Object
-		path   Path
-		inUse  []string
-		losses []string
+		name      string
+		objs      []client.Object
+		notServed []string
+		path      Path
+		inUse     []string
+		losses    []string
 		// blockers and warnings are substrings of the findings' messages, in order.
 		blockers, warnings []string
 		// fixes are substrings of the fixes, all findings together.
@@ -218,6 +235,23 @@ func TestMigratePath(t *testing.T) {
 			warnings: []string{"SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
 		},
 		{
+			name:      "before Kubernetes 1.36 the fence has no CRD part: it fences, with a warning",
+			objs:      all(crds, inUse, kruise(false, 2), fence(deny, true, false)),
+			notServed: []string{"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"},
+			path:      PathB,
+			inUse:     []string{"CloneSet.apps.kruise.io: 2"},
+			warnings:  []string{"the API server serves no MutatingAdmissionPolicy", "SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
+		},
+		{
+			name:      "no ValidatingAdmissionPolicy served: no fence",
+			objs:      all(crds, inUse, kruise(false, 2)),
+			notServed: []string{"ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicyBinding"},
+			path:      PathB,
+			inUse:     []string{"CloneSet.apps.kruise.io: 2"},
+			blockers:  []string{"the fence is not installed (the API server serves no ValidatingAdmissionPolicy)"},
+			warnings:  []string{"the API server serves no MutatingAdmissionPolicy", "SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
+		},
+		{
 			name:     "a fence binding without its policy does not fence",
 			objs:     all(crds, inUse, kruise(false, 2), fence(deny, false, true)),
 			path:     PathB,
@@ -258,7 +292,7 @@ func TestMigratePath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := Check(context.Background(), fakeCluster(t, tt.objs...), Options{})
+			r, err := Check(context.Background(), fakeCluster(t, tt.notServed, tt.objs...), Options{})
 			require.NoError(t, err)
 			assert.Equal(t, tt.path, r.Path)
 			var inUse []string

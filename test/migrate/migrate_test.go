@@ -1,13 +1,17 @@
 package migrate
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +21,7 @@ import (
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,6 +29,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
@@ -36,8 +43,10 @@ import (
 
 const (
 	kruiseNS = "kruise-system"
-	appNS    = "games"
-	sidecar  = "proxy"
+	// appNS holds path A's pods, coexistNS path B's.
+	appNS     = "games"
+	coexistNS = "arcade"
+	sidecar   = "proxy"
 )
 
 func ctx(t *testing.T) context.Context {
@@ -51,42 +60,251 @@ func eventually(t *testing.T, what string, f func() error) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.NoError(c, f(), what) }, 90*time.Second, 100*time.Millisecond, what)
 }
 
-// TestTakeOverFromOpenKruise builds what a cluster running OpenKruise holds, runs the preflight
-// until it is clear, lets the manager take over, and checks that the takeover writes no pod, counts
-// the status right at once, and that a rollout and a rollback to a revision OpenKruise recorded
-// then work as if sidecarops had injected the pods.
+// TestTakeOverFromOpenKruise is docs/migration.md's path A: it builds what a cluster running only
+// OpenKruise's SidecarSet holds, runs the preflight until it is clear, lets the manager take over,
+// and checks that the takeover writes no pod, counts the status right at once, and that a rollout
+// and a rollback to a revision OpenKruise recorded then work as if sidecarops had injected the pods.
 func TestTakeOverFromOpenKruise(t *testing.T) {
 	c := cluster.Client
-	for _, ns := range []string{kruiseNS, appNS} {
-		require.NoError(t, c.Create(ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	}
+	createNamespaces(t, kruiseNS, appNS)
 	restoreCRD := kruiseOwnsTheCRDConversion(t)
-	removeKruise := installKruise(t)
+	kruise := installKruise(t)
+	ss, rev1, rev2 := kruiseFleet(t, appNS, "mesh")
 
-	// The SidecarSet as OpenKruise's defaulting webhook stored it, its two revisions as OpenKruise's
-	// controller recorded them, and pods injected from each: three from the first image, two from
-	// the second. Rollouts are paused, as an operator pauses them for a migration.
-	ss := &v1beta1.SidecarSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "mesh"},
+	// The preflight, as a user runs it: blocked by everything OpenKruise still does.
+	ctl, err := devcluster.Build("../..", "sidecarctl", t.TempDir())
+	require.NoError(t, err)
+	preflightSays(t, ctl, "before", 1,
+		"Path A: nothing of OpenKruise but SidecarSet is in use",
+		"OpenKruise's pod webhook mpod.kb.io",
+		"OpenKruise's SidecarSet webhook msidecarset.kb.io",
+		"OpenKruise's SidecarSet webhook vsidecarset.kb.io",
+		"OpenKruise's controller runs (Deployment kruise-system/kruise-controller-manager, 1 replica(s))",
+		"converts versions through Service kruise-system/kruise-webhook-service",
+		"1 SidecarSet(s), 2 of their ControllerRevisions in kruise-system, 5 pod(s) injected")
+	kruise.stop(t)
+	restoreCRD()
+	// Clear once OpenKruise is stopped and the conversion is sidecarops'; the history's namespace is
+	// a warning with its flag.
+	preflightSays(t, ctl, "after", 0, "Clear: nothing blocks the switch.", "--revision-namespace=kruise-system")
+
+	// The takeover: the manager with its controller, keeping OpenKruise's history where it is. No
+	// pod is written, no revision added, and the first status is right.
+	before := resourceVersions(t, appNS)
+	w := watchPods(t, appNS)
+	runController(t)
+	eventually(t, "the status counts OpenKruise's pods", func() error { return statusCounts(ss.Name, 5, 2, rev2.Name) })
+	time.Sleep(2 * time.Second) // the controller's next rounds, had it anything to write
+	assert.Empty(t, w.writes(), "pods written during the takeover")
+	assert.Equal(t, before, resourceVersions(t, appNS), "no pod changed")
+	kruiseRevisions := []string{rev1.Name, rev2.Name}
+	sort.Strings(kruiseRevisions)
+	assert.Equal(t, kruiseRevisions, revisionNames(t, ss.Name), "OpenKruise's revisions reused, none added")
+
+	// A rollout: the three pods on the first image are upgraded in place, once each.
+	w.reset()
+	update(t, ss.Name, func(s *v1beta1.SidecarSet) { s.Spec.UpdateStrategy.Paused = false })
+	waitImages(t, appNS, "example.com/proxy:2")
+	assert.Equal(t, map[string]int{"mesh-0": 1, "mesh-1": 1, "mesh-2": 1}, w.imageChanges(), "each old pod upgraded once, the others not touched")
+
+	// A rollback to the image of OpenKruise's first revision: the same revision object is reused.
+	w.reset()
+	update(t, ss.Name, func(s *v1beta1.SidecarSet) { s.Spec.Containers[0].Image = "example.com/proxy:1" })
+	waitImages(t, appNS, "example.com/proxy:1")
+	assert.Equal(t, map[string]int{"mesh-0": 1, "mesh-1": 1, "mesh-2": 1, "mesh-3": 1, "mesh-4": 1}, w.imageChanges())
+	assert.Equal(t, kruiseRevisions, revisionNames(t, ss.Name), "the rollback renumbers OpenKruise's revision")
+	var latest v1beta1.SidecarSet
+	require.NoError(t, c.Get(ctx(t), client.ObjectKey{Name: ss.Name}, &latest))
+	assert.Equal(t, rev1.Name, latest.Status.LatestRevision)
+	w.stop()
+}
+
+// TestCoexistWithOpenKruise is docs/migration.md's path B: OpenKruise keeps running for a CloneSet,
+// so the preflight asks for the fence and PodWebhook=false instead of stopping it. Once they are
+// in place, sidecarops' controller rolls a SidecarSet out while OpenKruise's manager (impersonated)
+// keeps making its SidecarSet controller's writes, its status and its sidecar upgrades of the same
+// pods: every one is refused, and each pod is written once, by sidecarops.
+func TestCoexistWithOpenKruise(t *testing.T) {
+	createNamespaces(t, kruiseNS, coexistNS)
+	runNoController(t) // before the switch, sidecarops does nothing
+	installCloneSet(t)
+	restoreCRD := kruiseOwnsTheCRDConversion(t)
+	kruise := installKruise(t)
+	ss, _, rev2 := kruiseFleet(t, coexistNS, "arcade")
+
+	ctl, err := devcluster.Build("../..", "sidecarctl", t.TempDir())
+	require.NoError(t, err)
+	out := preflightSays(t, ctl, "before", 1,
+		"Path B: OpenKruise's other workloads are in use",
+		"  CloneSet.apps.kruise.io: 1\n",
+		"the fence is not installed (no ValidatingAdmissionPolicyBinding sidecarops-openkruise-fence; no MutatingAdmissionPolicyBinding sidecarops-openkruise-fence-crd)",
+		"OpenKruise's pod webhook mpod.kb.io (MutatingWebhookConfiguration kruise-mutating-webhook-configuration) is registered",
+		"--set featureGates='PodWebhook=false'",
+		"converts versions through Service kruise-system/kruise-webhook-service",
+		// Served by the manager that keeps running: warnings, not blockers.
+		"OpenKruise's SidecarSet webhook msidecarset.kb.io (mutatingwebhookconfiguration kruise-mutating-webhook-configuration) stays with OpenKruise's manager")
+	assert.NotContains(t, out, "OpenKruise's controller runs", "path B keeps OpenKruise's manager running")
+
+	// Path B: the fence, OpenKruise's pod webhook off, and the conversion sidecarops'.
+	installFence(t)
+	grantKruiseRights(t, kruiseManager)
+	asKruise := impersonate(t, kruiseManager, kruiseNS)
+	eventually(t, "the fence is in force", func() error {
+		return refused(sidecarSetStatusWrite(ctx(t), asKruise, ss.Name, client.DryRunAll))
+	})
+	kruise.podWebhookOff(t)
+	restoreCRD()
+	// Clear once the fence is in force, the pod webhook off and the conversion sidecarops'.
+	preflightSays(t, ctl, "after", 0, "Path B", "  CloneSet.apps.kruise.io: 1\n",
+		"the fence: ValidatingAdmissionPolicyBinding sidecarops-openkruise-fence", "Clear: nothing blocks the switch.")
+
+	// sidecarops' controller takes over the SidecarSet; OpenKruise's manager keeps running.
+	runController(t)
+	eventually(t, "the status counts OpenKruise's pods", func() error { return statusCounts(ss.Name, 5, 2, rev2.Name) })
+
+	// The rollout of the paused revision, while OpenKruise's SidecarSet controller makes the same
+	// writes as it would: the SidecarSet's status, and the sidecar upgrade of each old pod.
+	w := watchPods(t, coexistNS)
+	stop := openKruiseSidecarSetController(t, asKruise, ss.Name, coexistNS, []string{"arcade-0", "arcade-1", "arcade-2"})
+	update(t, ss.Name, func(s *v1beta1.SidecarSet) { s.Spec.UpdateStrategy.Paused = false })
+	waitImages(t, coexistNS, "example.com/proxy:2")
+	statuses, upgrades := stop()
+	assert.Positive(t, statuses, "OpenKruise's status writes refused during the rollout")
+	assert.Positive(t, upgrades, "OpenKruise's sidecar upgrades refused during the rollout")
+	eventually(t, "the status counts the rollout", func() error { return statusCounts(ss.Name, 5, 5, rev2.Name) })
+	time.Sleep(time.Second) // the controller's next rounds, had it anything more to write
+	old := map[string]int{"arcade-0": 1, "arcade-1": 1, "arcade-2": 1}
+	assert.Equal(t, old, w.imageChanges(), "each old pod upgraded once, the others not touched")
+	assert.Equal(t, old, count(w.writes()), "each old pod written once")
+	w.stop()
+
+	// OpenKruise's own workloads are still there, and the preflight still clear.
+	preflightSays(t, ctl, "at the end", 0, "  CloneSet.apps.kruise.io: 1\n", "Clear: nothing blocks the switch.")
+}
+
+// openKruiseSidecarSetController makes, as OpenKruise's manager, the writes of its SidecarSet
+// controller over and over until the returned function is called: the status of SidecarSet name,
+// and the upgrade of pods in ns to the SidecarSet's image with its hash annotation. It fails the
+// test if any write is admitted or refused by anything but the fence, and returns how many of each
+// the fence refused. A write that meets a newer resourceVersion (sidecarops' controller wrote
+// first), and a pod already upgraded, are counted neither way.
+func openKruiseSidecarSetController(t *testing.T, kruise client.Client, name, ns string, pods []string) func() (statuses, upgrades int) {
+	cctx, cancel := context.WithCancel(ctx(t))
+	done := make(chan struct{})
+	var statuses, upgrades int
+	var errs []error
+	judge := func(what string, n *int, err error) {
+		switch {
+		case cctx.Err() != nil: // stopped in flight
+		case apierrors.IsConflict(err), errors.Is(err, errUpgraded):
+		case refused(err) == nil:
+			*n++
+		default:
+			errs = append(errs, fmt.Errorf("%s: %w", what, cmp.Or(err, errors.New("admitted"))))
+		}
+	}
+	go func() {
+		defer close(done)
+		for i := 0; cctx.Err() == nil; i++ {
+			judge("status", &statuses, sidecarSetStatusWrite(cctx, kruise, name))
+			judge("upgrade", &upgrades, sidecarUpgrade(cctx, kruise, name, client.ObjectKey{Namespace: ns, Name: pods[i%len(pods)]}))
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return func() (int, int) {
+		cancel()
+		<-done
+		assert.NoError(t, errors.Join(errs...), "OpenKruise's SidecarSet controller's writes")
+		return statuses, upgrades
+	}
+}
+
+// sidecarSetStatusWrite writes the status of SidecarSet name as OpenKruise's controller computes
+// it: observed generation and counts.
+func sidecarSetStatusWrite(ctx context.Context, c client.Client, name string, opts ...client.SubResourceUpdateOption) error {
+	var ss v1beta1.SidecarSet
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, &ss); err != nil {
+		return err
+	}
+	ss.Status.ObservedGeneration = ss.Generation
+	ss.Status.MatchedPods = 5
+	ss.Status.UpdatedPods = 0
+	return c.Status().Update(ctx, &ss, opts...)
+}
+
+// errUpgraded says a pod runs the SidecarSet's image already.
+var errUpgraded = errors.New("already upgraded")
+
+// sidecarUpgrade upgrades the sidecar of pod key to SidecarSet name's image as OpenKruise's
+// controller does: the image and the pod's hash annotation in one update. A pod already on that
+// image is left alone (errUpgraded), as that controller leaves it.
+func sidecarUpgrade(ctx context.Context, c client.Client, name string, key client.ObjectKey) error {
+	var ss v1beta1.SidecarSet
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, &ss); err != nil {
+		return err
+	}
+	var p corev1.Pod
+	if err := c.Get(ctx, key, &p); err != nil {
+		return err
+	}
+	img := ss.Spec.Containers[0].Image
+	if image(&p) == img {
+		return errUpgraded
+	}
+	for i := range p.Spec.Containers {
+		if p.Spec.Containers[i].Name == sidecar {
+			p.Spec.Containers[i].Image = img
+		}
+	}
+	hashes := map[string]map[string]any{}
+	if err := json.Unmarshal([]byte(p.Annotations[v1beta1.SidecarSetHashAnnotation]), &hashes); err != nil || hashes[name] == nil {
+		return fmt.Errorf("pod %s: no hash of SidecarSet %s: %w", key.Name, name, err)
+	}
+	hashes[name]["hash"] = ss.Annotations[v1beta1.SidecarSetHashAnnotation]
+	hashes[name]["controllerRevision"] = ss.Status.LatestRevision
+	raw, err := json.Marshal(hashes)
+	if err != nil {
+		return err
+	}
+	p.Annotations[v1beta1.SidecarSetHashAnnotation] = string(raw)
+	return c.Update(ctx, &p)
+}
+
+// refused says nil when err is the fence's refusal.
+func refused(err error) error {
+	if err != nil && (apierrors.IsInvalid(err) || apierrors.IsForbidden(err)) && strings.Contains(err.Error(), fenceMessage) {
+		return nil
+	}
+	return fmt.Errorf("not refused by the fence: %w", err)
+}
+
+// kruiseFleet creates SidecarSet name as OpenKruise's defaulting webhook stored it, selecting the
+// pods labelled app=name in ns, its two revisions as OpenKruise's controller recorded them, and
+// pods name-0 to name-4 injected from each: three from the first image, two from the second.
+// Rollouts are paused, as an operator pauses them for a migration.
+func kruiseFleet(t *testing.T, ns, name string) (ss *v1beta1.SidecarSet, rev1, rev2 *appsv1.ControllerRevision) {
+	c := cluster.Client
+	ss = &v1beta1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1beta1.SidecarSetSpec{
-			Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{"app": "game"}},
-			NamespaceSelector: v1beta1.NamespaceNamed(appNS),
+			Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			NamespaceSelector: v1beta1.NamespaceNamed(ns),
 			Containers:        []v1beta1.SidecarContainer{{Container: corev1.Container{Name: sidecar, Image: "example.com/proxy:1"}}},
 			UpdateStrategy:    v1beta1.SidecarSetUpdateStrategy{Paused: true},
 		},
 	}
 	require.NoError(t, defaults.SidecarSetAndHash(ss))
 	require.NoError(t, c.Create(ctx(t), ss))
-	rev1 := record(t, ss, 1)
+	rev1 = record(t, ss, 1)
 	var pods []*corev1.Pod
 	for i := range 3 {
-		pods = append(pods, createInjected(t, ss, []*appsv1.ControllerRevision{rev1}, i))
+		pods = append(pods, createInjected(t, ns, ss, []*appsv1.ControllerRevision{rev1}, i))
 	}
 	update(t, ss.Name, func(s *v1beta1.SidecarSet) { s.Spec.Containers[0].Image = "example.com/proxy:2" })
 	require.NoError(t, c.Get(ctx(t), client.ObjectKey{Name: ss.Name}, ss))
-	rev2 := record(t, ss, 2)
+	rev2 = record(t, ss, 2)
 	for i := 3; i < 5; i++ {
-		pods = append(pods, createInjected(t, ss, []*appsv1.ControllerRevision{rev1, rev2}, i))
+		pods = append(pods, createInjected(t, ns, ss, []*appsv1.ControllerRevision{rev1, rev2}, i))
 	}
 	eventually(t, "kwok runs the pods", func() error {
 		for _, p := range pods {
@@ -100,75 +318,79 @@ func TestTakeOverFromOpenKruise(t *testing.T) {
 		}
 		return nil
 	})
+	return ss, rev1, rev2
+}
 
-	// The preflight, as a user runs it: blocked by everything OpenKruise still does.
-	ctl, err := devcluster.Build("../..", "sidecarctl", t.TempDir())
-	require.NoError(t, err)
-	out, code := preflight(t, ctl)
-	t.Logf("preflight before:\n%s", out)
-	assert.Equal(t, 1, code, "blocked")
-	for _, want := range []string{
-		"OpenKruise's pod webhook mpod.kb.io",
-		"OpenKruise's SidecarSet webhook msidecarset.kb.io",
-		"OpenKruise's SidecarSet webhook vsidecarset.kb.io",
-		"OpenKruise's controller runs (Deployment kruise-system/kruise-controller-manager, 1 replica(s))",
-		"converts versions through Service kruise-system/kruise-webhook-service",
-		"1 SidecarSet(s), 2 of their ControllerRevisions in kruise-system, 5 pod(s) injected",
-	} {
-		assert.Contains(t, out, want)
+// statusCounts says whether SidecarSet name's status is observed and counts matched and updated
+// pods, all ready, with latest revision.
+func statusCounts(name string, matched, updated int32, latest string) error {
+	var got v1beta1.SidecarSet
+	if err := cluster.Client.Get(context.Background(), client.ObjectKey{Name: name}, &got); err != nil {
+		return err
 	}
-	removeKruise()
-	restoreCRD()
-	out, code = preflight(t, ctl)
-	t.Logf("preflight after:\n%s", out)
-	require.Equal(t, 0, code, "clear once OpenKruise is stopped and the conversion is sidecarops'")
-	assert.Contains(t, out, "Clear: nothing blocks the switch.")
-	assert.Contains(t, out, "--revision-namespace=kruise-system", "the history's namespace is a warning with its flag")
+	st := got.Status
+	if st.ObservedGeneration != got.Generation || st.MatchedPods != matched || st.UpdatedPods != updated || st.ReadyPods != matched || st.UpdatedReadyPods != updated {
+		return fmt.Errorf("status %+v", st)
+	}
+	if st.LatestRevision != latest {
+		return fmt.Errorf("latestRevision %q, want %q", st.LatestRevision, latest)
+	}
+	return nil
+}
 
-	// The takeover: the manager with its controller, keeping OpenKruise's history where it is. No
-	// pod is written, no revision added, and the first status is right.
-	before := resourceVersions(t)
-	w := watchPods(t)
-	cluster.Manager.SidecarSetWorkers = 0
-	cluster.Manager.RevisionNamespace = kruiseNS
+// runController runs the manager with its controller, keeping OpenKruise's history where it is, as
+// config/samples/kruise-takeover and kruise-coexist install it.
+func runController(t *testing.T) {
+	restartManager(t, 0, kruiseNS)
+}
+
+// runNoController runs the manager without its controller: as if sidecarops were not installed yet
+// (the API server calls no webhook of it).
+func runNoController(t *testing.T) {
+	restartManager(t, -1, "")
+}
+
+func restartManager(t *testing.T, workers int, revisionNamespace string) {
+	if cluster.Manager.SidecarSetWorkers == workers && cluster.Manager.RevisionNamespace == revisionNamespace {
+		return
+	}
+	cluster.Manager.SidecarSetWorkers = workers
+	cluster.Manager.RevisionNamespace = revisionNamespace
 	require.NoError(t, cluster.RestartManager(ctx(t)))
-	eventually(t, "the status counts OpenKruise's pods", func() error {
-		var got v1beta1.SidecarSet
-		if err := c.Get(ctx(t), client.ObjectKey{Name: ss.Name}, &got); err != nil {
-			return err
-		}
-		st := got.Status
-		if st.ObservedGeneration != got.Generation || st.MatchedPods != 5 || st.UpdatedPods != 2 || st.ReadyPods != 5 || st.UpdatedReadyPods != 2 {
-			return fmt.Errorf("status %+v", st)
-		}
-		if st.LatestRevision != rev2.Name {
-			return fmt.Errorf("latestRevision %q, want OpenKruise's %q", st.LatestRevision, rev2.Name)
-		}
-		return nil
-	})
-	time.Sleep(2 * time.Second) // the controller's next rounds, had it anything to write
-	assert.Empty(t, w.writes(), "pods written during the takeover")
-	assert.Equal(t, before, resourceVersions(t), "no pod changed")
-	kruiseRevisions := []string{rev1.Name, rev2.Name}
-	sort.Strings(kruiseRevisions)
-	assert.Equal(t, kruiseRevisions, revisionNames(t), "OpenKruise's revisions reused, none added")
+}
 
-	// A rollout: the three pods on the first image are upgraded in place, once each.
-	w.reset()
-	update(t, ss.Name, func(s *v1beta1.SidecarSet) { s.Spec.UpdateStrategy.Paused = false })
-	waitImages(t, "example.com/proxy:2")
-	assert.Equal(t, map[string]int{"game-0": 1, "game-1": 1, "game-2": 1}, w.imageChanges(), "each old pod upgraded once, the others not touched")
+func createNamespaces(t *testing.T, names ...string) {
+	for _, ns := range names {
+		err := cluster.Client.Create(ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		if !apierrors.IsAlreadyExists(err) {
+			require.NoError(t, err)
+		}
+	}
+}
 
-	// A rollback to the image of OpenKruise's first revision: the same revision object is reused.
-	w.reset()
-	update(t, ss.Name, func(s *v1beta1.SidecarSet) { s.Spec.Containers[0].Image = "example.com/proxy:1" })
-	waitImages(t, "example.com/proxy:1")
-	assert.Equal(t, map[string]int{"game-0": 1, "game-1": 1, "game-2": 1, "game-3": 1, "game-4": 1}, w.imageChanges())
-	assert.Equal(t, kruiseRevisions, revisionNames(t), "the rollback renumbers OpenKruise's revision")
-	var latest v1beta1.SidecarSet
-	require.NoError(t, c.Get(ctx(t), client.ObjectKey{Name: ss.Name}, &latest))
-	assert.Equal(t, rev1.Name, latest.Status.LatestRevision)
-	w.stop()
+// installCloneSet creates OpenKruise's CloneSet CRD (testdata/cloneset-crd.yaml) and one CloneSet
+// in coexistNS, and deletes the CRD, and so the CloneSet, when the test ends.
+func installCloneSet(t *testing.T) {
+	raw, err := os.ReadFile("testdata/cloneset-crd.yaml")
+	require.NoError(t, err)
+	crd := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal(raw, &crd.Object))
+	require.NoError(t, cluster.Client.Create(ctx(t), crd))
+	t.Cleanup(func() { _ = cluster.Client.Delete(context.Background(), crd) })
+	cs := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"replicas": int64(2),
+		"selector": map[string]any{"matchLabels": map[string]any{"app": "lobby"}},
+		"template": map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"app": "lobby"}},
+			"spec":     map[string]any{"containers": []any{map[string]any{"name": "lobby", "image": "example.com/lobby:1"}}},
+		},
+	}}}
+	cs.SetAPIVersion("apps.kruise.io/v1alpha1")
+	cs.SetKind("CloneSet")
+	cs.SetNamespace(coexistNS)
+	cs.SetName("lobby")
+	// The kind is served once the CRD is established.
+	eventually(t, "the CloneSet kind is served", func() error { return cluster.Client.Create(ctx(t), cs.DeepCopy()) })
 }
 
 // kruiseOwnsTheCRDConversion points the CRD's conversion at OpenKruise's Service, as its chart
@@ -196,23 +418,31 @@ func kruiseOwnsTheCRDConversion(t *testing.T) func() {
 	return func() { set(ours) }
 }
 
-// installKruise creates OpenKruise's manager Deployment and webhook registrations (they select no
-// object and ignore failures, so the API server never waits on a Service nobody serves here) and
-// returns what stops OpenKruise as the preflight says.
-func installKruise(t *testing.T) func() {
+// kruiseInstall is OpenKruise's manager Deployment and webhook registrations.
+type kruiseInstall struct {
+	deployment *appsv1.Deployment
+	mutating   *admissionregv1.MutatingWebhookConfiguration
+	validating *admissionregv1.ValidatingWebhookConfiguration
+}
+
+// installKruise creates (or, after another test, restores) OpenKruise's manager Deployment and
+// webhook registrations. They select no object and ignore failures, so the API server never waits
+// on a Service nobody serves here.
+func installKruise(t *testing.T) *kruiseInstall {
 	c := cluster.Client
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: kruiseNS, Name: "kruise-controller-manager"},
-		Spec: appsv1.DeploymentSpec{
+	k := &kruiseInstall{deployment: &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: kruiseNS, Name: "kruise-controller-manager"}}}
+	_, err := controllerutil.CreateOrUpdate(ctx(t), c, k.deployment, func() error {
+		k.deployment.Spec = appsv1.DeploymentSpec{
 			Replicas: ptr.To(int32(1)),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"control-plane": "controller-manager"}},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"control-plane": "controller-manager"}},
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "openkruise/kruise-manager:v1.8.0"}}},
 			},
-		},
-	}
-	require.NoError(t, c.Create(ctx(t), d))
+		}
+		return nil
+	})
+	require.NoError(t, err)
 	svc := &admissionregv1.ServiceReference{Namespace: kruiseNS, Name: "kruise-webhook-service", Path: ptr.To("/")}
 	nothing := &metav1.LabelSelector{MatchLabels: map[string]string{"selects": "nothing"}}
 	hook := func(group, resource string) (admissionregv1.RuleWithOperations, admissionregv1.WebhookClientConfig) {
@@ -221,35 +451,56 @@ func installKruise(t *testing.T) func() {
 			Rule:       admissionregv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{resource}},
 		}, admissionregv1.WebhookClientConfig{Service: svc}
 	}
-	mutating := &admissionregv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kruise-mutating-webhook-configuration"}}
+	k.mutating = &admissionregv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kruise-mutating-webhook-configuration"}}
 	for _, h := range [][3]string{{"mpod.kb.io", "", "pods"}, {"msidecarset.kb.io", "apps.kruise.io", "sidecarsets"}} {
 		rule, cc := hook(h[1], h[2])
-		mutating.Webhooks = append(mutating.Webhooks, admissionregv1.MutatingWebhook{
+		k.mutating.Webhooks = append(k.mutating.Webhooks, admissionregv1.MutatingWebhook{
 			Name: h[0], ClientConfig: cc, Rules: []admissionregv1.RuleWithOperations{rule}, ObjectSelector: nothing,
 			FailurePolicy: ptr.To(admissionregv1.Ignore), SideEffects: ptr.To(admissionregv1.SideEffectClassNone), AdmissionReviewVersions: []string{"v1"},
 		})
 	}
 	rule, cc := hook("apps.kruise.io", "sidecarsets")
-	validating := &admissionregv1.ValidatingWebhookConfiguration{
+	k.validating = &admissionregv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "kruise-validating-webhook-configuration"},
 		Webhooks: []admissionregv1.ValidatingWebhook{{
 			Name: "vsidecarset.kb.io", ClientConfig: cc, Rules: []admissionregv1.RuleWithOperations{rule}, ObjectSelector: nothing,
 			FailurePolicy: ptr.To(admissionregv1.Ignore), SideEffects: ptr.To(admissionregv1.SideEffectClassNone), AdmissionReviewVersions: []string{"v1"},
 		}},
 	}
-	require.NoError(t, c.Create(ctx(t), mutating))
-	require.NoError(t, c.Create(ctx(t), validating))
-	return func() {
-		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			if err := c.Get(ctx(t), client.ObjectKeyFromObject(d), d); err != nil {
-				return err
-			}
-			d.Spec.Replicas = ptr.To(int32(0))
-			return c.Update(ctx(t), d)
-		}))
-		require.NoError(t, c.Delete(ctx(t), mutating))
-		require.NoError(t, c.Delete(ctx(t), validating))
-	}
+	require.NoError(t, c.Create(ctx(t), k.mutating))
+	require.NoError(t, c.Create(ctx(t), k.validating))
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), k.mutating)
+		_ = c.Delete(context.Background(), k.validating)
+	})
+	return k
+}
+
+// stop stops OpenKruise as path A does: its manager scaled to 0, its registrations deleted.
+func (k *kruiseInstall) stop(t *testing.T) {
+	c := cluster.Client
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx(t), client.ObjectKeyFromObject(k.deployment), k.deployment); err != nil {
+			return err
+		}
+		k.deployment.Spec.Replicas = ptr.To(int32(0))
+		return c.Update(ctx(t), k.deployment)
+	}))
+	require.NoError(t, c.Delete(ctx(t), k.mutating))
+	require.NoError(t, c.Delete(ctx(t), k.validating))
+}
+
+// podWebhookOff does what OpenKruise's manager does when it restarts with PodWebhook=false: its
+// webhook controller registers only the webhooks it serves, so mpod.kb.io goes.
+func (k *kruiseInstall) podWebhookOff(t *testing.T) {
+	c := cluster.Client
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx(t), client.ObjectKeyFromObject(k.mutating), k.mutating); err != nil {
+			return err
+		}
+		k.mutating.Webhooks = slices.DeleteFunc(k.mutating.Webhooks, func(w admissionregv1.MutatingWebhook) bool { return w.Name == "mpod.kb.io" })
+		return c.Update(ctx(t), k.mutating)
+	}))
 }
 
 // record creates the ControllerRevision OpenKruise's controller records for ss's current spec:
@@ -261,13 +512,14 @@ func record(t *testing.T, ss *v1beta1.SidecarSet, number int64) *appsv1.Controll
 	return cr
 }
 
-// createInjected creates pod game-i as OpenKruise's webhook injected it: the injection is the same
-// code sidecarops serves, which writes OpenKruise's containers and annotations byte for byte.
-func createInjected(t *testing.T, ss *v1beta1.SidecarSet, revs []*appsv1.ControllerRevision, i int) *corev1.Pod {
+// createInjected creates pod <ss>-i in ns, labelled as ss selects, as OpenKruise's webhook injected
+// it: the injection is the same code sidecarops serves, which writes OpenKruise's containers and
+// annotations byte for byte.
+func createInjected(t *testing.T, ns string, ss *v1beta1.SidecarSet, revs []*appsv1.ControllerRevision, i int) *corev1.Pod {
 	snap, err := injector.Snapshot(ctx(t), injector.Policies{State: bundles.State{SidecarSets: []*v1beta1.SidecarSet{ss}, ControllerRevisions: revs}})
 	require.NoError(t, err)
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: appNS, Name: fmt.Sprintf("game-%d", i), Labels: map[string]string{"app": "game"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", ss.Name, i), Labels: ss.Spec.Selector.MatchLabels},
 		Spec:       corev1.PodSpec{NodeName: kw.Node, Containers: []corev1.Container{{Name: "game", Image: "example.com/game:1"}}},
 	}
 	res, err := injector.Pod(ctx(t), snap, &mutation.Injector{Now: time.Now, Rand: rand.Float64}, injector.PodRequest{Pod: p})
@@ -295,6 +547,19 @@ func update(t *testing.T, name string, change func(*v1beta1.SidecarSet)) {
 	}))
 }
 
+// preflightSays runs the preflight, logs what it says, and checks its exit status and that it says
+// each of wants.
+func preflightSays(t *testing.T, bin, when string, code int, wants ...string) string {
+	t.Helper()
+	out, got := preflight(t, bin)
+	t.Logf("preflight %s:\n%s", when, out)
+	require.Equal(t, code, got, "exit status")
+	for _, want := range wants {
+		assert.Contains(t, out, want)
+	}
+	return out
+}
+
 func preflight(t *testing.T, bin string) (string, int) {
 	t.Helper()
 	out, err := exec.Command(bin, "migrate", "check", "--kubeconfig", cluster.Kubeconfig, "--namespace", devcluster.Namespace).CombinedOutput() // #nosec G204 -- the test's own build
@@ -308,9 +573,9 @@ func preflight(t *testing.T, bin string) (string, int) {
 	return string(out), code
 }
 
-func resourceVersions(t *testing.T) map[string]string {
+func resourceVersions(t *testing.T, ns string) map[string]string {
 	var l corev1.PodList
-	require.NoError(t, cluster.Client.List(ctx(t), &l, client.InNamespace(appNS)))
+	require.NoError(t, cluster.Client.List(ctx(t), &l, client.InNamespace(ns)))
 	out := map[string]string{}
 	for _, p := range l.Items {
 		out[p.Name] = p.ResourceVersion
@@ -318,9 +583,10 @@ func resourceVersions(t *testing.T) map[string]string {
 	return out
 }
 
-func revisionNames(t *testing.T) []string {
+// revisionNames are the names of SidecarSet name's revisions, sorted.
+func revisionNames(t *testing.T, name string) []string {
 	var l appsv1.ControllerRevisionList
-	require.NoError(t, cluster.Client.List(ctx(t), &l, client.InNamespace(kruiseNS), client.HasLabels{v1beta1.SidecarSetNameLabel}))
+	require.NoError(t, cluster.Client.List(ctx(t), &l, client.InNamespace(kruiseNS), client.MatchingLabels{v1beta1.SidecarSetNameLabel: name}))
 	var names []string
 	for _, cr := range l.Items {
 		names = append(names, cr.Name)
@@ -329,11 +595,11 @@ func revisionNames(t *testing.T) []string {
 	return names
 }
 
-func waitImages(t *testing.T, img string) {
+func waitImages(t *testing.T, ns, img string) {
 	t.Helper()
 	eventually(t, "every pod runs "+img, func() error {
 		var l corev1.PodList
-		if err := cluster.Client.List(ctx(t), &l, client.InNamespace(appNS)); err != nil {
+		if err := cluster.Client.List(ctx(t), &l, client.InNamespace(ns)); err != nil {
 			return err
 		}
 		for _, p := range l.Items {
@@ -359,11 +625,11 @@ type podWatch struct {
 	done    chan struct{}
 }
 
-func watchPods(t *testing.T) *podWatch {
+func watchPods(t *testing.T, ns string) *podWatch {
 	wc, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: cluster.Client.Scheme()})
 	require.NoError(t, err)
 	cctx, cancel := context.WithCancel(context.Background())
-	w, err := wc.Watch(cctx, &corev1.PodList{}, client.InNamespace(appNS))
+	w, err := wc.Watch(cctx, &corev1.PodList{}, client.InNamespace(ns))
 	require.NoError(t, err)
 	pw := &podWatch{last: map[types.UID]*corev1.Pod{}, images: map[string]int{}, cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -389,6 +655,15 @@ func watchPods(t *testing.T) *podWatch {
 	}()
 	t.Cleanup(pw.stop)
 	return pw
+}
+
+// count counts the occurrences of each name.
+func count(names []string) map[string]int {
+	out := map[string]int{}
+	for _, n := range names {
+		out[n]++
+	}
+	return out
 }
 
 func (pw *podWatch) writes() []string {
