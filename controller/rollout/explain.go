@@ -114,11 +114,12 @@ func PodChangedFields(pod *corev1.Pod, ss *v1beta1.SidecarSet) []string {
 		want, have := c.Container, injected
 		defaults.Container(&want)
 		defaults.Container(&have)
+		var changed []string
 		if !containsAll(have.Env, want.Env) {
-			out = append(out, fmt.Sprintf("spec.containers[%d].env", i))
+			changed = append(changed, "env")
 		}
 		if !containsAll(have.VolumeMounts, want.VolumeMounts) {
-			out = append(out, fmt.Sprintf("spec.containers[%d].volumeMounts", i))
+			changed = append(changed, "volumeMounts")
 		}
 		want.Image, have.Image = "", ""
 		want.Env, have.Env = nil, nil
@@ -128,10 +129,14 @@ func PodChangedFields(pod *corev1.Pod, ss *v1beta1.SidecarSet) []string {
 		}
 		want.Name = have.Name // a hot upgrade twin is named NAME-1 or NAME-2
 		prev, now := asMap(have), asMap(want)
-		for _, k := range slices.Sorted(maps.Keys(union(prev, now))) {
+		for k := range union(prev, now) {
 			if !reflect.DeepEqual(prev[k], now[k]) {
-				out = append(out, fmt.Sprintf("spec.containers[%d].%s", i, k))
+				changed = append(changed, k)
 			}
+		}
+		slices.Sort(changed)
+		for _, k := range changed {
+			out = append(out, fmt.Sprintf("spec.containers[%d].%s", i, k))
 		}
 	}
 	return out
