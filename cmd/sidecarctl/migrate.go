@@ -71,7 +71,7 @@ func printReport(out io.Writer, r migrate.Report) {
 		}
 	}
 	if len(r.Losses) > 0 {
-		fmt.Fprintln(out, "What goes with OpenKruise's pod webhook:")
+		fmt.Fprintln(out, "What goes with OpenKruise's pod webhook (if these pods need it, keep OpenKruise's SidecarSet for now: docs/decisions.md D10):")
 		for _, l := range r.Losses {
 			fmt.Fprintln(out, "  "+l)
 		}

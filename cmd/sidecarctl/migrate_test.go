@@ -46,7 +46,7 @@ Warnings:
 Path B: OpenKruise's other workloads are in use; OpenKruise keeps running with PodWebhook=false, and the fence keeps it off the SidecarSets (docs/migration.md):
   CloneSet.apps.kruise.io: 3
   PodUnavailableBudget.policy.kruise.io: 1
-What goes with OpenKruise's pod webhook:
+What goes with OpenKruise's pod webhook (if these pods need it, keep OpenKruise's SidecarSet for now: docs/decisions.md D10):
   1 PodUnavailableBudget(s) no longer hold back pod deletions
 Clear: nothing blocks the switch.
 `,

@@ -201,7 +201,7 @@ func (k *checker) kruisePodWebhook(webhook, cfg string) Finding {
 func (k *checker) kruiseSidecarSetWebhook(webhook, kind, cfg string) Finding {
 	if k.r.Path == PathB && k.kruiseRuns {
 		return Finding{
-			Message: fmt.Sprintf("OpenKruise's SidecarSet webhook %s (%s %s) stays with OpenKruise's manager: a SidecarSet write must pass its validation as well as sidecarops', which differ where docs/decisions.md says (D2, D3)", webhook, kind, cfg),
+			Message: fmt.Sprintf("OpenKruise's SidecarSet webhook %s (%s %s) stays with OpenKruise's manager: a SidecarSet write waits on OpenKruise being up and must pass its validation as well as sidecarops', which differ where docs/decisions.md says (D2, D3)", webhook, kind, cfg),
 			Fix:     "sidecarctl check -f SIDECARSET.yaml   # sidecarops' verdict; OpenKruise's manager registers its webhook again while it runs",
 		}
 	}

@@ -127,7 +127,7 @@ func servedVersion(crd unstructured.Unstructured) string {
 
 // checkFence looks, on path B, for the fence's two bindings and the policies they bind; k.unfenced
 // says what is missing. An API server that serves no MutatingAdmissionPolicy (before Kubernetes
-// 1.36) cannot hold the fence's CRD part: the rest is the fence there, with a warning.
+// 1.36) cannot hold the fence's CRD part, and so cannot take path B (docs/decisions.md D10).
 func (k *checker) checkFence(ctx context.Context) error {
 	if k.r.Path != PathB {
 		return nil
@@ -152,16 +152,17 @@ func (k *checker) checkFence(ctx context.Context) error {
 	switch {
 	case errors.Is(err, errNotServed):
 		k.r.Findings = append(k.r.Findings, Finding{
-			Message: "the API server serves no MutatingAdmissionPolicy (Kubernetes 1.36 or later does): nothing keeps OpenKruise's manager from pointing the SidecarSet CRD's conversion back at its own Service, which this check then reports",
-			Fix:     "upgrade the control plane to Kubernetes 1.36 or later, then apply the fence again",
+			Blocker: true,
+			Message: "the API server serves no MutatingAdmissionPolicy (Kubernetes 1.36 or later does), so the fence cannot keep OpenKruise's manager from pointing the SidecarSet CRD's conversion back at its own Service, within a minute of every fix (docs/decisions.md D10)",
+			Fix:     "keep OpenKruise's SidecarSet until the control plane runs Kubernetes 1.36 or later; sidecarctl checks SidecarSets offline meanwhile",
 		})
 	case err != nil:
 		return err
 	case missing != "":
 		k.unfenced = append(k.unfenced, missing)
 	}
-	if len(k.unfenced) == 0 {
-		k.r.Found = append(k.r.Found, fmt.Sprintf("the fence: ValidatingAdmissionPolicyBinding %s, MutatingAdmissionPolicyBinding %s where served", FenceBinding, FenceCRDBinding))
+	if len(k.unfenced) == 0 && err == nil {
+		k.r.Found = append(k.r.Found, fmt.Sprintf("the fence: ValidatingAdmissionPolicyBinding %s, MutatingAdmissionPolicyBinding %s", FenceBinding, FenceCRDBinding))
 	}
 	return nil
 }

@@ -235,12 +235,13 @@ func TestMigratePath(t *testing.T) {
 			warnings: []string{"SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
 		},
 		{
-			name:      "before Kubernetes 1.36 the fence has no CRD part: it fences, with a warning",
+			name:      "before Kubernetes 1.36 the fence has no CRD part: path B waits for 1.36",
 			objs:      all(crds, inUse, kruise(false, 2), fence(deny, true, false)),
 			notServed: []string{"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"},
 			path:      PathB,
 			inUse:     []string{"CloneSet.apps.kruise.io: 2"},
-			warnings:  []string{"the API server serves no MutatingAdmissionPolicy", "SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
+			blockers:  []string{"the API server serves no MutatingAdmissionPolicy"},
+			warnings:  []string{"SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
 		},
 		{
 			name:      "no ValidatingAdmissionPolicy served: no fence",
@@ -248,8 +249,8 @@ func TestMigratePath(t *testing.T) {
 			notServed: []string{"ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicyBinding"},
 			path:      PathB,
 			inUse:     []string{"CloneSet.apps.kruise.io: 2"},
-			blockers:  []string{"the fence is not installed (the API server serves no ValidatingAdmissionPolicy)"},
-			warnings:  []string{"the API server serves no MutatingAdmissionPolicy", "SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
+			blockers:  []string{"the API server serves no MutatingAdmissionPolicy", "the fence is not installed (the API server serves no ValidatingAdmissionPolicy)"},
+			warnings:  []string{"SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
 		},
 		{
 			name:     "a fence binding without its policy does not fence",
