@@ -248,7 +248,7 @@ func (w *workspace) summary(fs []finding, warnings int) string {
 		case f.severity != severityError:
 		case f.Kind == "SidecarSet":
 			inSidecarSets++
-			refused[f.Position.String()] = true
+			refused[f.String()] = true
 		default:
 			other++
 		}
