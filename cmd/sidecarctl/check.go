@@ -49,7 +49,7 @@ func checkCmd() *cobra.Command {
 			if err := w.warnUnseen(cmd.Context(), view, src.namespace); err != nil {
 				return err
 			}
-			fs, err := w.findings(cmd.Context(), strict, src.namespace)
+			fs, err := w.findings(cmd.Context(), strict, src.namespace, view)
 			if err != nil {
 				return err
 			}

@@ -45,8 +45,9 @@ type finding struct {
 // findings is everything check reports about w, in input order and by line within a document:
 // what reading found, the SidecarSets refused (and what else is wrong with those that did not
 // decode), the workloads whose pods would be refused once injected, and the strict findings,
-// errors when strict.
-func (w *workspace) findings(ctx context.Context, strict bool, namespace string) ([]finding, error) {
+// errors when strict. A workload view says the installed webhook never sees is validated as
+// written: its pods are created so.
+func (w *workspace) findings(ctx context.Context, strict bool, namespace string, view *podWebhookView) ([]finding, error) {
 	var out []finding
 	add := func(severity, rule string, es ...*manifest.Error) {
 		for _, e := range es {
@@ -77,6 +78,14 @@ func (w *workspace) findings(ctx context.Context, strict bool, namespace string)
 		}
 		pods = append(pods, pod)
 		written := pod.DeepCopy()
+		unseen, err := view.unseen(ctx, pod.Namespace, pod)
+		if err != nil {
+			return nil, err
+		}
+		if unseen != "" {
+			add(severityError, rulePod, w.podProblems(o, written, written, nil)...)
+			continue
+		}
 		res, err := injector.Pod(ctx, w.snapshot, m, injector.PodRequest{Pod: pod})
 		if err != nil {
 			add(severityError, ruleInjection, o.Report("", err.Error()))

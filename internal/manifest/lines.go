@@ -51,6 +51,9 @@ func (l *lines) of(field string) int {
 	}
 	d := l.doc
 	d.once.Do(func() {
+		// A third-party parser fed with what another one read: should it panic, the document's own
+		// line is the answer, as for text it does not parse.
+		defer func() { _ = recover() }()
 		var n yaml3.Node
 		if yaml3.Unmarshal(d.text, &n) == nil {
 			d.root = &n
