@@ -148,6 +148,9 @@ func TestCoexistWithOpenKruise(t *testing.T) {
 		// Served by the manager that keeps running: warnings, not blockers.
 		"OpenKruise's SidecarSet webhook msidecarset.kb.io (mutatingwebhookconfiguration kruise-mutating-webhook-configuration) stays with OpenKruise's manager")
 	assert.NotContains(t, out, "OpenKruise's controller runs", "path B keeps OpenKruise's manager running")
+	doc, err := os.ReadFile("../../docs/cli.md")
+	require.NoError(t, err)
+	assert.Contains(t, string(doc), out[strings.Index(out, "Path B:"):]+"```", "docs/cli.md shows this report")
 
 	// Path B: the fence, OpenKruise's pod webhook off, and the conversion sidecarops'.
 	installFence(t)
