@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/internal/testing/render"
 )
 
 // kruiseKind is one of OpenKruise's CRDs as its chart installs it.
@@ -335,5 +337,20 @@ func matches(t *testing.T, what string, want []string, got []Finding) {
 		for i, w := range want {
 			assert.Contains(t, msgs[i], w, what)
 		}
+	}
+}
+
+// TestMigrateFenceNames holds the bindings the check looks for to the ones the openkruise-fence
+// component installs (the chart's are held to the component by test/manifests).
+func TestMigrateFenceNames(t *testing.T) {
+	raw, err := os.ReadFile("../../config/components/openkruise-fence/admission_policy.yaml")
+	require.NoError(t, err)
+	objs, err := render.Parse(raw)
+	require.NoError(t, err)
+	for _, key := range []string{
+		"ValidatingAdmissionPolicyBinding/" + FenceBinding,
+		"MutatingAdmissionPolicyBinding/" + FenceCRDBinding,
+	} {
+		assert.Contains(t, objs, key)
 	}
 }
