@@ -64,8 +64,8 @@ type podWebhookView struct {
 	objectSelector    labels.Selector
 	// unevaluated are the match conditions that may leave out pods the selectors let through.
 	unevaluated []admissionregv1.MatchCondition
-	// namespaceLabels are the labels of the Namespaces known: those of the input, then (live) the
-	// cluster's.
+	// namespaceLabels are the labels of the Namespaces known: those of the input, which win (they
+	// may be about to be applied), then (live) the cluster's as they are looked up.
 	namespaceLabels map[string]map[string]string
 	lookup          func(ctx context.Context, name string) (map[string]string, error)
 	noticed         bool
@@ -92,9 +92,7 @@ func (f *installFlags) view(ctx context.Context, namespaces []*corev1.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	if v.namespaceLabels == nil {
-		v.namespaceLabels = map[string]map[string]string{}
-	}
+	v.namespaceLabels = map[string]map[string]string{}
 	for _, ns := range namespaces {
 		v.namespaceLabels[ns.Name] = ns.Labels
 	}
