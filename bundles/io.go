@@ -208,7 +208,7 @@ func (l Limits) ReadBytes(name string, raw []byte, v *Verification) (*bundle.Bun
 	if err := l.scan(raw, v); err != nil {
 		return nil, refused(name, err)
 	}
-	return readWith(name, bundle.NewTarballLoaderWithBaseURL(bytes.NewReader(raw), name), v, l, "the .manifest at the archive's top")
+	return readWith(name, bundle.NewTarballLoaderWithBaseURL(bytes.NewReader(raw), name), v, l, "a .manifest at the top of the bundle")
 }
 
 // scan is ReadBytes' first pass. OPA's tarball loader reads the same bytes the same way (gzip, then
