@@ -234,3 +234,23 @@ func BenchmarkReadBytes(b *testing.B) {
 		}
 	}
 }
+
+// TestReadBytesRefusesBundlesWithoutRoots: without .manifest, or without "roots" in it, a bundle owns
+// all of data; it is refused where it is read, saying what to write, rather than by the engine's root
+// overlap, which named neither.
+func TestReadBytesRefusesBundlesWithoutRoots(t *testing.T) {
+	gate := tarEntry{"gates.rego", "package gates\n\ndeny_injection contains \"no\" if input.pod.spec.hostNetwork\n"}
+	for name, head := range map[string][]tarEntry{
+		"no .manifest":       {gate},
+		"no roots in it":     {{".manifest", `{"revision": "r1"}`}, gate},
+		"the root of all data": {{".manifest", `{"roots": [""]}`}, gate},
+	} {
+		_, err := ReadBytes("gates.tar.gz", bombArchive(t, head, 0, 0), nil)
+		require.Error(t, err, name)
+		assert.Equal(t, `gates.tar.gz: bundle refused: no .manifest naming its roots, so it would own all of data, the compiled policies' root "sidecarops" included: `+
+			`write {"roots": ["gates"]} (a gate) or {"roots": ["whitelist"]} (a whitelist) to a .manifest at the top of the bundle`, err.Error(), name)
+	}
+	b, err := ReadBytes("gates.tar.gz", bombArchive(t, []tarEntry{{".manifest", `{"roots": ["gates"]}`}, gate}, 0, 0), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"gates"}, *b.Manifest.Roots)
+}
