@@ -175,3 +175,41 @@ func TestCheckForCI(t *testing.T) {
 	_, _, code = sidecarctlWithLines(t, "", "no-such-command")
 	assert.Equal(t, exitUsage, code)
 }
+
+// What the API server takes is not refused: a startupProbe without successThreshold (defaulted to
+// 1), an environment variable name of today's relaxed rule, a mount of a volumeClaimTemplate, a
+// Job's OnFailure.
+func TestWorkloadsTheAPIServerTakes(t *testing.T) {
+	in := `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  selector: {matchLabels: {app: db}}
+  serviceName: db
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers:
+      - name: db
+        image: db:1
+        env: [{name: app.config-path, value: /etc/db}]
+        startupProbe: {exec: {command: [ready]}}
+        volumeMounts: [{name: data, mountPath: /data}]
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: once}
+spec:
+  template:
+    spec:
+      restartPolicy: OnFailure
+      containers: [{name: once, image: once:1}]`
+	out, errOut, code := sidecarctl(t, in, "check", "-f", "-", "--strict")
+	assert.Equal(t, 0, code, errOut)
+	assert.Equal(t, "0 SidecarSet(s) checked: no errors\n", out)
+	_, errOut, code = sidecarctl(t, in, "inject", "-f", "-")
+	assert.Equal(t, 0, code, errOut)
+}

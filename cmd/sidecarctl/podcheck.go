@@ -34,11 +34,15 @@ var restartPoliciesOf = map[string][]corev1.RestartPolicy{
 // and its SidecarSet; injected are the SidecarSets that injected something.
 func (w *workspace) podProblems(o *manifest.Object, before, after *corev1.Pod, injected []string) manifest.Errors {
 	spec := after.Spec.DeepCopy()
-	for i := range spec.Containers {
-		defaults.Container(&spec.Containers[i])
-	}
-	for i := range spec.InitContainers {
-		defaults.Container(&spec.InitContainers[i])
+	for _, cs := range [][]corev1.Container{spec.Containers, spec.InitContainers} {
+		for i := range cs {
+			defaults.Container(&cs[i])
+			// Kubernetes defaults a startupProbe as it does the others; OpenKruise's sidecar
+			// defaulting, which defaults.Container is, leaves it out.
+			if p := cs[i].StartupProbe; p != nil {
+				defaults.Container(&corev1.Container{LivenessProbe: p})
+			}
+		}
 	}
 	for i := range spec.Volumes {
 		defaults.Volume(&spec.Volumes[i])
