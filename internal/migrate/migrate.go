@@ -95,8 +95,10 @@ type checker struct {
 	r Report
 	// kruiseRuns says that OpenKruise's manager Deployment has replicas.
 	kruiseRuns bool
-	// unfenced says what of the fence is missing, on path B.
+	// unfenced says what of the fence is missing, on path B; fenced holds the match conditions of
+	// each of its policies that are there.
 	unfenced []string
+	fenced   [][]string
 }
 
 func (k *checker) checkCRD(ctx context.Context) error {
@@ -254,6 +256,19 @@ func (k *checker) checkController(ctx context.Context) error {
 	switch {
 	case !k.kruiseRuns:
 	case r.Path == PathB && len(k.unfenced) == 0:
+		// The fence names OpenKruise's manager by one literal: a ServiceAccount other than its
+		// chart's leaves the manager outside it.
+		sa := cmp.Or(d.Spec.Template.Spec.ServiceAccountName, "default")
+		user := "system:serviceaccount:" + o.KruiseNamespace + ":" + sa
+		names := func(e string) bool { return strings.Contains(e, "'"+user+"'") }
+		if slices.ContainsFunc(k.fenced, func(policy []string) bool { return !slices.ContainsFunc(policy, names) }) {
+			r.Findings = append(r.Findings, Finding{
+				Blocker: true,
+				Message: fmt.Sprintf("the fence does not name the user OpenKruise's manager runs as (%s), so it refuses that manager nothing", user),
+				Fix:     fmt.Sprintf("helm upgrade sidecarops CHART -n %s --reuse-values --set openkruise.fence.serviceAccount=%s/%s   # or patch /spec/matchConditions/0/expression of both fence policies", o.Namespace, o.KruiseNamespace, sa),
+			})
+			break
+		}
 		r.Found = append(r.Found, "OpenKruise's manager keeps running for its other workloads; the fence refuses its SidecarSet controller's writes")
 	case r.Path == PathB:
 		r.Findings = append(r.Findings, Finding{

@@ -145,6 +145,8 @@ func (k *checker) checkFence(ctx context.Context) error {
 	}
 	if missing != "" {
 		k.unfenced = append(k.unfenced, missing)
+	} else {
+		k.fenced = append(k.fenced, matchExpressions(vp.Spec.MatchConditions))
 	}
 	var mb admissionregv1.MutatingAdmissionPolicyBinding
 	var mp admissionregv1.MutatingAdmissionPolicy
@@ -160,11 +162,23 @@ func (k *checker) checkFence(ctx context.Context) error {
 		return err
 	case missing != "":
 		k.unfenced = append(k.unfenced, missing)
+	default:
+		k.fenced = append(k.fenced, matchExpressions(mp.Spec.MatchConditions))
 	}
 	if len(k.unfenced) == 0 && err == nil {
 		k.r.Found = append(k.r.Found, fmt.Sprintf("the fence: ValidatingAdmissionPolicyBinding %s, MutatingAdmissionPolicyBinding %s", FenceBinding, FenceCRDBinding))
 	}
 	return nil
+}
+
+// matchExpressions are the CEL expressions of a policy's match conditions, where the fence names the
+// user it fences.
+func matchExpressions(conditions []admissionregv1.MatchCondition) []string {
+	out := make([]string, len(conditions))
+	for i, c := range conditions {
+		out[i] = c.Expression
+	}
+	return out
 }
 
 // errNotServed says the API server does not serve a kind.

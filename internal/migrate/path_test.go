@@ -74,8 +74,12 @@ func (k kruiseKind) object(name string) client.Object {
 	return u
 }
 
-func kruiseManager(replicas int32) client.Object {
-	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: KruiseNamespace, Name: KruiseManager}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas)}}
+// kruiseManager is OpenKruise's manager Deployment, running as ServiceAccount sa.
+func kruiseManager(replicas int32, sa string) client.Object {
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: KruiseNamespace, Name: KruiseManager}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To(replicas),
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{ServiceAccountName: sa}},
+	}}
 }
 
 // kruiseWebhooks are OpenKruise's registrations: its pod webhook (unless PodWebhook=false dropped it)
@@ -106,13 +110,18 @@ func fence(actions []admissionregv1.ValidationAction, withPolicy, crd bool) []cl
 		ObjectMeta: metav1.ObjectMeta{Name: FenceBinding},
 		Spec:       admissionregv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "fence", ValidationActions: actions},
 	}}
+	// As the component names OpenKruise's manager.
+	manager := []admissionregv1.MatchCondition{
+		{Name: "openkruise-manager", Expression: "request.userInfo.username == 'system:serviceaccount:kruise-system:kruise-manager'"},
+		{Name: "something-else", Expression: "has(object.spec)"},
+	}
 	if withPolicy {
-		out = append(out, &admissionregv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "fence"}})
+		out = append(out, &admissionregv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "fence"}, Spec: admissionregv1.ValidatingAdmissionPolicySpec{MatchConditions: manager}})
 	}
 	if crd {
 		out = append(out,
 			&admissionregv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: FenceCRDBinding}, Spec: admissionregv1.MutatingAdmissionPolicyBindingSpec{PolicyName: "fence-crd"}},
-			&admissionregv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "fence-crd"}})
+			&admissionregv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "fence-crd"}, Spec: admissionregv1.MutatingAdmissionPolicySpec{MatchConditions: manager}})
 	}
 	return out
 }
@@ -162,7 +171,7 @@ func fakeCluster(t *testing.T, notServed []string, objs ...client.Object) client
 
 func TestMigratePath(t *testing.T) {
 	kruise := func(podWebhook bool, replicas int32) []client.Object {
-		return append(kruiseWebhooks(podWebhook), kruiseManager(replicas))
+		return append(kruiseWebhooks(podWebhook), kruiseManager(replicas, "kruise-manager"))
 	}
 	all := func(groups ...[]client.Object) []client.Object {
 		var out []client.Object
@@ -219,6 +228,15 @@ func TestMigratePath(t *testing.T) {
 			path:     PathB,
 			inUse:    []string{"CloneSet.apps.kruise.io: 2"},
 			warnings: []string{"SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
+		},
+		{
+			name:     "a fence naming another ServiceAccount than OpenKruise's manager's refuses it nothing",
+			objs:     all(crds, inUse, kruiseWebhooks(false), []client.Object{kruiseManager(2, "")}, fence(deny, true, true)),
+			path:     PathB,
+			inUse:    []string{"CloneSet.apps.kruise.io: 2"},
+			blockers: []string{"the fence does not name the user OpenKruise's manager runs as (system:serviceaccount:kruise-system:default)"},
+			warnings: []string{"SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
+			fixes:    []string{"--set openkruise.fence.serviceAccount=kruise-system/default"},
 		},
 		{
 			name:     "a fence binding that only warns does not fence",

@@ -444,7 +444,10 @@ func installKruise(t *testing.T) *kruiseInstall {
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"control-plane": "controller-manager"}},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"control-plane": "controller-manager"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "openkruise/kruise-manager:v1.8.0"}}},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: "kruise-manager",
+					Containers:         []corev1.Container{{Name: "manager", Image: "openkruise/kruise-manager:v1.8.0"}},
+				},
 			},
 		}
 		return nil
