@@ -191,7 +191,7 @@ func (k *checker) kruisePodWebhook(webhook, cfg string) Finding {
 		Fix:     fmt.Sprintf("kubectl delete mutatingwebhookconfiguration %s   # path A: after OpenKruise's manager is stopped, or it registers it again", cfg),
 	}
 	if k.r.Path == PathB {
-		f.Fix = fmt.Sprintf("helm upgrade kruise openkruise/kruise --reuse-values --set featureGates='PodWebhook=false'   # path B: keep the gates already set, comma-separated (helm get values kruise --all); without Helm, --feature-gates=PodWebhook=false in %s's args. Its manager then drops %s from %s itself",
+		f.Fix = fmt.Sprintf("helm upgrade kruise openkruise/kruise --reuse-values --set crds.managed=false --set featureGates='PodWebhook=false'   # path B (docs/migration.md, step 5): first helm.sh/resource-policy=keep on every kruise.io CRD; keep the gates already set, comma-separated (helm get values kruise --all); without Helm, --feature-gates=PodWebhook=false in %s's args. Its manager then drops %s from %s itself",
 			KruiseManager, webhook, cfg)
 	}
 	return f
