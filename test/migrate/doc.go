@@ -5,5 +5,6 @@
 // Deployment, SidecarSets stored as v1beta1 with its hashes, ControllerRevisions with its names and
 // labels in kruise-system, pods with the annotations it writes), the preflight is run as a user
 // runs it, and then the manager takes over with kwok as the kubelet; OpenKruise's manager is
-// impersonated where its writes matter.
+// impersonated where its writes matter. What the paths do to OpenKruise's Helm release is run with
+// the pinned Helm on a chart built as OpenKruise's is.
 package migrate

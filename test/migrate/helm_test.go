@@ -1,0 +1,144 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sidecarops/sidecarops/internal/testing/render"
+)
+
+// The CRDs of testdata/kruise-like: its "SidecarSet" CRD, which sidecarops' release adopts, and
+// one of its other workloads.
+const (
+	likeSidecarSets = "sidecarsets.kruise-like.example.com"
+	likeCloneSets   = "clonesets.kruise-like.example.com"
+)
+
+// TestKruiseReleaseEndStates runs docs/migration.md's Helm steps for OpenKruise's release, with the
+// pinned Helm, on a chart built as OpenKruise's is (testdata/kruise-like): what each path leaves of
+// OpenKruise's CRDs and namespace, and why the steps are what they are.
+func TestKruiseReleaseEndStates(t *testing.T) {
+	if os.Getenv("SIDECAROPS_HELM") == "" {
+		t.Skip("SIDECAROPS_HELM is not set: run through `make test`, which builds the pinned helm")
+	}
+	home := t.TempDir()
+	helm := func(args ...string) (string, error) {
+		out, err := render.Helm(home, append(args, "--kubeconfig", cluster.Kubeconfig)...)
+		return string(out), err
+	}
+	kubectl := func(t *testing.T, args ...string) {
+		out, err := exec.Command("kubectl", append(args, "--kubeconfig", cluster.Kubeconfig)...).CombinedOutput() // #nosec G204 -- docs/migration.md's commands
+		require.NoError(t, err, "kubectl %s: %s", strings.Join(args, " "), out)
+	}
+	install := func(t *testing.T, release, ns string) {
+		_, err := helm("install", release, "testdata/kruise-like", "--set", "installation.namespace="+ns)
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			_, _ = helm("uninstall", release)
+			for _, crd := range []string{likeSidecarSets, likeCloneSets} {
+				_ = cluster.Client.Delete(ctx(t), crdObject(crd))
+			}
+			eventually(t, "the CRDs are gone", func() error { return gone(likeSidecarSets, likeCloneSets) })
+		})
+	}
+	// Step 3 of docs/migration.md: sidecarops' release adopts the SidecarSet CRD.
+	adopt := func(t *testing.T) {
+		kubectl(t, "label", "crd", likeSidecarSets, "app.kubernetes.io/managed-by=Helm", "--overwrite")
+		kubectl(t, "annotate", "crd", likeSidecarSets, "--overwrite", "meta.helm.sh/release-name=sidecarops", "meta.helm.sh/release-namespace=sidecarops-system")
+	}
+
+	t.Run("path A: the CRD and the namespace leave the release before it is uninstalled", func(t *testing.T) {
+		install(t, "kruise-a", "kruise-like-a")
+		adopt(t)
+		kubectl(t, "annotate", "crd", likeSidecarSets, "helm.sh/resource-policy=keep")
+		kubectl(t, "annotate", "namespace", "kruise-like-a", "helm.sh/resource-policy=keep")
+		_, err := helm("upgrade", "kruise-a", "testdata/kruise-like", "--reuse-values", "--set", "crds.managed=false", "--set", "installation.createNamespace=false")
+		require.NoError(t, err)
+		manifest, err := helm("get", "manifest", "kruise-a")
+		require.NoError(t, err)
+		assert.NotRegexp(t, `(?m)^kind: (CustomResourceDefinition|Namespace)$`, manifest)
+		_, err = helm("uninstall", "kruise-a")
+		require.NoError(t, err)
+
+		assert.NoError(t, present(likeSidecarSets), "the SidecarSet CRD stays")
+		eventually(t, "OpenKruise's unused CRDs go", func() error { return gone(likeCloneSets) })
+		var ns corev1.Namespace
+		require.NoError(t, cluster.Client.Get(ctx(t), client.ObjectKey{Name: "kruise-like-a"}, &ns))
+		assert.Nil(t, ns.DeletionTimestamp, "kruise-system stays, with the revisions")
+		var cm corev1.ConfigMap
+		assert.True(t, apierrors.IsNotFound(cluster.Client.Get(ctx(t), client.ObjectKey{Namespace: "kruise-like-a", Name: "manager"}, &cm)), "the rest of OpenKruise goes")
+	})
+
+	t.Run("path B: the upgrade that turns the pod webhook off takes the CRDs out of the release", func(t *testing.T) {
+		install(t, "kruise-b", "kruise-like-b")
+		adopt(t)
+		_, err := helm("upgrade", "kruise-b", "testdata/kruise-like", "--reuse-values", "--set", "featureGates=PodWebhook=false")
+		if assert.Error(t, err, "a release that still lists the adopted CRD") {
+			assert.Contains(t, err.Error(), "conflict")
+		}
+		kubectl(t, "annotate", "crd", likeSidecarSets, likeCloneSets, "--overwrite", "helm.sh/resource-policy=keep")
+		_, err = helm("upgrade", "kruise-b", "testdata/kruise-like", "--reuse-values", "--set", "crds.managed=false", "--set", "featureGates=PodWebhook=false")
+		require.NoError(t, err)
+		assert.NoError(t, present(likeSidecarSets))
+		assert.NoError(t, present(likeCloneSets), "every CloneSet with it")
+		_, err = helm("upgrade", "kruise-b", "testdata/kruise-like", "--reuse-values", "--set", "featureGates=ImagePullJobGate=true\\,PodWebhook=false")
+		require.NoError(t, err, "OpenKruise's later upgrades")
+		var cm corev1.ConfigMap
+		require.NoError(t, cluster.Client.Get(ctx(t), client.ObjectKey{Namespace: "kruise-like-b", Name: "manager"}, &cm))
+		assert.Equal(t, "ImagePullJobGate=true,PodWebhook=false", cm.Data["feature-gates"])
+	})
+
+	t.Run("a keep annotation on the live CRD does not survive helm uninstall", func(t *testing.T) {
+		install(t, "kruise-c", "kruise-like-c")
+		kubectl(t, "annotate", "crd", likeSidecarSets, "helm.sh/resource-policy=keep")
+		_, err := helm("uninstall", "kruise-c")
+		require.NoError(t, err)
+		eventually(t, "the CRD goes with the release", func() error { return gone(likeSidecarSets) })
+	})
+}
+
+func crdObject(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("apiextensions.k8s.io/v1")
+	u.SetKind("CustomResourceDefinition")
+	u.SetName(name)
+	return u
+}
+
+// present says nil when CRD name is there and not being deleted.
+func present(name string) error {
+	u := crdObject(name)
+	if err := cluster.Client.Get(context.Background(), client.ObjectKeyFromObject(u), u); err != nil {
+		return err
+	}
+	if u.GetDeletionTimestamp() != nil {
+		return errors.New(name + " is being deleted")
+	}
+	return nil
+}
+
+// gone says nil when none of the CRDs names is there.
+func gone(names ...string) error {
+	for _, name := range names {
+		u := crdObject(name)
+		err := cluster.Client.Get(context.Background(), client.ObjectKeyFromObject(u), u)
+		if err == nil {
+			return errors.New(name + " is still there")
+		}
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
