@@ -222,6 +222,17 @@ func (p *container) endpoints(ctx context.Context, t *testing.T, c client.Client
 		slice.Ports = append(slice.Ports, discoveryv1.EndpointPort{Name: ptr.To(sp.Name), Port: ptr.To(int32(p.webhook)), Protocol: ptr.To(corev1.ProtocolTCP)})
 	}
 	require.NoError(t, c.Create(ctx, slice))
+
+	// The oldest API servers the manifests support (1.30, make test-k8s-versions) resolve a
+	// Service by its Endpoints, which the endpoints controller would keep beside the slice.
+	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name}} //nolint:staticcheck // SA1019: what those API servers read
+	require.NoError(t, client.IgnoreNotFound(c.Delete(ctx, ep)))
+	subset := corev1.EndpointSubset{Addresses: []corev1.EndpointAddress{{IP: hostIP}}} //nolint:staticcheck // SA1019: as above
+	for _, sp := range svc.Spec.Ports {
+		subset.Ports = append(subset.Ports, corev1.EndpointPort{Name: sp.Name, Port: int32(p.webhook), Protocol: corev1.ProtocolTCP})
+	}
+	ep.Subsets = []corev1.EndpointSubset{subset} //nolint:staticcheck // SA1019: as above
+	require.NoError(t, c.Create(ctx, ep))
 }
 
 // impersonating writes a kubeconfig that acts as the ServiceAccount (the envtest admin's

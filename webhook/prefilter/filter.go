@@ -2,10 +2,10 @@ package prefilter
 
 import (
 	"slices"
-	"strings"
 
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
@@ -158,14 +158,28 @@ func Registered(cfg *admissionregv1.MutatingWebhookConfiguration, webhook string
 	return Filter{}, false
 }
 
-// selectorOwnedByOthers reports whether a field manager other than ours owns an object selector
-// in cfg (the API server tracks a selector as one atomic field): one an administrator set, which
-// the prefilter must not replace. It reads the managed fields as text, on purpose coarsely: any
-// such owner, on any webhook of the configuration, keeps the prefilter to its condition, which can
-// only cost the API server time, never a sidecar.
-func selectorOwnedByOthers(cfg *admissionregv1.MutatingWebhookConfiguration) bool {
+// selectorOwnedByOthers reports whether a field manager other than ours owns the object selector
+// of the pod webhook in cfg: one an administrator set, which the prefilter must not replace.
+// Only that webhook's selector counts: owners of the other webhooks' selectors (a chart that
+// renders them, or an API server that records defaulted ones for their creator) would otherwise
+// make the prefilter drop its own selector, see it gone, and set it again, without end.
+func selectorOwnedByOthers(cfg *admissionregv1.MutatingWebhookConfiguration, webhook string) bool {
+	prefix := fieldpath.MakePathOrDie("webhooks", fieldpath.KeyByFields("name", webhook), "objectSelector")
 	for _, m := range cfg.ManagedFields {
-		if m.Manager != FieldOwner && m.FieldsV1 != nil && strings.Contains(m.FieldsV1.GetRawString(), `"f:objectSelector"`) {
+		if m.Manager == FieldOwner || m.FieldsV1 == nil {
+			continue
+		}
+		owned := &fieldpath.Set{}
+		if err := owned.FromJSON(m.FieldsV1.GetRawReader()); err != nil {
+			// Unreadable: taken as an administrator's, which only keeps the prefilter to its
+			// condition (API server time, never a sidecar).
+			return true
+		}
+		found := false
+		owned.Iterate(func(p fieldpath.Path) {
+			found = found || (len(p) >= len(prefix) && p[:len(prefix)].Equals(prefix))
+		})
+		if found {
 			return true
 		}
 	}

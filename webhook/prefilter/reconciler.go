@@ -101,7 +101,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	}
 	expr, keep, requeue := merged(computed.CEL(), admitted, seen, clock(r.Now), grace(r.Grace))
 	// An empty selector (the API server's default) is nobody's to keep.
-	foreign := current.Selector != nil && selectorOwnedByOthers(cfg)
+	foreign := current.Selector != nil && selectorOwnedByOthers(cfg, r.Webhook)
 	if foreign {
 		current.Selector = nil // an administrator's, which stays theirs
 	}
