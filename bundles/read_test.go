@@ -241,8 +241,8 @@ func BenchmarkReadBytes(b *testing.B) {
 func TestReadBytesRefusesBundlesWithoutRoots(t *testing.T) {
 	gate := tarEntry{"gates.rego", "package gates\n\ndeny_injection contains \"no\" if input.pod.spec.hostNetwork\n"}
 	for name, head := range map[string][]tarEntry{
-		"no .manifest":       {gate},
-		"no roots in it":     {{".manifest", `{"revision": "r1"}`}, gate},
+		"no .manifest":         {gate},
+		"no roots in it":       {{".manifest", `{"revision": "r1"}`}, gate},
 		"the root of all data": {{".manifest", `{"roots": [""]}`}, gate},
 	} {
 		_, err := ReadBytes("gates.tar.gz", bombArchive(t, head, 0, 0), nil)
