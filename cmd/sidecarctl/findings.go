@@ -29,6 +29,7 @@ const (
 	severityWarning = "warning"
 
 	ruleInput      = "input"      // the document cannot be read as written
+	ruleWebhook    = "webhook"    // the installed pod webhook never sees the workload's pods
 	ruleSidecarSet = "sidecarset" // OpenKruise's validating webhook refuses the SidecarSet
 	ruleInjection  = "injection"  // the injection into the workload's pods fails
 	rulePod        = "pod"        // the API server refuses the workload's pods
@@ -59,6 +60,7 @@ func (w *workspace) findings(ctx context.Context, strict bool, namespace string,
 		read[e] = true
 	}
 	add(severityWarning, ruleInput, w.warnings...)
+	add(severityWarning, ruleWebhook, w.unseen...)
 	for _, e := range w.problems {
 		switch {
 		case read[e] || e.Kind != "SidecarSet":
@@ -225,8 +227,8 @@ func (w *workspace) report(cmd *cobra.Command, fs []finding, output string, stri
 	default:
 		for _, f := range fs {
 			switch {
-			case f.severity == severityWarning && f.rule == ruleInput:
-				// load printed it as it read
+			case f.severity == severityWarning && (f.rule == ruleInput || f.rule == ruleWebhook):
+				// printed as it was found
 			case f.severity == severityWarning:
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s [%s]\n", f.Error.Error(), f.rule)
 			case strings.HasPrefix(f.rule, strictPrefix):

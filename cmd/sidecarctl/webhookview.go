@@ -327,7 +327,7 @@ func (w *workspace) warnUnseen(ctx context.Context, v *podWebhookView, namespace
 			v.noticeOnce(w)
 			// Named as written: a v1alpha1 spec.namespace became this selector.
 			at := w.written[ss].Errors(field.ErrorList{field.Forbidden(field.NewPath("spec", "namespaceSelector"), "")})[0].Field
-			w.warn(w.origin[ss].Report(at, "injects nothing: "+strings.Join(whys, "; ")))
+			w.warnNotSeen(w.origin[ss].Report(at, "injects nothing: "+strings.Join(whys, "; ")))
 		}
 	}
 	for _, o := range w.workloads {
@@ -356,7 +356,7 @@ func (w *workspace) warnUnseen(ctx context.Context, v *podWebhookView, namespace
 		if len(matching) > 0 {
 			slices.Sort(matching)
 			v.noticeOnce(w)
-			w.warn(o.Report("", fmt.Sprintf("%s: created without the sidecars of %s, which match it", why, strings.Join(matching, ", "))))
+			w.warnNotSeen(o.Report("", fmt.Sprintf("%s: created without the sidecars of %s, which match it", why, strings.Join(matching, ", "))))
 		}
 	}
 	return nil

@@ -104,6 +104,19 @@ spec:
 	assert.Contains(t, errOut, " document 1 (SidecarSet/system-agent): spec.namespace: injects nothing: not seen by the webhook: namespace kube-system is excluded\n")
 	assert.Contains(t, errOut, " document 1 (DaemonSet/node-agent): not seen by the webhook: namespace kube-system is excluded: created without the sidecars of logging-agent, system-agent, which match it\n")
 
+	// In check's JSON both are findings of the webhook rule.
+	out, _, code = sidecarctl(t, "", "check", "-o", "json", "-f", "examples/logging", "-f", ds, "-f", scoped)
+	require.Equal(t, 0, code)
+	var report struct {
+		Findings []struct{ Kind, Rule, Severity string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &report))
+	var rules []string
+	for _, f := range report.Findings {
+		rules = append(rules, f.Kind+" "+f.Severity+" "+f.Rule)
+	}
+	assert.ElementsMatch(t, []string{"SidecarSet warning webhook", "DaemonSet warning webhook"}, rules)
+
 	// Nothing to say, nothing said.
 	_, errOut, code = sidecarctl(t, "", "check", "-f", "examples/logging")
 	require.Equal(t, 0, code, errOut)

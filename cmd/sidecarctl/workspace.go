@@ -76,9 +76,11 @@ type workspace struct {
 	refused          map[string]bool
 	stderr           io.Writer
 	// input is what reading found, the rejected documents included; warnings every warning
-	// printed, for check's machine-readable output.
+	// printed, for check's machine-readable output; unseen those about what the installed pod
+	// webhook never sees.
 	input    manifest.Input
 	warnings manifest.Errors
+	unseen   manifest.Errors
 }
 
 // load reads the manifests and bundles, defaults and hashes SidecarSets as the API server and the
@@ -269,6 +271,12 @@ func (w *workspace) fail(o *manifest.Object, err error) {
 
 func (w *workspace) warn(e *manifest.Error) {
 	w.warnings = append(w.warnings, e)
+	fmt.Fprintln(w.stderr, "warning: "+e.Error())
+}
+
+// warnNotSeen records what the installed pod webhook never sees, a finding of its own rule.
+func (w *workspace) warnNotSeen(e *manifest.Error) {
+	w.unseen = append(w.unseen, e)
 	fmt.Fprintln(w.stderr, "warning: "+e.Error())
 }
 
