@@ -183,7 +183,7 @@ func notUpgradableReason(pod *corev1.Pod, ss *v1beta1.SidecarSet, revs []*appsv1
 	if reason != rollout.NotUpgradableReason(pod, ss) {
 		return reason // named from the revision
 	}
-	if fields := rollout.PodChangedFields(pod, ss); len(fields) > 0 {
+	if fields := podChangedFields(pod, ss); len(fields) > 0 {
 		return fmt.Sprintf("differs from the sidecars injected into the pod: %s (only images can change in place)", strings.Join(fields, ", "))
 	}
 	return reason + "; " + revisionsHint
