@@ -79,6 +79,7 @@ func runPush(ctx context.Context, args []string) error {
 	version := fs.String("version", "", "the tag the layouts must hold (default: whatever they hold)")
 	insecure := fs.Bool("insecure", false, "allow plain HTTP to the registry (a test registry; localhost and private addresses need no flag)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "the longest each image's push may take")
+	overwrite := fs.Bool("overwrite", false, "move a tag the registry holds for another digest (a published version is otherwise left as it is)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -89,11 +90,12 @@ func runPush(ctx context.Context, args []string) error {
 		return fmt.Errorf("push: --timeout %s: must be positive", *timeout)
 	}
 	pushed, err := push(ctx, pushOptions{
-		In:       *in,
-		Registry: *registry,
-		Version:  *version,
-		Insecure: *insecure,
-		Timeout:  *timeout,
+		In:        *in,
+		Registry:  *registry,
+		Version:   *version,
+		Insecure:  *insecure,
+		Overwrite: *overwrite,
+		Timeout:   *timeout,
 		// `docker login` and `podman login` credentials, and the credential helpers they name.
 		Keychain: authn.DefaultKeychain,
 		Images:   images,

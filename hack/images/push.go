@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
 
 type pushOptions struct {
@@ -24,6 +26,9 @@ type pushOptions struct {
 	// Insecure allows plain HTTP to any registry; go-containerregistry already falls back to it for
 	// localhost, loopback and private addresses.
 	Insecure bool
+	// Overwrite lets a push move a tag the registry already holds for another digest; without it a
+	// published version stays what it was (nodes that pulled it by tag would otherwise disagree).
+	Overwrite bool
 	// Timeout bounds each image's push and the check after it.
 	Timeout  time.Duration
 	Keychain authn.Keychain
@@ -73,6 +78,16 @@ func pushImage(ctx context.Context, o pushOptions, spec imageSpec) (built, error
 			err = fmt.Errorf("not done within --timeout %s: %w", o.Timeout, err)
 		}
 		return built{}, fmt.Errorf("image %s: %s %s: %w", spec.Name, what, ref, err)
+	}
+	held, err := remote.Head(ref, remoteOpts...)
+	var terr *transport.Error
+	switch {
+	case errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound:
+		// A new tag.
+	case err != nil:
+		return fail("reading", err)
+	case held.Digest != digest && !o.Overwrite:
+		return built{}, fmt.Errorf("image %s: %s is %s in the registry, not %s as in %s: a published tag is not moved (--overwrite moves it: make push PUSH_ARGS=--overwrite)", spec.Name, ref, held.Digest, digest, dir)
 	}
 	if err := remote.WriteIndex(ref, idx, remoteOpts...); err != nil {
 		return fail("pushing "+dir+" to", err)

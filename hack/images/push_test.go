@@ -30,8 +30,14 @@ import (
 // binary: pushing does not look into the binary, and building the real ones takes a minute.
 func testLayouts(t *testing.T, tag string) (string, map[string]v1.Hash) {
 	t.Helper()
+	return testLayoutsAt(t, tag, time.Unix(testEpoch, 0))
+}
+
+// testLayoutsAt is testLayouts built at another time: another build, other digests.
+func testLayoutsAt(t *testing.T, tag string, epoch time.Time) (string, map[string]v1.Hash) {
+	t.Helper()
 	dir, bins := t.TempDir(), t.TempDir()
-	o := options{Version: tag, Epoch: time.Unix(testEpoch, 0).UTC(), Platforms: platforms}
+	o := options{Version: tag, Epoch: epoch.UTC(), Platforms: platforms}
 	labels := map[string]string{"org.opencontainers.image.version": tag}
 	digests := map[string]v1.Hash{}
 	for _, spec := range images {
@@ -138,7 +144,7 @@ func TestPushWithLoginCredentials(t *testing.T) {
 	var terr *transport.Error
 	require.ErrorAs(t, err, &terr)
 	assert.Equal(t, http.StatusUnauthorized, terr.StatusCode)
-	assert.Contains(t, err.Error(), "image manager: pushing "+filepath.Join(dir, "manager")+" to "+reg.host+"/team/manager:"+testVersion+": ")
+	assert.Contains(t, err.Error(), "image manager: reading "+reg.host+"/team/manager:"+testVersion+": ", "the check of the tag is the first request")
 
 	authFile := writeAuthFile(t, filepath.Join(home, "podman-auth.json"), reg.host, "pusher", "s3cret")
 	t.Setenv("REGISTRY_AUTH_FILE", authFile)
@@ -185,7 +191,7 @@ func TestPushTimeout(t *testing.T) {
 	_, err := push(context.Background(), pushOptions{In: dir, Registry: reg.host + "/team", Timeout: 300 * time.Millisecond, Keychain: anonymous, Images: images})
 	require.Error(t, err)
 	assert.Less(t, time.Since(start), 10*time.Second)
-	assert.Contains(t, err.Error(), "image manager: pushing "+filepath.Join(dir, "manager")+" to "+reg.host+"/team/manager:"+testVersion+": not done within --timeout 300ms: ")
+	assert.Contains(t, err.Error(), "image manager: reading "+reg.host+"/team/manager:"+testVersion+": not done within --timeout 300ms: ")
 }
 
 // What push refuses before it connects: layouts of another version, and no layouts.
@@ -207,4 +213,31 @@ func TestPushRefuses(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `image manager: --registry "Not A Registry": `)
 	assert.Zero(t, reg.writes.Load())
+}
+
+// A tag the registry holds for another build is not moved unless asked: nodes that pulled the
+// version by tag would otherwise run something else than nodes that pull it later.
+func TestPushKeepsAPublishedTag(t *testing.T) {
+	ctx := context.Background()
+	reg := newTestRegistry(t, nil)
+	first, _ := testLayouts(t, testVersion)
+	o := pushOptions{In: first, Registry: reg.host + "/team", Timeout: time.Minute, Keychain: anonymous, Images: images}
+	published, err := push(ctx, o)
+	require.NoError(t, err)
+
+	// Another build of the same version: a different time in it, so different digests.
+	rebuilt, changed := testLayoutsAt(t, testVersion, time.Unix(testEpoch+60, 0))
+	require.NotEqual(t, published[0].Digest, changed["manager"])
+	o.In = rebuilt
+	writes := reg.writes.Load()
+	_, err = push(ctx, o)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "image manager: "+reg.host+"/team/manager:"+testVersion+" is "+published[0].Digest.String()+" in the registry, not "+changed["manager"].String())
+	assert.Contains(t, err.Error(), "a published tag is not moved (--overwrite moves it")
+	assert.Equal(t, writes, reg.writes.Load(), "nothing written")
+
+	o.Overwrite = true
+	moved, err := push(ctx, o)
+	require.NoError(t, err)
+	assert.Equal(t, changed["manager"], moved[0].Digest)
 }
