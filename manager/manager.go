@@ -400,15 +400,22 @@ func sourceName(kind string, i int, hint string) string {
 
 // metricsOptions serves the metrics over HTTPS to callers the API server authenticates
 // (TokenReview) and authorizes (SubjectAccessReview for GET /metrics, granted by the ClusterRole
-// sidecarops-metrics-reader): metricsFilter; the certificate is self-signed unless the operator
-// mounts one. InsecureMetrics serves plain HTTP to anyone.
+// sidecarops-metrics-reader): metricsFilter. With external certificates (cert-manager) the
+// metrics port serves the webhook's certificate, which exists before the manager starts, so a
+// scraper can verify it against the issuer's CA; with its own (CertSelf) the rotator writes them
+// only after the server has started, so the port keeps controller-runtime's self-signed one.
+// InsecureMetrics serves plain HTTP to anyone.
 func metricsOptions(o Options) metricsserver.Options {
 	if o.InsecureMetrics {
 		return metricsserver.Options{BindAddress: o.MetricsAddr}
 	}
-	return metricsserver.Options{BindAddress: o.MetricsAddr, SecureServing: true,
+	opts := metricsserver.Options{BindAddress: o.MetricsAddr, SecureServing: true,
 		FilterProvider: metricsFilter,
 		TLSOpts:        []func(*tls.Config){webhook.TLSOptions(false)}}
+	if o.CertMode == CertExternal || o.CertMode == "" {
+		opts.CertDir = o.CertDir
+	}
+	return opts
 }
 
 // nonZero is d, or nil (controller-runtime's default) when d is zero.

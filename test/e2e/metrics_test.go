@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net/http"
 	"testing"
@@ -49,8 +50,11 @@ func TestMetricsNeedAnAuthorizedCaller(t *testing.T) {
 		require.NoError(t, err)
 		return tr.Status.Token
 	}
-	// The certificate is the manager's own self-signed one: what is tested here is who may read.
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	// The manager runs with external certificates (envtest's, as cert-manager's would be): the
+	// metrics port serves them, so a scraper verifies it against their CA.
+	roots := x509.NewCertPool()
+	require.True(t, roots.AppendCertsFromPEM(cluster.Env.WebhookInstallOptions.LocalServingCAData))
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
 	get := func(bearer string) (int, string) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+metricsAddr+"/metrics", nil)
 		require.NoError(t, err)

@@ -128,6 +128,22 @@ func TestChartMonitoringDefaults(t *testing.T) {
 	assert.Equal(t, "https", endpoints[0].(map[string]any)["scheme"])
 	assert.Equal(t, "/var/run/secrets/kubernetes.io/serviceaccount/token", endpoints[0].(map[string]any)["bearerTokenFile"])
 	assert.NotContains(t, objs, "ClusterRoleBinding/sidecarops-metrics-reader", "no readers named, no binding")
+	assert.Equal(t, map[string]any{"insecureSkipVerify": true}, endpoints[0].(map[string]any)["tlsConfig"],
+		"the manager's own certificates: the metrics port's is self-signed")
+
+	// cert-manager's certificate exists before the manager starts, and its metrics port serves it
+	// (test/e2e.TestMetricsNeedAnAuthorizedCaller verifies it): Prometheus checks it before it
+	// sends its token.
+	objs = chart(t, nil, "monitoring.serviceMonitor.enabled=true", "certificates.provider=cert-manager")
+	endpoints, _, _ = unstructured.NestedSlice(objs["ServiceMonitor/"+namespace+"/sidecarops-manager"].Object, "spec", "endpoints")
+	require.Len(t, endpoints, 1)
+	assert.Equal(t, map[string]any{
+		"ca":         map[string]any{"secret": map[string]any{"name": "sidecarops-webhook-cert", "key": "ca.crt"}},
+		"serverName": "sidecarops-webhook." + namespace + ".svc",
+	}, endpoints[0].(map[string]any)["tlsConfig"])
+	cert := objs["Certificate/"+namespace+"/sidecarops-webhook-cert"]
+	require.NotNil(t, cert, "the Secret the ServiceMonitor reads is the Certificate's")
+	assert.Equal(t, "sidecarops-webhook-cert", cert.Object["spec"].(map[string]any)["secretName"])
 }
 
 // Half-configured monitoring fails the install with what is missing, not objects that scrape nothing.
