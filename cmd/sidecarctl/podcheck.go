@@ -39,9 +39,7 @@ func (w *workspace) podProblems(o *manifest.Object, before, after *corev1.Pod, i
 			defaults.Container(&cs[i])
 			// Kubernetes defaults a startupProbe as it does the others; OpenKruise's sidecar
 			// defaulting, which defaults.Container is, leaves it out.
-			if p := cs[i].StartupProbe; p != nil {
-				defaults.Container(&corev1.Container{LivenessProbe: p})
-			}
+			defaults.Probe(cs[i].StartupProbe)
 		}
 	}
 	for i := range spec.Volumes {

@@ -31,8 +31,8 @@ func Container(c *corev1.Container) {
 	}
 	resourceList(c.Resources.Limits)
 	resourceList(c.Resources.Requests)
-	probe(c.LivenessProbe)
-	probe(c.ReadinessProbe)
+	Probe(c.LivenessProbe)
+	Probe(c.ReadinessProbe)
 	if c.Lifecycle != nil {
 		lifecycleHandler(c.Lifecycle.PostStart)
 		lifecycleHandler(c.Lifecycle.PreStop)
@@ -57,7 +57,10 @@ func resourceList(rl corev1.ResourceList) {
 	}
 }
 
-func probe(p *corev1.Probe) {
+// Probe defaults a probe as the API server does. Container applies it to the liveness and readiness
+// probes only, as OpenKruise's sidecar defaulting does (the hash depends on it); sidecarctl's pod
+// validation applies it to a startupProbe too, as the API server would.
+func Probe(p *corev1.Probe) {
 	if p == nil {
 		return
 	}
