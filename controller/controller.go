@@ -67,6 +67,8 @@ type Reconciler struct {
 	lastWaiting sync.Map
 	// statusWritten is when each SidecarSet's status was last written (string by time.Time).
 	statusWritten sync.Map
+	// lastCustomVersion is the last InvalidCustomVersion message per SidecarSet (string by string).
+	lastCustomVersion sync.Map
 }
 
 // SetupWithManager registers the controller: SidecarSets (creation, deletion, spec changes —
@@ -129,6 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.tr.forget(req.Name)
 			r.lastWaiting.Delete(req.Name)
 			r.statusWritten.Delete(req.Name)
+			r.lastCustomVersion.Delete(req.Name)
 			r.forgetConflicts(ctx, req.Name)
 			return ctrl.Result{}, nil
 		}
@@ -553,16 +556,22 @@ func (r *Reconciler) explainWaiting(ss *v1beta1.SidecarSet, p rollout.Plan) {
 		why = append(why, fmt.Sprintf("%d pod(s) still applying an earlier upgrade", n))
 	}
 	why = append(why, p.Warnings...)
-	if len(why) == 0 || r.Recorder == nil {
+	if len(why) > 0 {
+		r.eventOnChange(&r.lastWaiting, ss, corev1.EventTypeNormal, "RolloutWaiting", "Upgrade", strings.Join(why, "; "))
+	}
+}
+
+// eventOnChange records msg as an Event of ss unless it is the last one last holds for ss: every
+// pod event reconciles, so a reason is said again only when it changes.
+func (r *Reconciler) eventOnChange(last *sync.Map, ss *v1beta1.SidecarSet, kind, reason, action, msg string) {
+	if r.Recorder == nil {
 		return
 	}
-	msg := strings.Join(why, "; ")
-	// Every pod event of a rollout reconciles; say it again only when the reason changes.
-	if last, ok := r.lastWaiting.Load(ss.Name); ok && last == msg {
+	if prev, ok := last.Load(ss.Name); ok && prev == msg {
 		return
 	}
-	r.lastWaiting.Store(ss.Name, msg)
-	r.Recorder.Eventf(ss, nil, corev1.EventTypeNormal, "RolloutWaiting", "Upgrade", "%s", msg)
+	last.Store(ss.Name, msg)
+	r.Recorder.Eventf(ss, nil, kind, reason, action, "%s", msg)
 }
 
 // markNotUpgradable sets the pods' SidecarSetUpgradable entry for ss to false and emits one

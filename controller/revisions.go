@@ -16,6 +16,10 @@ import (
 	"github.com/sidecarops/sidecarops/controller/rollout"
 )
 
+// ReasonInvalidCustomVersion is the Event that says a SidecarSet's spec.customVersion is on no
+// ControllerRevision, because it is no label value.
+const ReasonInvalidCustomVersion = "InvalidCustomVersion"
+
 // maxCollisions bounds the name-collision retries of one round; each needs another object with
 // the same name and different data, which only a deliberate clash produces.
 const maxCollisions = 16
@@ -36,6 +40,9 @@ func (r *Reconciler) registerRevision(ctx context.Context, ss *v1beta1.SidecarSe
 		plan, err := rollout.PlanRevisions(ss, existing, pods, r.Namespace, collisionCount)
 		if err != nil {
 			return "", 0, err
+		}
+		if plan.CustomVersionWarning != "" {
+			r.eventOnChange(&r.lastCustomVersion, ss, corev1.EventTypeWarning, ReasonInvalidCustomVersion, "Register", plan.CustomVersionWarning)
 		}
 		latest := plan.Latest
 		switch plan.Action {

@@ -2,10 +2,13 @@ package v1alpha1
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
@@ -22,13 +25,14 @@ const (
 	// still says what they became, and otherwise stays an ordinary annotation.
 	V1alpha1FieldsAnnotation = "conversion.sidecarops.io/v1alpha1-fields"
 	// V1beta1FieldsAnnotation, on a v1alpha1 SidecarSet converted from v1beta1, holds as JSON the
-	// v1beta1 object's own custom-version label: in v1alpha1 that label is spec.customVersion.
+	// v1beta1 object's own custom-version label (in v1alpha1 that label is spec.customVersion), and
+	// a spec.customVersion that is no label value.
 	V1beta1FieldsAnnotation = "conversion.sidecarops.io/v1beta1-fields"
 )
 
-// v1alpha1Fields is the value of V1alpha1FieldsAnnotation.
+// V1alpha1Fields is the value of V1alpha1FieldsAnnotation.
 // +kubebuilder:object:generate=false
-type v1alpha1Fields struct {
+type V1alpha1Fields struct {
 	Namespace          string                `json:"namespace,omitempty"`
 	NamespaceSelector  *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 	CustomVersionLabel *string               `json:"customVersionLabel,omitempty"`
@@ -38,6 +42,9 @@ type v1alpha1Fields struct {
 // +kubebuilder:object:generate=false
 type v1beta1Fields struct {
 	CustomVersionLabel *string `json:"customVersionLabel,omitempty"`
+	// CustomVersion is a spec.customVersion stored before it was validated as a label value: as
+	// the label, the API server would refuse the converted object, and with it every v1alpha1 list.
+	CustomVersion string `json:"customVersion,omitempty"`
 }
 
 // ConvertTo converts src to the hub version, as OpenKruise does: a non-empty spec.namespace
@@ -63,19 +70,25 @@ func (ss *SidecarSet) ConvertTo(hub conversion.Hub) error {
 		RevisionHistoryLimit: s.RevisionHistoryLimit,
 		PatchPodMetadata:     s.PatchPodMetadata,
 	}
+	var own v1beta1Fields
+	if raw, ok := dst.Annotations[V1beta1FieldsAnnotation]; ok {
+		delete(dst.Annotations, V1beta1FieldsAnnotation)
+		if json.Unmarshal([]byte(raw), &own) != nil {
+			own = v1beta1Fields{}
+		}
+	}
 	label, labelled := dst.Labels[SidecarSetCustomVersionLabel]
+	if !labelled && own.CustomVersion != "" {
+		label, labelled = own.CustomVersion, true
+	}
 	var kept string
 	dst.Spec.NamespaceSelector, dst.Spec.CustomVersion, kept = toV1beta1(s.Namespace, s.NamespaceSelector, label, labelled)
 	delete(dst.Labels, SidecarSetCustomVersionLabel)
 	if kept != "" {
 		metav1.SetMetaDataAnnotation(&dst.ObjectMeta, V1alpha1FieldsAnnotation, kept)
 	}
-	if raw, ok := dst.Annotations[V1beta1FieldsAnnotation]; ok {
-		delete(dst.Annotations, V1beta1FieldsAnnotation)
-		var own v1beta1Fields
-		if json.Unmarshal([]byte(raw), &own) == nil && own.CustomVersionLabel != nil {
-			metav1.SetMetaDataLabel(&dst.ObjectMeta, SidecarSetCustomVersionLabel, *own.CustomVersionLabel)
-		}
+	if own.CustomVersionLabel != nil {
+		metav1.SetMetaDataLabel(&dst.ObjectMeta, SidecarSetCustomVersionLabel, *own.CustomVersionLabel)
 	}
 	dst.Status = *src.Status.DeepCopy()
 	return nil
@@ -85,6 +98,11 @@ func (ss *SidecarSet) ConvertTo(hub conversion.Hub) error {
 // the v1beta1 object's own label goes to V1beta1FieldsAnnotation, and V1alpha1FieldsAnnotation,
 // while it still describes the spec, gives back the v1alpha1 fields it holds. Without it
 // namespaceSelector is kept as it is, as OpenKruise does (no spec.namespace is recreated).
+//
+// The API server refuses a converted object whose labels or annotations it would refuse on a
+// write, and with it the whole list or watch the object is in. A spec.customVersion that is no
+// label value therefore goes to V1beta1FieldsAnnotation, where ConvertTo finds it again, and that
+// annotation is left out when it would take the annotations past their size limit.
 func (ss *SidecarSet) ConvertFrom(hub conversion.Hub) error {
 	dst := ss
 	src, ok := hub.(*v1beta1.SidecarSet)
@@ -108,24 +126,32 @@ func (ss *SidecarSet) ConvertFrom(hub conversion.Hub) error {
 	// The conversion never leaves this annotation on a v1beta1 object: one written there is not
 	// the object's label and must not become it on the way back.
 	delete(dst.Annotations, V1beta1FieldsAnnotation)
-	if own, ok := dst.Labels[SidecarSetCustomVersionLabel]; ok {
+	var own v1beta1Fields
+	if l, ok := dst.Labels[SidecarSetCustomVersionLabel]; ok {
 		delete(dst.Labels, SidecarSetCustomVersionLabel)
-		metav1.SetMetaDataAnnotation(&dst.ObjectMeta, V1beta1FieldsAnnotation, mustMarshal(v1beta1Fields{CustomVersionLabel: &own}))
+		own.CustomVersionLabel = &l
 	}
 	label, labelled := s.CustomVersion, s.CustomVersion != ""
-	if raw, ok := dst.Annotations[V1alpha1FieldsAnnotation]; ok {
-		if f, ok := readV1alpha1Fields(raw, s); ok {
-			delete(dst.Annotations, V1alpha1FieldsAnnotation)
-			if f.Namespace != "" {
-				dst.Spec.Namespace, dst.Spec.NamespaceSelector = f.Namespace, f.NamespaceSelector
-			}
-			if f.CustomVersionLabel != nil {
-				label, labelled = *f.CustomVersionLabel, true
-			}
+	if f, present, ignored := ReadV1alpha1Fields(src); present && ignored == nil {
+		delete(dst.Annotations, V1alpha1FieldsAnnotation)
+		if f.Namespace != "" {
+			dst.Spec.Namespace, dst.Spec.NamespaceSelector = f.Namespace, f.NamespaceSelector
 		}
+		if f.CustomVersionLabel != nil {
+			label, labelled = *f.CustomVersionLabel, true
+		}
+	}
+	if labelled && len(validation.IsValidLabelValue(label)) > 0 {
+		own.CustomVersion, labelled = label, false
 	}
 	if labelled {
 		metav1.SetMetaDataLabel(&dst.ObjectMeta, SidecarSetCustomVersionLabel, label)
+	}
+	if own != (v1beta1Fields{}) {
+		metav1.SetMetaDataAnnotation(&dst.ObjectMeta, V1beta1FieldsAnnotation, mustMarshal(own))
+		if apivalidation.ValidateAnnotationsSize(dst.Annotations) != nil {
+			delete(dst.Annotations, V1beta1FieldsAnnotation)
+		}
 	}
 	dst.Status = *src.Status.DeepCopy()
 	return nil
@@ -134,7 +160,7 @@ func (ss *SidecarSet) ConvertFrom(hub conversion.Hub) error {
 // toV1beta1 is what the v1alpha1 fields v1beta1 lacks become: the namespaceSelector,
 // spec.customVersion, and the value of V1alpha1FieldsAnnotation ("" when nothing is lost).
 func toV1beta1(namespace string, selector *metav1.LabelSelector, label string, labelled bool) (*metav1.LabelSelector, string, string) {
-	var lost v1alpha1Fields
+	var lost V1alpha1Fields
 	if namespace != "" {
 		lost.Namespace, lost.NamespaceSelector = namespace, selector
 		selector = v1beta1.NamespaceNamed(namespace)
@@ -142,20 +168,33 @@ func toV1beta1(namespace string, selector *metav1.LabelSelector, label string, l
 	if labelled && label == "" {
 		lost.CustomVersionLabel = &label
 	}
-	if lost == (v1alpha1Fields{}) {
+	if lost == (V1alpha1Fields{}) {
 		return selector, label, ""
 	}
 	return selector, label, mustMarshal(lost)
 }
 
-// readV1alpha1Fields reads raw as V1alpha1FieldsAnnotation of a v1beta1 spec, and accepts it only
-// when converting what it holds gives back that very spec and annotation: one left from before a
-// v1beta1 client changed the spec, or written by hand, does not describe the object.
-func readV1alpha1Fields(raw string, spec *v1beta1.SidecarSetSpec) (v1alpha1Fields, bool) {
-	var f v1alpha1Fields
-	if json.Unmarshal([]byte(raw), &f) != nil {
-		return f, false
+// The reasons ReadV1alpha1Fields gives for an annotation the conversion ignores.
+var (
+	errFieldsStale = errors.New("does not describe spec.namespaceSelector and spec.customVersion: " +
+		"it is what the conversion from v1alpha1 keeps of the fields they were converted from")
+	errFieldsSelector = errors.New("its namespaceSelector is no label selector")
+)
+
+// ReadV1alpha1Fields reads hub's V1alpha1FieldsAnnotation (present is false when there is none)
+// and says why ConvertFrom ignores it, if it does: it does not parse; it does not describe hub's
+// spec, because converting what it holds does not give back that very spec and annotation (one left
+// from before a v1beta1 client changed the spec, or written by hand); or the namespaceSelector it
+// would give v1alpha1 readers is no selector.
+func ReadV1alpha1Fields(hub *v1beta1.SidecarSet) (f V1alpha1Fields, present bool, ignored error) {
+	raw, present := hub.Annotations[V1alpha1FieldsAnnotation]
+	if !present {
+		return f, false, nil
 	}
+	if err := json.Unmarshal([]byte(raw), &f); err != nil {
+		return V1alpha1Fields{}, true, fmt.Errorf("not the JSON the conversion writes: %w", err)
+	}
+	spec := &hub.Spec
 	selector := spec.NamespaceSelector
 	if f.Namespace != "" {
 		selector = f.NamespaceSelector
@@ -165,7 +204,15 @@ func readV1alpha1Fields(raw string, spec *v1beta1.SidecarSetSpec) (v1alpha1Field
 		label, labelled = *f.CustomVersionLabel, true
 	}
 	gotSelector, gotVersion, gotRaw := toV1beta1(f.Namespace, selector, label, labelled)
-	return f, gotRaw == raw && gotVersion == spec.CustomVersion && apiequality.Semantic.DeepEqual(gotSelector, spec.NamespaceSelector)
+	if gotRaw != raw || gotVersion != spec.CustomVersion || !apiequality.Semantic.DeepEqual(gotSelector, spec.NamespaceSelector) {
+		return f, true, errFieldsStale
+	}
+	if f.NamespaceSelector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(f.NamespaceSelector); err != nil {
+			return f, true, fmt.Errorf("%w: %w", errFieldsSelector, err)
+		}
+	}
+	return f, true, nil
 }
 
 // mustMarshal encodes the annotation values above, which cannot fail to encode.

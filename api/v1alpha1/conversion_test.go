@@ -2,13 +2,18 @@ package v1alpha1_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/diff"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/randfill"
 
@@ -79,10 +84,11 @@ func TestBetaAlphaBetaIsTheIdentity(t *testing.T) {
 		`{}`,
 		`{"namespace": "shop"}`,
 		`not json`,
+		`{"namespace":"shop","namespaceSelector":{"matchExpressions":[{"key":"env","operator":"In"}]}}`,
 	}
 	n := 0
 	for _, label := range versions {
-		for _, customVersion := range []string{"", "v1", "v2"} {
+		for _, customVersion := range []string{"", "v1", "v2", "not a label value!"} {
 			for _, selector := range selectors {
 				for _, kept := range fields {
 					beta := fill[v1beta1.SidecarSet](f)
@@ -93,6 +99,9 @@ func TestBetaAlphaBetaIsTheIdentity(t *testing.T) {
 
 					var alpha v1alpha1.SidecarSet
 					require.NoError(t, alpha.ConvertFrom(beta))
+					if v, ok := alpha.Labels[v1alpha1.SidecarSetCustomVersionLabel]; ok {
+						require.Empty(t, validation.IsValidLabelValue(v), "customVersion %q: the API server would refuse the converted object", customVersion)
+					}
 					var back v1beta1.SidecarSet
 					require.NoError(t, alpha.ConvertTo(&back))
 					require.True(t, apiequality.Semantic.DeepEqual(beta, &back),
@@ -103,7 +112,7 @@ func TestBetaAlphaBetaIsTheIdentity(t *testing.T) {
 			}
 		}
 	}
-	require.Equal(t, 4*3*7*9, n)
+	require.Equal(t, 4*4*7*10, n)
 }
 
 // v1alpha1 → v1beta1 → v1alpha1 is the identity too: every combination of spec.namespace,
@@ -191,6 +200,21 @@ func TestConvertFrom(t *testing.T) {
 				Spec: v1alpha1.SidecarSetSpec{NamespaceSelector: prod}},
 		},
 		{
+			name:          "a spec.customVersion that is no label value rides in the annotation, not the label",
+			labels:        map[string]string{v1alpha1.SidecarSetCustomVersionLabel: "v1"},
+			customVersion: "not a label value!",
+			want: v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{},
+				Annotations: map[string]string{v1alpha1.V1beta1FieldsAnnotation: `{"customVersionLabel":"v1","customVersion":"not a label value!"}`}}},
+		},
+		{
+			name:        "an annotation that carries no selector is no spec.namespace, and stays",
+			selector:    named,
+			annotations: map[string]string{v1alpha1.V1alpha1FieldsAnnotation: `{"namespace":"shop","namespaceSelector":{"matchExpressions":[{"key":"env","operator":"In"}]}}`},
+			want: v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+				v1alpha1.V1alpha1FieldsAnnotation: `{"namespace":"shop","namespaceSelector":{"matchExpressions":[{"key":"env","operator":"In"}]}}`}},
+				Spec: v1alpha1.SidecarSetSpec{NamespaceSelector: named}},
+		},
+		{
 			name:        "an empty custom-version label comes back from the annotation",
 			annotations: map[string]string{v1alpha1.V1alpha1FieldsAnnotation: `{"customVersionLabel":""}`},
 			want: v1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.SidecarSetCustomVersionLabel: ""},
@@ -225,4 +249,54 @@ func TestConvertTo(t *testing.T) {
 	assert.Equal(t, "v2", beta.Spec.CustomVersion)
 	assert.Equal(t, map[string]string{"team": "a"}, beta.Labels, "the label moved to spec.customVersion")
 	assert.Equal(t, map[string]string{v1alpha1.SidecarSetCustomVersionLabel: "v2", "team": "a"}, alpha.Labels, "the source is not modified")
+}
+
+// Issue 35 item 2: the API server checks the labels and annotations a conversion answers as it
+// checks a write, and fails the whole list or watch when one object's are refused. Whatever a
+// stored v1beta1 SidecarSet holds — a spec.customVersion admitted before it was validated as a
+// label value, annotations at their size limit — its v1alpha1 form is one the API server takes.
+func TestConvertFromAnswersMetadataTheAPIServerTakes(t *testing.T) {
+	atLimit := func(room int) map[string]string {
+		key := "example.com/filler"
+		return map[string]string{key: strings.Repeat("x", apivalidation.TotalAnnotationSizeLimitB-len(key)-room)}
+	}
+	tests := []struct {
+		name          string
+		labels        map[string]string
+		annotations   map[string]string
+		customVersion string
+		roundTrip     bool
+	}{
+		{name: "the probe's customVersion", customVersion: "not a label value!", roundTrip: true},
+		{name: "a customVersion one character too long", customVersion: strings.Repeat("v", 64), roundTrip: true},
+		{name: "a customVersion that starts with a dash", customVersion: "-v1", roundTrip: true},
+		{
+			name: "the custom-version label of its own too", customVersion: "not a label value!", roundTrip: true,
+			labels: map[string]string{v1alpha1.SidecarSetCustomVersionLabel: "v1"},
+		},
+		{
+			// What v1alpha1 readers lose here they would lose anyway: the object is unreadable
+			// otherwise.
+			name: "annotations with no room for what the conversion carries", customVersion: "not a label value!",
+			labels: map[string]string{v1alpha1.SidecarSetCustomVersionLabel: "v1"}, annotations: atLimit(10),
+		},
+		{name: "annotations at their limit, nothing to carry", customVersion: "v1", annotations: atLimit(0), roundTrip: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			beta := &v1beta1.SidecarSet{
+				ObjectMeta: metav1.ObjectMeta{Name: "s", Labels: tt.labels, Annotations: tt.annotations},
+				Spec:       v1beta1.SidecarSetSpec{CustomVersion: tt.customVersion},
+			}
+			var alpha v1alpha1.SidecarSet
+			require.NoError(t, alpha.ConvertFrom(beta))
+			assert.Empty(t, metav1validation.ValidateLabels(alpha.Labels, field.NewPath("metadata", "labels")))
+			assert.Empty(t, apivalidation.ValidateAnnotations(alpha.Annotations, field.NewPath("metadata", "annotations")))
+			if tt.roundTrip {
+				var back v1beta1.SidecarSet
+				require.NoError(t, alpha.ConvertTo(&back))
+				assert.True(t, apiequality.Semantic.DeepEqual(beta, &back), "the round trip changed the object:\n%s", diff.Diff(beta, &back))
+			}
+		})
+	}
 }

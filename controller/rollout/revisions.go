@@ -3,11 +3,13 @@ package rollout
 import (
 	"bytes"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
@@ -36,6 +38,10 @@ type RevisionPlan struct {
 	// SetCustomVersion, when not empty, is the apps.kruise.io/sidecarset-custom-version value to
 	// patch onto Latest (its label differs from the SidecarSet's).
 	SetCustomVersion string
+	// CustomVersionWarning, when not empty, says that spec.customVersion is no label value (it was
+	// stored before validation held it to one), so no revision carries it: the API server would
+	// refuse the label, and the revision with it, on every round.
+	CustomVersionWarning string
 	// Delete are the revisions to delete, oldest first.
 	Delete []string
 	// TruncateErr says the history stays above the limit because the rest is active; OpenKruise
@@ -85,7 +91,12 @@ func PlanRevisions(ss *v1beta1.SidecarSet, existing []*appsv1.ControllerRevision
 		plan.Action, plan.Latest = RevisionCreate, next
 		revs = append(revs, next)
 	}
-	if cv := ss.Spec.CustomVersion; cv != "" && plan.Latest.Labels[v1beta1.SidecarSetCustomVersionLabel] != cv {
+	cv := ss.Spec.CustomVersion
+	if msgs := validation.IsValidLabelValue(cv); len(msgs) > 0 {
+		plan.CustomVersionWarning = fmt.Sprintf("spec.customVersion %q is no label value (%s): ControllerRevision %s is recorded without the label %s, "+
+			"which injectionStrategy.revision.customVersion selects by; set spec.customVersion to a label value",
+			cv, strings.Join(msgs, "; "), plan.Latest.Name, v1beta1.SidecarSetCustomVersionLabel)
+	} else if cv != "" && plan.Latest.Labels[v1beta1.SidecarSetCustomVersionLabel] != cv {
 		plan.SetCustomVersion = cv
 	}
 	plan.Delete, plan.TruncateErr = truncate(ss, revs, pods)
@@ -94,8 +105,8 @@ func PlanRevisions(ss *v1beta1.SidecarSet, existing []*appsv1.ControllerRevision
 
 // NewRevision builds the ControllerRevision recording ss's current spec (compat §1.10): data.raw
 // from history.Raw, name from history.Name, labels = ss's labels + kruise.io/sidecarset-name +
-// controller.kubernetes.io/hash + apps.kruise.io/sidecarset-custom-version from spec.customVersion,
-// annotations = all of ss's, and a controller owner reference to ss.
+// controller.kubernetes.io/hash + apps.kruise.io/sidecarset-custom-version from spec.customVersion
+// when it is a label value, annotations = all of ss's, and a controller owner reference to ss.
 func NewRevision(ss *v1beta1.SidecarSet, namespace string, revision int64, collisionCount int32) (*appsv1.ControllerRevision, error) {
 	raw, err := history.Raw(ss)
 	if err != nil {
@@ -107,8 +118,8 @@ func NewRevision(ss *v1beta1.SidecarSet, namespace string, revision int64, colli
 	}
 	lbls[v1beta1.SidecarSetNameLabel] = ss.Name
 	lbls[v1beta1.ControllerRevisionHashLabel] = history.Hash(raw, collisionCount)
-	if ss.Spec.CustomVersion != "" {
-		lbls[v1beta1.SidecarSetCustomVersionLabel] = ss.Spec.CustomVersion
+	if cv := ss.Spec.CustomVersion; cv != "" && len(validation.IsValidLabelValue(cv)) == 0 {
+		lbls[v1beta1.SidecarSetCustomVersionLabel] = cv
 	}
 	ann := map[string]string{}
 	for k, v := range ss.Annotations {

@@ -171,3 +171,29 @@ func TestCustomVersionLabel(t *testing.T) {
 	_, err = PlanRevisions(nil, nil, nil, "ns", 0)
 	assert.Error(t, err)
 }
+
+// Issue 35 item 2: a spec.customVersion stored before it was validated as a label value is put
+// on no revision (the API server would refuse it, and the controller retried without end); the
+// plan says so instead, and the revision is recorded and reused as usual.
+func TestCustomVersionThatIsNoLabelValue(t *testing.T) {
+	ss := ssC13()
+	ss.Spec.CustomVersion = "not a label value!"
+	p, err := PlanRevisions(ss, nil, nil, "ns", 0)
+	require.NoError(t, err)
+	assert.Equal(t, RevisionCreate, p.Action)
+	assert.NotContains(t, p.Latest.Labels, v1beta1.SidecarSetCustomVersionLabel)
+	assert.Empty(t, p.SetCustomVersion)
+	assert.Contains(t, p.CustomVersionWarning, `spec.customVersion "not a label value!" is no label value`)
+	assert.Contains(t, p.CustomVersionWarning, p.Latest.Name)
+
+	p2, err := PlanRevisions(ss, []*appsv1.ControllerRevision{p.Latest}, nil, "ns", 0)
+	require.NoError(t, err)
+	assert.Equal(t, RevisionReuse, p2.Action)
+	assert.Empty(t, p2.SetCustomVersion, "no patch of a label the API server refuses")
+
+	ss.Spec.CustomVersion = "v1"
+	p3, err := PlanRevisions(ss, []*appsv1.ControllerRevision{p.Latest}, nil, "ns", 0)
+	require.NoError(t, err)
+	assert.Empty(t, p3.CustomVersionWarning)
+	assert.Equal(t, "v1", p3.SetCustomVersion, "once fixed, the revision is labelled")
+}

@@ -53,6 +53,11 @@ func validateSpec(ss *v1beta1.SidecarSet, revs history.Source, fldPath *field.Pa
 		allErrs = append(allErrs, validateSidecarContainers(spec, fldPath)...)
 	}
 	allErrs = append(allErrs, validatePatchPodMetadata(spec.PatchPodMetadata, fldPath.Child("patchPodMetadata"))...)
+	// The ControllerRevision's label, and in v1alpha1 the SidecarSet's own: the API server
+	// refuses the revision, and every v1alpha1 read of the SidecarSet, when it is no label value.
+	for _, msg := range validation.IsValidLabelValue(spec.CustomVersion) {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("customVersion"), spec.CustomVersion, msg))
+	}
 	return allErrs
 }
 
@@ -60,15 +65,21 @@ func isNativeSidecar(c *v1beta1.SidecarContainer) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
-// validateSelector is OpenKruise's: Kubernetes' label-selector rules, no empty selector (it would
-// select nothing, or — as a namespace selector — everything by accident), and a selector that
-// converts. The conversion error repeats a syntax error already reported; OpenKruise reports both,
-// and so do we, at the selector itself.
+// validateSelector is OpenKruise's: no empty selector (it would select nothing, or — as a
+// namespace selector — everything by accident), and validateSelectorSyntax. An empty selector has
+// no syntax to get wrong, so the two never report on one selector together.
 func validateSelector(sel *metav1.LabelSelector, fldPath *field.Path) field.ErrorList {
-	allErrs := metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, fldPath)
 	if len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
-		allErrs = append(allErrs, field.Invalid(fldPath, selectorString(sel), "empty selector is not valid for sidecarset."))
+		return field.ErrorList{field.Invalid(fldPath, selectorString(sel), "empty selector is not valid for sidecarset.")}
 	}
+	return validateSelectorSyntax(sel, fldPath)
+}
+
+// validateSelectorSyntax is Kubernetes' label-selector rules and a selector that converts. The
+// conversion error repeats a syntax error already reported; OpenKruise reports both, and so do
+// we, at the selector itself.
+func validateSelectorSyntax(sel *metav1.LabelSelector, fldPath *field.Path) field.ErrorList {
+	allErrs := metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, fldPath)
 	if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
 		allErrs = append(allErrs, field.Invalid(fldPath, selectorString(sel), err.Error()))
 	}
@@ -256,6 +267,51 @@ func validateSidecarContainers(spec *v1beta1.SidecarSetSpec, fldPath *field.Path
 		allErrs = append(allErrs, validateResourcesPolicy(c, p)...)
 	}
 	allErrs = append(allErrs, validatePodLevel(spec, fldPath)...)
+	allErrs = append(allErrs, validateTwinNames(spec, fldPath)...)
+	return allErrs
+}
+
+// validateTwinNames checks the names a HotUpgrade sidecar runs under in pods, <name>-1 and
+// <name>-2 (compat §1.20): they become container names and the name part of its version
+// annotations' keys, so each must be a container name and no other sidecar's of this SidecarSet,
+// or every pod the SidecarSet injects is refused by the API server. An invalid name itself is
+// the pod-level rules' to report.
+func validateTwinNames(spec *v1beta1.SidecarSetSpec, fldPath *field.Path) field.ErrorList {
+	names := map[string]bool{}
+	for i := range spec.InitContainers {
+		names[spec.InitContainers[i].Name] = true
+	}
+	for i := range spec.Containers {
+		names[spec.Containers[i].Name] = true
+	}
+	var allErrs field.ErrorList
+	check := func(c *v1beta1.SidecarContainer, p *field.Path) {
+		if c.UpgradeStrategy.UpgradeType != v1beta1.SidecarContainerHotUpgrade || len(content.IsDNS1123Label(c.Name)) > 0 {
+			return
+		}
+		twins := []string{c.Name + "-1", c.Name + "-2"}
+		why := func(msg string) string {
+			return fmt.Sprintf("a HotUpgrade sidecar runs in pods as %s and %s: %s", twins[0], twins[1], msg)
+		}
+		// Both twins are as long: one says it for the two.
+		for _, msg := range content.IsDNS1123Label(twins[0]) {
+			allErrs = append(allErrs, field.Invalid(p.Child("name"), c.Name, why(msg)))
+		}
+		for _, twin := range twins {
+			if names[twin] {
+				allErrs = append(allErrs, field.Invalid(p.Child("name"), c.Name, why(twin+" is another sidecar of this SidecarSet")))
+			}
+		}
+	}
+	for i := range spec.InitContainers {
+		// Only a native sidecar is injected as twins; a plain initContainer runs once, as itself.
+		if c := &spec.InitContainers[i]; isNativeSidecar(c) {
+			check(c, fldPath.Child("initContainers").Index(i))
+		}
+	}
+	for i := range spec.Containers {
+		check(&spec.Containers[i], fldPath.Child("containers").Index(i))
+	}
 	return allErrs
 }
 

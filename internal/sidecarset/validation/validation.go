@@ -8,6 +8,7 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
 )
@@ -49,6 +50,7 @@ func SidecarSet(ss, old *v1beta1.SidecarSet, revs history.Source, others Lookup)
 	}
 	allErrs := apivalidation.ValidateObjectMeta(&ss.ObjectMeta, false, validateName, field.NewPath("metadata"))
 	allErrs = append(allErrs, validateCanary(ss, old, others)...)
+	allErrs = append(allErrs, validateV1alpha1Fields(ss, old)...)
 	allErrs = append(allErrs, validateSpec(ss, revs, field.NewPath("spec"))...)
 	if old != nil {
 		allErrs = append(allErrs, validateContainersUpdate(ss.Spec.Containers, old.Spec.Containers, field.NewPath("spec", "containers"))...)
@@ -120,6 +122,36 @@ func validateCanary(ss, old *v1beta1.SidecarSet, others Lookup) field.ErrorList 
 			"RollingUpdate is not supported for canary sidecarSet"))
 	}
 	return allErrs
+}
+
+// validateV1alpha1Fields holds v1alpha1.V1alpha1FieldsAnnotation, which the conversion from
+// v1alpha1 writes and gives back to v1alpha1 readers as their spec.namespace and namespaceSelector,
+// to what the conversion writes: when new or changed in this write, it must describe the spec, and
+// the namespaceSelector it carries must be one. One left unchanged is not judged again: the
+// conversion ignores it once a v1beta1 client has changed the spec it described, and refusing it
+// then would refuse that client a write of what it was given.
+func validateV1alpha1Fields(ss, old *v1beta1.SidecarSet) field.ErrorList {
+	raw, ok := ss.Annotations[v1alpha1.V1alpha1FieldsAnnotation]
+	if !ok {
+		return nil
+	}
+	if old != nil {
+		if was, had := old.Annotations[v1alpha1.V1alpha1FieldsAnnotation]; had && was == raw {
+			return nil
+		}
+	}
+	p := field.NewPath("metadata", "annotations").Key(v1alpha1.V1alpha1FieldsAnnotation)
+	f, _, ignored := v1alpha1.ReadV1alpha1Fields(ss)
+	if f.NamespaceSelector != nil {
+		if errs := validateSelectorSyntax(f.NamespaceSelector, p.Child("namespaceSelector")); len(errs) > 0 {
+			return errs
+		}
+	}
+	if ignored != nil {
+		return field.ErrorList{field.Invalid(p, raw, ignored.Error()+
+			"; only the conversion writes it: remove it, or write the SidecarSet as v1alpha1")}
+	}
+	return nil
 }
 
 // validateContainersUpdate holds the UPDATE-only rules (compat §2 step 4): containers (not

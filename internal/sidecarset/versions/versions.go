@@ -64,20 +64,49 @@ func (w Written) Object() (runtime.Object, error) {
 	}
 	out.TypeMeta = w.Alpha.TypeMeta
 	out.Spec.Namespace, out.Spec.NamespaceSelector = w.Alpha.Spec.Namespace, w.Alpha.Spec.NamespaceSelector.DeepCopy()
+	// So is its custom-version label, which defaulting never changes either: one that is no label
+	// value would move to an annotation, and the API server would never say what is wrong with it.
+	asWritten(&out.Labels, w.Alpha.Labels, v1alpha1.SidecarSetCustomVersionLabel)
+	asWritten(&out.Annotations, w.Alpha.Annotations, v1alpha1.V1beta1FieldsAnnotation)
 	return out, nil
 }
 
-// Errors names errs by the fields written: the namespaceSelector a v1alpha1 spec.namespace became
-// is reported as spec.namespace, with the value written, once (the selector's several checks say
-// the same thing about one string).
+// asWritten sets key in *m as it is in written: the same value, or absent.
+func asWritten(m *map[string]string, written map[string]string, key string) {
+	v, ok := written[key]
+	switch {
+	case ok && *m == nil:
+		*m = map[string]string{key: v}
+	case ok:
+		(*m)[key] = v
+	default:
+		delete(*m, key)
+	}
+}
+
+// carriedSelector is where validation reports the namespaceSelector V1alpha1FieldsAnnotation
+// carries: a v1alpha1 client wrote it as spec.namespaceSelector, beside spec.namespace.
+var carriedSelector = field.NewPath("metadata", "annotations").Key(v1alpha1.V1alpha1FieldsAnnotation).Child("namespaceSelector").String()
+
+// Errors names errs by the fields written as v1alpha1: the namespaceSelector a spec.namespace
+// became is reported as spec.namespace, with the value written, once (the selector's several
+// checks say the same thing about one string); the namespaceSelector written beside it, which the
+// conversion keeps in an annotation, as spec.namespaceSelector; and spec.customVersion as the
+// custom-version label it was written as, or the annotation that holds one that is no label value.
 func (w Written) Errors(errs field.ErrorList) field.ErrorList {
-	if w.Alpha == nil || w.Alpha.Spec.Namespace == "" {
+	if w.Alpha == nil {
 		return errs
 	}
+	scoped := w.Alpha.Spec.Namespace != ""
 	out := make(field.ErrorList, 0, len(errs))
 	named := false
 	for _, e := range errs {
-		if e.Field == "spec.namespaceSelector" || strings.HasPrefix(e.Field, "spec.namespaceSelector.") {
+		switch {
+		case scoped && under(e.Field, carriedSelector):
+			c := *e
+			c.Field = "spec.namespaceSelector" + strings.TrimPrefix(e.Field, carriedSelector)
+			e = &c
+		case scoped && under(e.Field, "spec.namespaceSelector"):
 			if named {
 				continue
 			}
@@ -85,10 +114,23 @@ func (w Written) Errors(errs field.ErrorList) field.ErrorList {
 			c := *e
 			c.Field, c.BadValue = "spec.namespace", w.Alpha.Spec.Namespace
 			e = &c
+		case e.Field == "spec.customVersion":
+			c := *e
+			c.Field = field.NewPath("metadata", "annotations").Key(v1alpha1.V1beta1FieldsAnnotation).String()
+			if _, ok := w.Alpha.Labels[v1alpha1.SidecarSetCustomVersionLabel]; ok {
+				c.Field = field.NewPath("metadata", "labels").Key(v1alpha1.SidecarSetCustomVersionLabel).String()
+			}
+			e = &c
 		}
 		out = append(out, e)
 	}
 	return out
+}
+
+// under says whether path is prefix or a field in it.
+func under(path, prefix string) bool {
+	rest, ok := strings.CutPrefix(path, prefix)
+	return ok && (rest == "" || rest[0] == '.' || rest[0] == '[')
 }
 
 func metaOf(tm metav1.TypeMeta, gv schema.GroupVersion) metav1.TypeMeta {

@@ -85,3 +85,59 @@ func TestErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, errs, w.Errors(errs), "a v1alpha1 namespaceSelector is its own too")
 }
+
+// The namespaceSelector written beside spec.namespace, which validation reports inside the
+// annotation the conversion keeps it in, and spec.customVersion, which v1alpha1 writes as a label
+// (or, when it is no label value, as the annotation that carries it), are named as written.
+func TestErrorsNameWhatV1alpha1Wrote(t *testing.T) {
+	carried := field.NewPath("metadata", "annotations").Key(v1alpha1.V1alpha1FieldsAnnotation).Child("namespaceSelector")
+	errs := field.ErrorList{
+		field.Required(carried.Child("matchExpressions").Index(0).Child("values"), ""),
+		field.Invalid(carried, "{}", "bad"),
+		field.Invalid(field.NewPath("spec", "customVersion"), "not a label value!", "bad"),
+	}
+	fields := func(errs field.ErrorList) []string {
+		var out []string
+		for _, e := range errs {
+			out = append(out, e.Field)
+		}
+		return out
+	}
+
+	w, err := Of(alpha())
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"spec.namespaceSelector.matchExpressions[0].values",
+		"spec.namespaceSelector",
+		"metadata.labels[apps.kruise.io/sidecarset-custom-version]",
+	}, fields(w.Errors(errs)))
+
+	a := alpha()
+	a.Spec.Namespace = ""
+	a.Labels = nil
+	a.Annotations = map[string]string{v1alpha1.V1beta1FieldsAnnotation: `{"customVersion":"not a label value!"}`}
+	w, err = Of(a)
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		carried.Child("matchExpressions").Index(0).Child("values").String(),
+		carried.String(),
+		"metadata.annotations[conversion.sidecarops.io/v1beta1-fields]",
+	}, fields(w.Errors(errs)), "without spec.namespace the annotation is the client's own")
+}
+
+// The defaulting webhook answers a v1alpha1 client's custom-version label as written, even one
+// that is no label value: moved to an annotation by the conversion, the API server would never
+// say what is wrong with it.
+func TestObjectKeepsTheLabelAsWritten(t *testing.T) {
+	a := alpha()
+	a.Labels[v1alpha1.SidecarSetCustomVersionLabel] = "not a label value!"
+	w, err := Of(a)
+	require.NoError(t, err)
+	require.Equal(t, "not a label value!", w.Hub.Spec.CustomVersion)
+	obj, err := w.Object()
+	require.NoError(t, err)
+	back, ok := obj.(*v1alpha1.SidecarSet)
+	require.True(t, ok)
+	assert.Equal(t, a.Labels, back.Labels)
+	assert.NotContains(t, back.Annotations, v1alpha1.V1beta1FieldsAnnotation)
+}
