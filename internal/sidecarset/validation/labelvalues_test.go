@@ -55,20 +55,26 @@ func TestHotUpgradeTwinNames(t *testing.T) {
 	}
 	run(t, []validCase{
 		{
-			name:   "61 characters leave room for -1 and -2",
-			mutate: func(ss *v1beta1.SidecarSet) { ss.Spec.Containers = []v1beta1.SidecarContainer{hot(strings.Repeat("a", 61))} },
-			want:   []want{},
+			name: "61 characters leave room for -1 and -2",
+			mutate: func(ss *v1beta1.SidecarSet) {
+				ss.Spec.Containers = []v1beta1.SidecarContainer{hot(strings.Repeat("a", 61))}
+			},
+			want: []want{},
 		},
 		{
-			name:   "62 characters do not",
-			mutate: func(ss *v1beta1.SidecarSet) { ss.Spec.Containers = []v1beta1.SidecarContainer{hot(strings.Repeat("a", 62))} },
+			name: "62 characters do not",
+			mutate: func(ss *v1beta1.SidecarSet) {
+				ss.Spec.Containers = []v1beta1.SidecarContainer{hot(strings.Repeat("a", 62))}
+			},
 			want:   []want{invalid("spec.containers[0].name")},
 			detail: "a HotUpgrade sidecar runs in pods as " + strings.Repeat("a", 62) + "-1 and " + strings.Repeat("a", 62) + "-2: must be no more than 63 bytes",
 		},
 		{
-			name:   "a ColdUpgrade sidecar runs as itself: 63 characters",
-			mutate: func(ss *v1beta1.SidecarSet) { ss.Spec.Containers = []v1beta1.SidecarContainer{sidecar(strings.Repeat("a", 63))} },
-			want:   []want{},
+			name: "a ColdUpgrade sidecar runs as itself: 63 characters",
+			mutate: func(ss *v1beta1.SidecarSet) {
+				ss.Spec.Containers = []v1beta1.SidecarContainer{sidecar(strings.Repeat("a", 63))}
+			},
+			want: []want{},
 		},
 		{
 			name: "a twin named as another sidecar",
