@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/api/v1beta1"
@@ -218,6 +219,35 @@ func TestV1alpha1FieldsAnnotation(t *testing.T) {
 			mutate: prod(asWritten),
 			old:    stored(func(ss *v1beta1.SidecarSet) { prod("")(ss); ss.Annotations = nil }),
 			want:   []want{invalid(path)},
+		},
+	})
+}
+
+// patchPodMetadata's annotations land on every pod the SidecarSet is injected into: patches each
+// within the size limit but past it together would have the API server refuse every such pod.
+func TestPatchPodMetadataFitsOnAPod(t *testing.T) {
+	half := func(key string) map[string]string {
+		return map[string]string{key: strings.Repeat("x", 130*1024)}
+	}
+	patches := func(annotations ...map[string]string) func(*v1beta1.SidecarSet) {
+		return func(ss *v1beta1.SidecarSet) {
+			for _, a := range annotations {
+				ss.Spec.PatchPodMetadata = append(ss.Spec.PatchPodMetadata, v1beta1.SidecarSetPatchPodMetadata{Annotations: a})
+			}
+		}
+	}
+	run(t, []validCase{
+		{name: "one patch within the limit", mutate: patches(half("e2e.example.com/a")), want: []want{}},
+		{
+			name:   "two, past it together",
+			mutate: patches(half("e2e.example.com/a"), half("e2e.example.com/b")),
+			want:   []want{invalid("spec.patchPodMetadata")},
+			detail: "the patches together write more than a pod may hold",
+		},
+		{
+			name:   "one past it on its own is told so once",
+			mutate: patches(map[string]string{"e2e.example.com/a": strings.Repeat("x", 300*1024)}, half("e2e.example.com/b")),
+			want:   []want{{field.ErrorTypeTooLong, "spec.patchPodMetadata[0].annotations"}},
 		},
 	})
 }

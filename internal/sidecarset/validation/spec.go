@@ -371,7 +371,7 @@ func convertDownwardAPIFieldLabel(version, label string) error {
 // validatePatchPodMetadata is the syntactic part of compat §2 step 12; the whitelist is a policy.
 func validatePatchPodMetadata(patches []v1beta1.SidecarSetPatchPodMetadata, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	seen := map[string]bool{}
+	seen := map[string]string{}
 	for i := range patches {
 		patch := &patches[i]
 		p := fldPath.Index(i)
@@ -386,11 +386,18 @@ func validatePatchPodMetadata(patches []v1beta1.SidecarSetPatchPodMetadata, fldP
 		}
 		// Sorted so that which occurrence is reported does not depend on map order.
 		for _, k := range slices.Sorted(maps.Keys(patch.Annotations)) {
-			if seen[k] {
+			if _, ok := seen[k]; ok {
 				allErrs = append(allErrs, field.Invalid(annotationsPath.Key(k), k, fmt.Sprintf("patch annotation[%s] already exist", k)))
 				continue
 			}
-			seen[k] = true
+			seen[k] = patch.Annotations[k]
+		}
+	}
+	// Each patch is within the limit on its own; together they land on one pod, which the API
+	// server then refuses.
+	if len(patches) > 1 && len(allErrs) == 0 {
+		if err := apivalidation.ValidateAnnotationsSize(seen); err != nil {
+			allErrs = append(allErrs, field.Invalid(fldPath, "", fmt.Sprintf("the patches together write more than a pod may hold: %v", err)))
 		}
 	}
 	return allErrs
