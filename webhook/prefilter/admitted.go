@@ -80,6 +80,20 @@ func termOf(ss *v1beta1.SidecarSet) string {
 	return expr
 }
 
+// widenBy is cond widened by each term in turn, as widenings write it one admission at a time
+// (union(union(cond, a), b)…), so that the elected replica, which renders the same terms the same
+// way, finds a widened registration already as it wants it and writes nothing back. "" (no
+// condition: every pod is sent) stays "".
+func widenBy(cond string, terms ...string) string {
+	for _, t := range terms {
+		if cond == "" {
+			break
+		}
+		cond = union(cond, t)
+	}
+	return cond
+}
+
 // union is the disjunction of conditions, each parenthesized (a condition may be a ternary, which
 // binds looser than ||), "" when it would exceed MaxExpressionLength.
 func union(exprs ...string) string {
@@ -116,7 +130,7 @@ func union(exprs ...string) string {
 // holds that SidecarSet with that very term (seen, by name), from when computed covers it: a
 // SidecarSet deleted after that leaves the condition at once.
 func merged(computed string, admitted []Admitted, seen map[string]string, now time.Time, grace time.Duration) (expr string, keep []Admitted, requeue time.Duration) {
-	exprs := []string{computed}
+	var exprs []string
 	for _, a := range admitted {
 		left := a.At.Add(grace).Sub(now)
 		if t, ok := seen[a.SidecarSet]; left <= 0 || (ok && t == a.Expression) {
@@ -128,10 +142,7 @@ func merged(computed string, admitted []Admitted, seen map[string]string, now ti
 			requeue = left
 		}
 	}
-	if computed == "" {
-		return "", keep, requeue
-	}
-	return union(exprs...), keep, requeue
+	return widenBy(computed, exprs...), keep, requeue
 }
 
 // Defaults of the Widener's rate of writes: a burst that covers a GitOps sync or a Helm release
@@ -152,9 +163,12 @@ const collapsed = "*"
 // A review can reach the validating webhook from anyone who can reach its port, not only from the
 // API server, and every widening is a write of the registration (decision D9). So widenings are
 // rate-limited: past the rate, the condition is widened to every pod for the grace period, once,
-// and while that holds nothing more is written or even read. A flood of made-up SidecarSets then
-// costs at most a burst of writes and one per half grace period, and widens nothing that a real
-// SidecarSet's admission could not: the direction that costs webhook calls, never sidecars.
+// and while that holds for half the grace or more no replica writes again (this one does not even
+// read). A widening whose SidecarSet is covered that long already writes nothing either. The
+// condition is written as the elected replica renders it, which therefore writes nothing back. A
+// flood of made-up SidecarSets then costs each replica at most its burst of writes, and all of
+// them one write per half grace period, and widens nothing that a real SidecarSet's admission
+// could not: the direction that costs webhook calls, never sidecars.
 type Widener struct {
 	// Reader reads the registration uncached: the write is conditional on its resourceVersion.
 	Reader client.Reader
@@ -171,14 +185,17 @@ type Widener struct {
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 
+	// limiter is the rate of widenings, made once, at the first.
+	limiterOnce sync.Once
+	limiter     *rate.Limiter
+
 	// mu serializes this replica's widenings: SidecarSets applied together (a GitOps sync, a
 	// Helm release) are admitted concurrently, and every one of their conditional writes but one
-	// would otherwise lose the race each time it is tried. It guards the fields below too.
+	// would otherwise lose the race each time it is tried. It guards everyPodUntil too.
 	mu sync.Mutex
-	// limiter is the rate of widenings, made at the first.
-	limiter *rate.Limiter
-	// everyPodUntil is when this replica's last collapse stops covering new widenings: half the
-	// grace after it was written, so that its term is refreshed well before it expires.
+	// everyPodUntil is when the last collapse this replica wrote or read stops covering new
+	// widenings: half the grace after it was written, so that its term is refreshed well before
+	// it expires.
 	everyPodUntil time.Time
 }
 
@@ -187,54 +204,70 @@ type Widener struct {
 var widenBackoff = wait.Backoff{Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 8}
 
 // Widen widens the condition for ss (old is its previous version on an update, else nil). It
-// writes nothing when ss can select no pod that old could not, or when every pod is sent already.
+// writes nothing when ss can select no pod that old could not, or when what is registered covers
+// ss for half the grace period or more.
 func (w *Widener) Widen(ctx context.Context, ss, old *v1beta1.SidecarSet) error {
 	term := termOf(ss)
 	if term == "false" || (old != nil && termOf(old) == term) {
 		return nil
 	}
+	w.limiterOnce.Do(func() {
+		w.limiter = rate.NewLimiter(rate.Every(cmp.Or(w.Interval, DefaultWidenInterval)), cmp.Or(w.Burst, DefaultWidenBurst))
+	})
+	// Spent as reviews arrive, not as they get their turn below: reviews queued behind the burst's
+	// writes find the rate spent however long those writes take. Spent even when nothing is
+	// written, so that a flood going on past the collapse finds no rate left and collapses again,
+	// once, instead of writing a burst of terms.
+	everyPod := !w.limiter.AllowN(clock(w.Now), 1)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := clock(w.Now)
-	if w.limiter == nil {
-		w.limiter = rate.NewLimiter(rate.Every(cmp.Or(w.Interval, DefaultWidenInterval)), cmp.Or(w.Burst, DefaultWidenBurst))
-	}
-	// Spent even when nothing is written below, so that a flood going on past the collapse finds
-	// no rate left and collapses again, once, instead of writing a burst of terms.
-	everyPod := !w.limiter.AllowN(now, 1)
 	if now.Before(w.everyPodUntil) {
 		return nil
 	}
+	g := grace(w.Grace)
 	err := retry.OnError(widenBackoff, apierrors.IsConflict, func() error {
 		cfg := &admissionregv1.MutatingWebhookConfiguration{}
 		if err := w.Reader.Get(ctx, types.NamespacedName{Name: w.Configuration}, cfg); err != nil {
 			return fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", w.Configuration, err)
 		}
-		current, found := Registered(cfg, w.Webhook)
+		current, _, found := ownFilter(cfg, w.Webhook)
 		if !found {
 			return nil // nothing filters: every pod is sent
 		}
 		previous, _ := admittedOf(cfg)
-		_, admitted, _ := merged("", previous, nil, now, grace(w.Grace))
-		admitted = append(slices.DeleteFunc(admitted, func(a Admitted) bool {
-			return a.SidecarSet == ss.Name && a.Expression == term
-		}), Admitted{SidecarSet: ss.Name, Expression: term, At: now.UTC()})
+		_, admitted, _ := merged("", previous, nil, now, g)
+		// A collapse, whichever replica wrote it, is refreshed rather than followed by terms.
+		if c := slices.IndexFunc(admitted, func(a Admitted) bool { return a.SidecarSet == collapsed }); c >= 0 {
+			if until := admitted[c].At.Add(g / 2); now.Before(until) {
+				w.everyPodUntil = until
+				return nil
+			}
+			everyPod = true
+		}
 		added := term
+		switch i := slices.IndexFunc(admitted, func(a Admitted) bool { return a.SidecarSet == ss.Name && a.Expression == term }); {
+		case i < 0:
+			admitted = append(admitted, Admitted{SidecarSet: ss.Name, Expression: term, At: now.UTC()})
+		case now.Before(admitted[i].At.Add(g / 2)):
+			return nil
+		default:
+			// In the condition already, where it keeps its place, as the elected replica renders it.
+			admitted[i].At = now.UTC()
+			added = "false"
+		}
 		if everyPod || len(admitted) > maxAdmitted || len(encodeAdmitted(admitted)) > maxAdmittedBytes {
 			added = "true"
 			admitted = []Admitted{{SidecarSet: collapsed, Expression: added, At: now.UTC()}}
 		}
-		// No filter now means every pod is sent; the term is still recorded, for the elected
+		// No filter ("") means every pod is sent; the term is still recorded, for the elected
 		// replica's next filter. A selector cannot say "or": the widened filter is a condition.
-		var widened Filter
-		if current.Filtered() {
-			widened.Expression = union(current.CEL(), added)
-		}
+		widened := Filter{Expression: widenBy(current.CEL(), added)}
 		if err := apply(ctx, w.Writer, w.Configuration, w.Webhook, cfg.ResourceVersion, widened, encodeAdmitted(admitted)); err != nil {
 			return err
 		}
 		if added == "true" {
-			w.everyPodUntil = now.Add(grace(w.Grace) / 2)
+			w.everyPodUntil = now.Add(g / 2)
 		}
 		return nil
 	})

@@ -158,6 +158,16 @@ func Registered(cfg *admissionregv1.MutatingWebhookConfiguration, webhook string
 	return Filter{}, false
 }
 
+// ownFilter is Registered less an object selector another field manager owns (foreign): an
+// administrator's, which stays theirs, and which the prefilter's condition need not repeat.
+func ownFilter(cfg *admissionregv1.MutatingWebhookConfiguration, webhook string) (f Filter, foreign, found bool) {
+	f, found = Registered(cfg, webhook)
+	if f.Selector != nil && selectorOwnedByOthers(cfg, webhook) {
+		f.Selector, foreign = nil, true
+	}
+	return f, foreign, found
+}
+
 // selectorOwnedByOthers reports whether a field manager other than ours owns the object selector
 // of the pod webhook in cfg: one an administrator set, which the prefilter must not replace.
 // Only that webhook's selector counts: owners of the other webhooks' selectors (a chart that

@@ -84,7 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 		return reconcile.Result{}, err
 	}
-	current, found := Registered(cfg, r.Webhook)
+	current, foreign, found := ownFilter(cfg, r.Webhook)
 	if !found {
 		logger.Error(nil, "the pod webhook is not registered under this name: every pod is sent to it unfiltered")
 		return reconcile.Result{}, nil
@@ -100,11 +100,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 	}
 	expr, keep, requeue := merged(computed.CEL(), admitted, seen, clock(r.Now), grace(r.Grace))
-	// An empty selector (the API server's default) is nobody's to keep.
-	foreign := current.Selector != nil && selectorOwnedByOthers(cfg, r.Webhook)
-	if foreign {
-		current.Selector = nil // an administrator's, which stays theirs
-	}
 	want := computed
 	if len(keep) > 0 || foreign {
 		// Terms admitted meanwhile, which the selector may not cover; or no selector of ours to
