@@ -189,11 +189,17 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	byObject[&corev1.Secret{}] = cache.ByObject{Namespaces: map[string]cache.Config{o.Namespace: {}}}
 	maps.Copy(byObject, prefilter.CacheByObject(WebhookConfigurationName))
 
-	server := crwebhook.NewServer(crwebhook.Options{
-		Host:    o.WebhookHost,
-		Port:    o.WebhookPort,
-		CertDir: o.CertDir,
-		TLSOpts: []func(*tls.Config){webhook.TLSOptions(o.EnableHTTP2)},
+	m, err := newComponentMetrics(metrics.Registry)
+	if err != nil {
+		return nil, err
+	}
+	server := webhook.NewServer(webhook.ServerOptions{
+		Host:           o.WebhookHost,
+		Port:           o.WebhookPort,
+		CertDir:        o.CertDir,
+		TLSOpts:        []func(*tls.Config){webhook.TLSOptions(o.EnableHTTP2)},
+		MaxConnections: o.WebhookLimits.MaxConnections,
+		Metrics:        m.webhook,
 	})
 	// Uncompressed: the manager reads every pod's watch events, and gzip on both ends cost the
 	// manager more CPU during a scale-up than its controller did (docs/benchmarks.md, "Scale-up of
@@ -230,10 +236,6 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 		return nil, err
 	}
 
-	m, err := newComponentMetrics(metrics.Registry)
-	if err != nil {
-		return nil, err
-	}
 	var eng engine.Engine
 	st, err := loader.New(&eng, loader.Options{Debounce: o.Debounce, DefaultsAllowed: o.DefaultsAllowed, Metrics: m.loader})
 	if err != nil {

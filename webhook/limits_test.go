@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -42,14 +43,50 @@ func serve(t *testing.T, h Handlers) *httptest.Server {
 
 // A declared Content-Length costs nothing until the bytes arrive: before the fix the buffer grew
 // to the declared size (up to 7 MiB) before reading, so idle connections held that much each.
-func TestBodyBufferFollowsWhatArrived(t *testing.T) {
-	r := httptest.NewRequest(http.MethodPost, PodPath, strings.NewReader(`{"kind":"AdmissionReview"}`))
-	r.ContentLength = maxReviewSize
-	var body bytes.Buffer
-	_, resp, throttled := readBody(r, &body, nil)
-	require.Nil(t, resp)
-	require.False(t, throttled)
-	assert.Less(t, body.Cap(), 64<<10, "buffer capacity after 26 bytes arrived")
+// Every byte that arrives is read into room taken before it (issue 35: the first MiB of every
+// body was read without any), the buffer is exactly that room, and the room is at most what arrived
+// plus one step.
+func TestBodyBufferIsTheRoomTaken(t *testing.T) {
+	for _, size := range []int{26, firstStep - 1, firstStep, firstStep + 1, 3 << 20, maxReviewSize} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, PodPath, strings.NewReader(strings.Repeat(" ", size)))
+			r.ContentLength = maxReviewSize
+			g := newGates(Limits{}, nil).of(PodPath)
+			var body bytes.Buffer
+			held, resp, throttled := readBody(r, &body, g)
+			require.Nil(t, resp)
+			require.False(t, throttled)
+			require.Equal(t, size, body.Len())
+			assert.Equal(t, int64(body.Cap()), held.first+held.large, "the buffer is the room taken")
+			assert.LessOrEqual(t, body.Cap(), max(firstStep, size+max(bodyStep, size/2)), "room past what arrived")
+			g.releaseBody(held)
+			assert.True(t, g.first.sem.TryAcquire(g.first.size) && g.large.sem.TryAcquire(g.large.size), "room given back")
+		})
+	}
+}
+
+// Issue 35, item 1: a body's first MiB was read without taking room, so stalled connections each
+// sending 1 MiB - 1 byte held memory no budget counted. Now a stalled body past its first step
+// takes the large-body room, and one that finds it taken is refused while it is being sent.
+func TestStalledBodiesTakeRoom(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	require.NoError(t, err)
+	srv := serve(t, Handlers{PodInjector: &PodInjector{}, Metrics: m, Limits: Limits{LargeBodyBytes: 1 << 20, BodyTimeout: time.Minute}})
+	stalledRequest(t, srv, PodPath, 7<<20, 1<<20-1)
+	require.Eventually(t, func() bool {
+		conn := stalledRequest(t, srv, PodPath, 7<<20, 1<<20-1)
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(time.Second)))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusTooManyRequests
+	}, 20*time.Second, 50*time.Millisecond, "a second stalled body under 1 MiB is refused while the first holds the room")
+	assert.Positive(t, testutil.ToFloat64(m.throttled.WithLabelValues(PodPath)))
+	assert.Equal(t, http.StatusOK, postStatus(t, srv.Client(), srv.URL+PodPath, review(t, podRequest(t, "shop", podP1()))),
+		"an ordinary pod needs only its first step")
 }
 
 // stalledRequest opens a connection to srv and sends the headers of a POST to path declaring size
@@ -229,7 +266,7 @@ func TestStalledBodyHoldsNoSlot(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 }
 
-// Bodies over 1 MiB take room of their own before the rest is read: with room for one, a peer
+// Bodies past their first step take room of their own before the rest is read: with room for one, a peer
 // that sends 2 MiB of a declared 7 MiB and stalls makes the next large body 429 while it is being
 // sent, and ordinary pods are still admitted.
 func TestLargeBodiesTakeRoomOfTheirOwn(t *testing.T) {

@@ -55,7 +55,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	throttled, err := promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sidecarops_webhook_throttled_total",
-		Help: "Admission requests refused with 429 Too Many Requests because the path's room was taken (webhook.Limits), by webhook path.",
+		Help: "Admission requests refused with 429 Too Many Requests because the path's room was taken (webhook.Limits), by webhook path; webhook=\"connections\" counts connections that found every slot taken (--webhook-max-connections) and waited for one.",
 	}, []string{"webhook"}))
 	if err != nil {
 		return nil, err
@@ -71,7 +71,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	for _, p := range []string{PodPath, SidecarSetDefaultPath, SidecarSetValidatePath} {
 		latency.WithLabelValues(p)
 	}
-	for _, p := range []string{PodPath, SidecarSetDefaultPath, SidecarSetValidatePath, ConvertPath} {
+	for _, p := range []string{PodPath, SidecarSetDefaultPath, SidecarSetValidatePath, ConvertPath, ConnectionsLabel} {
 		throttled.WithLabelValues(p)
 	}
 	for _, r := range []string{ResultPatched, ResultNotMatched, ResultGated, ResultInactive, ResultError} {

@@ -121,12 +121,11 @@ func (p *PodInjector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body := buffers.Get().(*bytes.Buffer)
 	defer putBuffer(body)
 	// The body is read before room is taken for its admission, so a slow or stalled peer holds no
-	// room of ordinary pods, only the bytes it has sent, and only until the body deadline; the room
-	// taken is the body's real size, not the size it declared. Bodies over smallBody take room of
-	// their own as they arrive (Limits).
+	// in-flight room of ordinary pods, only the room of the bytes it has sent, and only until the
+	// body deadline; the room taken is the body's real size, not the size it declared (Limits).
 	p.gate.bodyDeadline(w)
-	largeHeld, readErr, throttled := readBody(r, body, p.gate)
-	defer p.gate.releaseLarge(largeHeld)
+	bodyHeld, readErr, throttled := readBody(r, body, p.gate)
+	defer p.gate.releaseBody(bodyHeld)
 	if throttled {
 		p.gate.refuse(w)
 		return
@@ -182,40 +181,54 @@ func writeReview(w http.ResponseWriter, uid types.UID, resp reviewResponse) {
 // handler would: an AdmissionReview carrying the error, without a uid (none was read).
 func failReview(w http.ResponseWriter, resp reviewResponse) { writeReview(w, "", resp) }
 
-// readBody reads r's body into body; when it cannot, the answer. The buffer grows with the bytes
-// that arrive, never ahead of them: a declared Content-Length costs nothing. Past the first
-// smallBody bytes, each further step of smallBody takes g's large-body room before it is read
-// (returned, to be released once the request is answered), so the room held is at most what
-// arrived plus one step; throttled means there was none.
-func readBody(r *http.Request, body *bytes.Buffer, g *gate) (largeHeld int64, resp *reviewResponse, throttled bool) {
+// readBody reads r's body into body; when it cannot, the answer. Each step of the body is read
+// into room g gives it first (gate.grow: the first step from the room of first steps, the rest
+// from the path's large-body room), the buffer grown to exactly that room and filled as bytes
+// arrive, so what a peer makes the server hold is what it sent plus one step, and counted: a
+// declared Content-Length costs nothing. The room is returned, to be given back once the request
+// is answered; throttled means there was none.
+func readBody(r *http.Request, body *bytes.Buffer, g *gate) (held bodyRoom, resp *reviewResponse, throttled bool) {
 	if r.Body == nil || r.Body == http.NoBody {
 		e := errored(http.StatusBadRequest, errors.New("request body is empty"))
-		return 0, &e, false
+		return held, &e, false
 	}
 	defer r.Body.Close()
 	for {
 		// One byte past maxReviewSize is enough to know the body is too large.
-		step := min(smallBody, maxReviewSize+1-int64(body.Len()))
-		n, err := body.ReadFrom(io.LimitReader(r.Body, step))
+		step := min(max(bodyStep, int64(body.Len())/2), maxReviewSize+1-int64(body.Len()))
+		if body.Len() == 0 {
+			step = firstStep
+		}
+		want := int64(body.Len()) + step
+		if !g.grow(&held, want) {
+			return held, nil, true
+		}
+		if int64(body.Cap()) < want {
+			// Exactly the room taken: bytes.Buffer's own growth doubles, past what was taken.
+			grown := make([]byte, body.Len(), want)
+			copy(grown, body.Bytes())
+			*body = *bytes.NewBuffer(grown)
+		}
+		free := body.AvailableBuffer()[:step]
+		n, err := io.ReadFull(r.Body, free)
+		body.Write(free[:n]) // in place: free is body's own spare capacity
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			err = nil // the whole body
+		} else if err == nil && body.Len() <= maxReviewSize {
+			continue // a full step: more may follow
+		}
 		if err != nil {
 			if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
 				err = errBodyTimeout
 			}
 			e := errored(http.StatusBadRequest, fmt.Errorf("reading the request: %w", err))
-			return largeHeld, &e, false
+			return held, &e, false
 		}
 		if body.Len() > maxReviewSize {
 			e := errored(http.StatusRequestEntityTooLarge, fmt.Errorf("request entity is too large; limit is %d bytes", maxReviewSize))
-			return largeHeld, &e, false
+			return held, &e, false
 		}
-		if n < step {
-			return largeHeld, nil, false // the whole body
-		}
-		w, ok := g.acquireLarge()
-		if !ok {
-			return largeHeld, nil, true
-		}
-		largeHeld += w
+		return held, nil, false
 	}
 }
 

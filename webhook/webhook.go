@@ -44,8 +44,9 @@ func current(s Snapshots) *engine.Snapshot {
 	return s.Current()
 }
 
-// Server is where Register mounts the handlers; controller-runtime's webhook.Server is one.
-type Server interface {
+// Registrar is where Register mounts the handlers; Server and controller-runtime's webhook.Server
+// are ones.
+type Registrar interface {
 	Register(path string, hook http.Handler)
 }
 
@@ -78,20 +79,22 @@ func NewHandlers(snapshots Snapshots, m *Metrics, decisionLog logr.Logger) Handl
 // Register mounts the handlers at their paths: the pod injector as the http.Handler it is (its own
 // AdmissionReview decoding and encoding, admission.k8s.io/v1, panic recovery), the SidecarSet
 // handlers wrapped in controller-runtime's admission.Webhook. controller-runtime's server adds its
-// request metrics to all of them. Each path has its own rooms of Limits.
-func Register(server Server, h Handlers) {
+// request metrics to all of them. Each path has its own rooms of Limits; the room of first steps
+// is shared.
+func Register(server Registrar, h Handlers) {
+	gs := newGates(h.Limits, h.Metrics)
 	if h.PodInjector != nil {
-		h.PodInjector.gate = newGate(PodPath, h.Limits, h.Metrics)
+		h.PodInjector.gate = gs.of(PodPath)
 		server.Register(PodPath, h.PodInjector)
 	}
 	if h.Defaulter != nil {
-		server.Register(SidecarSetDefaultPath, newGate(SidecarSetDefaultPath, h.Limits, h.Metrics).wrap(&admission.Webhook{Handler: h.Defaulter}, failReview, nil))
+		server.Register(SidecarSetDefaultPath, gs.of(SidecarSetDefaultPath).wrap(&admission.Webhook{Handler: h.Defaulter}, failReview, nil))
 	}
 	if h.Validator != nil {
-		server.Register(SidecarSetValidatePath, newGate(SidecarSetValidatePath, h.Limits, h.Metrics).wrap(&admission.Webhook{Handler: h.Validator}, failReview, nil))
+		server.Register(SidecarSetValidatePath, gs.of(SidecarSetValidatePath).wrap(&admission.Webhook{Handler: h.Validator}, failReview, nil))
 	}
 	if h.Converter != nil {
-		server.Register(ConvertPath, newGate(ConvertPath, h.Limits, h.Metrics).wrap(h.Converter, failConversion, checkConversionReview))
+		server.Register(ConvertPath, gs.of(ConvertPath).wrap(h.Converter, failConversion, checkConversionReview))
 	}
 }
 

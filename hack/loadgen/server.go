@@ -23,7 +23,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	crconversion "sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
@@ -35,7 +34,7 @@ import (
 )
 
 // server is a webhook server started in this process, configured as the manager configures its
-// own (manager.New): controller-runtime's webhook server, TLS ≥ 1.2, the three handlers mounted by
+// own (manager.New): webhook.Server, TLS ≥ 1.2, the three handlers mounted by
 // webhook.Register, Prometheus metrics, and the decision log unless turned off.
 type server struct {
 	url    string
@@ -83,8 +82,8 @@ func startServer(ctx context.Context, sets []*v1beta1.SidecarSet, decisionLog bo
 	if err != nil {
 		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
-	srv := crwebhook.NewServer(crwebhook.Options{
-		Host: "127.0.0.1", Port: port, CertDir: dir,
+	srv := webhook.NewServer(webhook.ServerOptions{
+		Host: "127.0.0.1", Port: port, CertDir: dir, Metrics: metrics,
 		// The manager's TLS, with HTTP/2 offered: the load generator measures both protocols.
 		TLSOpts: []func(*tls.Config){webhook.TLSOptions(true)},
 	})
@@ -130,8 +129,8 @@ func startServer(ctx context.Context, sets []*v1beta1.SidecarSet, decisionLog bo
 	}, nil
 }
 
-// freePort asks the kernel for a free loopback port. controller-runtime's server takes a port
-// number, not a listener, and reads 0 as its default 9443, so there is a short window in which
+// freePort asks the kernel for a free loopback port. The webhook server takes a port
+// number (the manager's --webhook-port), not a listener, so there is a short window in which
 // another process could take it; the server then fails to start and says so.
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
