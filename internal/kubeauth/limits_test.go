@@ -64,6 +64,37 @@ func TestLimits(t *testing.T) {
 			reviews: 6,
 		},
 		{
+			name:   "a flood's addresses, once refused, leave the reserve to callers elsewhere",
+			limits: Limits{PerSource: 1, PerSourceBurst: 3, Global: 1, GlobalBurst: 2, Reserved: 1, ReservedBurst: 2},
+			steps: []step{
+				{source: "a", token: "made-up-1", err: ErrUnauthenticated},
+				{source: "b", token: "made-up-2", err: ErrUnauthenticated},
+				{source: "a", token: "made-up-3", err: ErrThrottled, reason: "global", retry: time.Second},
+				{source: "c", token: "prometheus-token"},
+				{source: "d", token: "made-up-4", err: ErrThrottled, reason: "global", retry: time.Second},
+				{after: time.Second, source: "a", token: "made-up-3", err: ErrUnauthenticated},
+				{source: "d", token: "made-up-4", err: ErrUnauthenticated},
+				{source: "d", token: "made-up-5", err: ErrThrottled, reason: "global", retry: time.Second},
+			},
+			reviews: 6,
+		},
+		{
+			// Else one host would have an allowance per address it takes.
+			name:   "IPv6 addresses in one /64 share one allowance, IPv4 addresses have one each",
+			limits: Limits{PerSource: 1, PerSourceBurst: 2, Global: 100, GlobalBurst: 100},
+			steps: []step{
+				{source: "2001:db8:1:2::1", token: "made-up-1", err: ErrUnauthenticated},
+				{source: "2001:db8:1:2:ffff:ffff:ffff:ffff", token: "made-up-2", err: ErrUnauthenticated},
+				{source: "2001:db8:1:2::3", token: "made-up-3", err: ErrThrottled, reason: "source", retry: time.Second},
+				{source: "2001:db8:1:3::1", token: "made-up-4", err: ErrUnauthenticated},
+				{source: "192.0.2.1", token: "made-up-5", err: ErrUnauthenticated},
+				{source: "::ffff:192.0.2.1", token: "made-up-6", err: ErrUnauthenticated},
+				{source: "192.0.2.1", token: "made-up-7", err: ErrThrottled, reason: "source", retry: time.Second},
+				{source: "192.0.2.2", token: "made-up-8", err: ErrUnauthenticated},
+			},
+			reviews: 6,
+		},
+		{
 			// Else a source would pay for what it never had.
 			name:   "refused by the global allowance, the source keeps its own",
 			limits: Limits{PerSource: 0.1, PerSourceBurst: 1, Global: 1, GlobalBurst: 1},
@@ -96,6 +127,80 @@ func TestLimits(t *testing.T) {
 			}
 			assert.Len(t, s.Reviews(), tt.reviews)
 		})
+	}
+}
+
+// A source spends the reserve one review at a time, and not at all once refused; the known allowance
+// is spent before the others by re-reviews only.
+func TestAdmit(t *testing.T) {
+	type step struct {
+		source string
+		known  bool
+		reason string // of a Throttled; "": admitted
+		done   bool   // the review admitted ends at once
+	}
+	tests := []struct {
+		name    string
+		refused []string
+		steps   []step
+	}{
+		{"one review of the reserve at a time", nil, []step{
+			{source: "a"}, // the global allowance
+			{source: "a"}, // the reserve, under way
+			{source: "a", reason: "global"},
+			{source: "b", done: true},
+			{source: "b", reason: "global"}, // the reserve is spent
+		}},
+		{"a refused source does not spend the reserve", []string{"2001:db8::1"}, []step{
+			{source: "a", done: true},
+			{source: "2001:db8::2", reason: "global"},
+			{source: "b", done: true},
+		}},
+		{"re-reviews spend the known allowance first", nil, []step{
+			{source: "a", known: true},
+			{source: "a", known: true},
+			{source: "a", known: true, done: true}, // then the global allowance
+			{source: "b", done: true},              // then the reserve
+			{source: "c", done: true},
+			{source: "a", known: true, reason: "global"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLimiter(Limits{PerSource: 10, PerSourceBurst: 10, Global: 1, GlobalBurst: 1, Reserved: 1, ReservedBurst: 2, Known: 1, KnownBurst: 2},
+				clocktesting.NewFakeClock(time.Now()))
+			for _, source := range tt.refused {
+				l.refusedFrom(source)
+			}
+			for i, st := range tt.steps {
+				done, err := l.admit(st.source, st.known)
+				if st.reason != "" {
+					var throttled *Throttled
+					require.ErrorAs(t, err, &throttled, "step %d", i)
+					assert.Equal(t, st.reason, throttled.Reason, "step %d", i)
+					continue
+				}
+				require.NoError(t, err, "step %d", i)
+				if st.done {
+					done()
+				}
+			}
+		})
+	}
+}
+
+func TestSourceKey(t *testing.T) {
+	for source, want := range map[string]string{
+		"192.0.2.1":                   "192.0.2.1",
+		"::ffff:192.0.2.1":            "192.0.2.1",
+		"2001:db8:1:2::1":             "2001:db8:1:2::/64",
+		"2001:db8:1:2:ffff::1":        "2001:db8:1:2::/64",
+		"fe80::1%eth0":                "fe80::/64",
+		"@":                           "@",
+		"not an address":              "not an address",
+		"2001:0db8:0001:0002:0:0:0:1": "2001:db8:1:2::/64",
+	} {
+		assert.Equal(t, want, sourceKey(source), source)
 	}
 }
 

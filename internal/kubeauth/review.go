@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +34,13 @@ const (
 	cacheSize = 1024
 	// reviewTimeout bounds one review, so a slow API server does not hold requests indefinitely.
 	reviewTimeout = 10 * time.Second
+	// An allowed answer asked for within refreshAhead of its expiry is asked again in the
+	// background, so a caller asking at least that often never waits for a review again.
+	refreshAhead = allowedTTL / 4
+	// A token and access the API server allowed stay known (their re-reviews spend Limits.Known)
+	// for knownTTL after their last allowed request: a projected ServiceAccount token's default
+	// lifetime, so a caller coming back with the same token is known.
+	knownTTL = time.Hour
 )
 
 var (
@@ -74,8 +82,8 @@ type Options struct {
 	// Audiences the caller's token must be issued for. Empty: the API server's own (a token the
 	// caller could also use against the API server).
 	Audiences []string
-	// Limits bound the reviews asked; DefaultLimits when zero, else each field positive (rate.Inf
-	// for no bound).
+	// Limits bound the reviews asked; DefaultLimits when zero, else each rate and burst positive
+	// (rate.Inf for no bound) but Reserved's and Known's, which may be zero.
 	Limits Limits
 	// Clock is time for the caches and the limits; the real one when nil.
 	Clock clock.PassiveClock
@@ -84,8 +92,8 @@ type Options struct {
 // Credentials are what a request presents: its bearer token, and where it comes from.
 type Credentials struct {
 	Token string
-	// Source is whose allowance of reviews a new token spends (Limits.PerSource): the address the
-	// request came from.
+	// Source is whose allowance of reviews a new token spends (Limits.PerSource), and whose refusals
+	// keep it from the reserve: the address the request came from.
 	Source string
 }
 
@@ -131,38 +139,57 @@ func (a Attributes) String() string {
 // Reviewer asks the API server and keeps its answers. Safe for concurrent use.
 type Reviewer struct {
 	o      Options
-	tokens answers // token hash → authentication
-	access answers // token hash, attributes → error (nil: allowed)
+	tokens answers // token hash → verdict
+	access answers // token hash, attributes → verdict
+	// known are the keys of tokens and accesses the API server allowed (token hash, and token hash
+	// and attributes) → struct{}.
+	known  *cache.LRUExpireCache
 	limits *limiter
+	// flights asks one review per key at a time, whatever the number of requests waiting for it.
+	// They are keyed as the answers: never by a token, so a memory dump of the process does not
+	// hand out its callers' tokens.
+	flights singleflight.Group
 }
 
-type authentication struct {
-	user authenticationv1.UserInfo
-	err  error
+// verdict is an answer of the API server: who a token belongs to (a TokenReview's answer), and
+// whether the review refused (refusal; nil: allowed), kept until expires.
+type verdict struct {
+	user    authenticationv1.UserInfo
+	refusal error
+	expires time.Time
 }
 
 // answers keep allowed answers and refusals in caches of their own, so that refusals, which
 // anyone can have by making tokens up, never evict an allowed answer.
-type answers struct{ allowed, denied *cache.LRUExpireCache }
+type answers struct {
+	clock           clock.PassiveClock
+	allowed, denied *cache.LRUExpireCache
+}
 
 func newAnswers(c clock.PassiveClock) answers {
-	return answers{allowed: cache.NewLRUExpireCacheWithClock(cacheSize, c), denied: cache.NewLRUExpireCacheWithClock(cacheSize, c)}
+	return answers{clock: c, allowed: cache.NewLRUExpireCacheWithClock(cacheSize, c), denied: cache.NewLRUExpireCacheWithClock(cacheSize, c)}
 }
 
-func (a answers) get(key string) (any, bool) {
-	if v, ok := a.allowed.Get(key); ok {
-		return v, true
+func (a answers) get(key string) (verdict, bool) {
+	v, ok := a.allowed.Get(key)
+	if !ok {
+		v, ok = a.denied.Get(key)
 	}
-	return a.denied.Get(key)
+	if !ok {
+		return verdict{}, false
+	}
+	return v.(verdict), true
 }
 
-// add keeps v, the answer whose refusal is err (nil: allowed), allowed longer than refused.
-func (a answers) add(key string, v any, err error) {
-	if err != nil {
+// add keeps v, allowed longer than refused.
+func (a answers) add(key string, v verdict) {
+	if v.refusal != nil {
+		v.expires = a.clock.Now().Add(deniedTTL)
 		a.allowed.Remove(key)
 		a.denied.Add(key, v, deniedTTL)
 		return
 	}
+	v.expires = a.clock.Now().Add(allowedTTL)
 	a.denied.Remove(key)
 	a.allowed.Add(key, v, allowedTTL)
 }
@@ -175,21 +202,22 @@ func NewReviewer(o Options) *Reviewer {
 	if o.Limits == (Limits{}) {
 		o.Limits = DefaultLimits
 	}
-	return &Reviewer{o: o, tokens: newAnswers(o.Clock), access: newAnswers(o.Clock), limits: newLimiter(o.Limits, o.Clock)}
+	return &Reviewer{o: o, tokens: newAnswers(o.Clock), access: newAnswers(o.Clock),
+		known: cache.NewLRUExpireCacheWithClock(cacheSize, o.Clock), limits: newLimiter(o.Limits, o.Clock)}
 }
 
 // Review says who c.Token belongs to and whether they may have a. The error wraps
 // ErrUnauthenticated when the token is not accepted, ErrForbidden when its user (then returned
 // too) may not have a, ErrThrottled (a *Throttled) when an answer not yet known would have cost
-// c.Source, or all sources together, more reviews than Limits allow; any other error means no
-// answer could be had (the API server is unreachable, or this process may not ask it), and nothing
-// is allowed.
+// c.Source, or all sources together, more reviews than Limits allow; any other error means no answer
+// could be had (the API server is unreachable, or this process may not ask it), and nothing is
+// allowed.
 //
 // A token is never refused for its shape, e.g. for not being a JWT: the API server's
 // authenticators accept more than service account and OIDC tokens (bootstrap tokens, a static
 // token file, a webhook authenticator with tokens of its own, which may honour any audience), so
 // only a review can tell. Limits make up for it: a made-up token costs a review of its source's
-// allowance, never one of another source.
+// allowance, and once refused, its source may spend only what all sources share.
 func (r *Reviewer) Review(ctx context.Context, c Credentials, a Attributes) (string, error) {
 	if (a.Resource == nil) == (a.NonResource == nil) {
 		return "", errors.New("kubeauth: a review asks about a resource or a non-resource path, exactly one")
@@ -200,64 +228,120 @@ func (r *Reviewer) Review(ctx context.Context, c Credentials, a Attributes) (str
 	// Only a hash is kept: a memory dump of the process does not hand out its callers' tokens.
 	sum := sha256.Sum256([]byte(c.Token))
 	key := hex.EncodeToString(sum[:])
-	user, err := r.authenticate(ctx, key, c)
+	who, err := r.answer(ctx, r.tokens, key, c.Source, func(ctx context.Context) (verdict, error) { return r.authenticate(ctx, c.Token) })
+	if err == nil {
+		err = who.refusal
+	}
 	if err != nil {
+		r.refused(c.Source, err)
 		return "", err
 	}
-	return user.Username, r.authorize(ctx, key, c.Source, user, a)
+	akey := accessKey(key, a)
+	may, err := r.answer(ctx, r.access, akey, c.Source, func(ctx context.Context) (verdict, error) { return r.authorize(ctx, who.user, a) })
+	if err == nil {
+		err = may.refusal
+	}
+	if err == nil {
+		r.known.Add(key, struct{}{}, knownTTL)
+		r.known.Add(akey, struct{}{}, knownTTL)
+	}
+	r.refused(c.Source, err)
+	return who.user.Username, err
 }
 
-func (r *Reviewer) authenticate(ctx context.Context, key string, c Credentials) (authenticationv1.UserInfo, error) {
-	if v, ok := r.tokens.get(key); ok {
-		a := v.(authentication)
-		return a.user, a.err
+// refused notes the source of a request that err refused.
+func (r *Reviewer) refused(source string, err error) {
+	if errors.Is(err, ErrUnauthenticated) || errors.Is(err, ErrForbidden) {
+		r.limits.refusedFrom(source)
 	}
-	if err := r.limits.admit(c.Source); err != nil {
-		return authenticationv1.UserInfo{}, err
+}
+
+// answer is the verdict kept under key in cache or else review's, asked at most once at a time for all
+// the requests wanting it (the review spends the allowance of the first one's source). An allowed
+// answer close to expiry is asked again in the background.
+func (r *Reviewer) answer(ctx context.Context, cache answers, key, source string, review func(context.Context) (verdict, error)) (verdict, error) {
+	if v, ok := cache.get(key); ok {
+		if v.refusal == nil && r.isKnown(key) && !r.o.Clock.Now().Before(v.expires.Add(-refreshAhead)) {
+			r.flights.DoChan(key, func() (any, error) { return r.ask(ctx, cache, key, source, true, review) })
+		}
+		return v, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
-	defer cancel()
-	tr, err := r.o.Client.AuthenticationV1().TokenReviews().Create(ctx,
-		&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: c.Token, Audiences: r.o.Audiences}}, metav1.CreateOptions{})
+	flight := r.flights.DoChan(key, func() (any, error) { return r.ask(ctx, cache, key, source, false, review) })
+	select {
+	case res := <-flight:
+		if res.Err != nil {
+			return verdict{}, res.Err
+		}
+		return res.Val.(verdict), nil
+	case <-ctx.Done():
+		return verdict{}, ctx.Err()
+	}
+}
+
+// ask reviews key, unless its answer is kept and not being refreshed, and keeps the answer. The
+// review outlives the request that began it, which others may be waiting for, up to reviewTimeout.
+func (r *Reviewer) ask(ctx context.Context, cache answers, key, source string, refresh bool, review func(context.Context) (verdict, error)) (verdict, error) {
+	// A flight begun as another ended finds its answer.
+	if v, ok := cache.get(key); ok && !refresh {
+		return v, nil
+	}
+	done, err := r.limits.admit(source, r.isKnown(key))
 	if err != nil {
-		// Not cached: the next request asks again.
-		return authenticationv1.UserInfo{}, fmt.Errorf("TokenReview: %w", err)
+		return verdict{}, err
 	}
-	a := authentication{user: tr.Status.User}
+	defer done()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reviewTimeout)
+	defer cancel()
+	v, err := review(ctx)
+	if err != nil {
+		// Not kept: the next request asks again.
+		return verdict{}, err
+	}
+	if v.refusal != nil {
+		r.known.Remove(key)
+	}
+	cache.add(key, v)
+	return v, nil
+}
+
+func (r *Reviewer) isKnown(key string) bool {
+	_, ok := r.known.Get(key)
+	return ok
+}
+
+func (r *Reviewer) authenticate(ctx context.Context, token string) (verdict, error) {
+	tr, err := r.o.Client.AuthenticationV1().TokenReviews().Create(ctx,
+		&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: r.o.Audiences}}, metav1.CreateOptions{})
+	if err != nil {
+		return verdict{}, fmt.Errorf("TokenReview: %w", err)
+	}
+	v := verdict{user: tr.Status.User}
 	switch {
 	case !tr.Status.Authenticated:
-		a.err = fmt.Errorf("%w: the API server did not authenticate the token %s", ErrUnauthenticated, tr.Status.Error)
+		v.refusal = fmt.Errorf("%w: the API server did not authenticate the token %s", ErrUnauthenticated, tr.Status.Error)
 	case len(r.o.Audiences) > 0 && !slices.ContainsFunc(tr.Status.Audiences, func(aud string) bool { return slices.Contains(r.o.Audiences, aud) }):
 		// The API server answers with the audiences it checked; one of ours must be among them.
-		a.err = fmt.Errorf("%w: token not issued for audience %v", ErrUnauthenticated, r.o.Audiences)
+		v.refusal = fmt.Errorf("%w: token not issued for audience %v", ErrUnauthenticated, r.o.Audiences)
 	case tr.Status.User.Username == "":
-		a.err = fmt.Errorf("%w: token has no user name", ErrUnauthenticated)
+		v.refusal = fmt.Errorf("%w: token has no user name", ErrUnauthenticated)
 	}
-	r.tokens.add(key, a, a.err)
-	return a.user, a.err
+	return v, nil
 }
 
-func (r *Reviewer) authorize(ctx context.Context, key, source string, user authenticationv1.UserInfo, a Attributes) error {
-	akey := key
+// accessKey is the key of the answer about a for the token whose key is key.
+func accessKey(key string, a Attributes) string {
 	if res := a.Resource; res != nil {
-		akey += "\x00r\x00" + strings.Join([]string{res.Namespace, res.Verb, res.Group, res.Version, res.Resource, res.Subresource, res.Name}, "\x00")
-	} else {
-		akey += "\x00n\x00" + a.NonResource.Verb + "\x00" + a.NonResource.Path
+		return key + "\x00r\x00" + strings.Join([]string{res.Namespace, res.Verb, res.Group, res.Version, res.Resource, res.Subresource, res.Name}, "\x00")
 	}
-	if v, ok := r.access.get(akey); ok {
-		err, _ := v.(error)
-		return err
-	}
-	if err := r.limits.admit(source); err != nil {
-		return err
-	}
+	return key + "\x00n\x00" + a.NonResource.Verb + "\x00" + a.NonResource.Path
+}
+
+func (r *Reviewer) authorize(ctx context.Context, user authenticationv1.UserInfo, a Attributes) (verdict, error) {
 	spec := authzv1.SubjectAccessReviewSpec{User: user.Username, Groups: user.Groups, UID: user.UID,
 		Extra: make(map[string]authzv1.ExtraValue, len(user.Extra))}
 	for k, v := range user.Extra {
 		spec.Extra[k] = authzv1.ExtraValue(v)
 	}
-	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
-	defer cancel()
 	var status authzv1.SubjectAccessReviewStatus
 	if a.Resource != nil {
 		spec.ResourceAttributes = a.Resource
@@ -265,24 +349,23 @@ func (r *Reviewer) authorize(ctx context.Context, key, source string, user authe
 		sar, err := r.o.Client.AuthorizationV1().LocalSubjectAccessReviews(ns).Create(ctx,
 			&authzv1.LocalSubjectAccessReview{ObjectMeta: metav1.ObjectMeta{Namespace: ns}, Spec: spec}, metav1.CreateOptions{})
 		if err != nil {
-			return fmt.Errorf("LocalSubjectAccessReview: %w", err)
+			return verdict{}, fmt.Errorf("LocalSubjectAccessReview: %w", err)
 		}
 		status = sar.Status
 	} else {
 		spec.NonResourceAttributes = a.NonResource
 		sar, err := r.o.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
 		if err != nil {
-			return fmt.Errorf("SubjectAccessReview: %w", err)
+			return verdict{}, fmt.Errorf("SubjectAccessReview: %w", err)
 		}
 		status = sar.Status
 	}
-	var denied error
+	var v verdict
 	if !status.Allowed || status.Denied {
-		denied = fmt.Errorf("%w: user %q may not %s", ErrForbidden, user.Username, a)
+		v.refusal = fmt.Errorf("%w: user %q may not %s", ErrForbidden, user.Username, a)
 		if reason := strings.TrimSpace(status.Reason + " " + status.EvaluationError); reason != "" {
-			denied = fmt.Errorf("%w (%s)", denied, reason)
+			v.refusal = fmt.Errorf("%w (%s)", v.refusal, reason)
 		}
 	}
-	r.access.add(akey, denied, denied)
-	return denied
+	return v, nil
 }
