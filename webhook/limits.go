@@ -41,7 +41,7 @@ const (
 	// DefaultMaxConnections the webhook server holds open at once. The API server keeps a few
 	// dozen connections to a webhook (client-go keeps up to 25 idle per host, per API server
 	// replica); the rest is room for bursts.
-	DefaultMaxConnections = 512
+	DefaultMaxConnections = 256
 )
 
 // firstStep is the room every request body takes before its first byte is read, from the room
