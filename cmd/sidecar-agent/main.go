@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -47,6 +49,23 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	audience := fs.String("token-audience", "sidecar-agent", `audience callers' bearer tokens must be issued for ("" accepts the API server's own tokens, which the agent could then replay)`)
 	printVersion := fs.Bool("version", false, "print the version, commit, Go and OPA versions, and exit")
 	resource := fs.String("authz-resource", "sidecaragents.sidecarops.io", "RESOURCE.GROUP callers are authorised on, in the pod's namespace with the pod's name: get for /status and /metrics, get or update of subresource PLUGIN for /plugins/PLUGIN/")
+	limits := kubeauth.DefaultLimits
+	// Each allowance of reviews (kubeauth.Limits) is a rate and a burst: --NAME-rate and --NAME-burst.
+	allowances := []struct {
+		name  string
+		rate  *rate.Limit
+		burst *int
+		what  string
+	}{
+		{"review-source", &limits.PerSource, &limits.PerSourceBurst, "first reviews of callers' tokens and access one source (an IPv4 address, an IPv6 /64) may have asked"},
+		{"review", &limits.Global, &limits.GlobalBurst, "first reviews of all sources together"},
+		{"review-reserved", &limits.Reserved, &limits.ReservedBurst, "first reviews, beyond --review-rate's, of sources none of whose requests was refused lately"},
+		{"review-known", &limits.Known, &limits.KnownBurst, "re-reviews of tokens and access the API server allowed, before they spend the others"},
+	}
+	for _, a := range allowances {
+		fs.Float64Var((*float64)(a.rate), a.name+"-rate", float64(*a.rate), a.what+", per second")
+		fs.IntVar(a.burst, a.name+"-burst", *a.burst, a.what+", at once")
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -62,6 +81,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(fs.Output(), "invalid value %q for flag -authz-resource: want RESOURCE.GROUP, e.g. sidecaragents.sidecarops.io\n", *resource)
 		return 2
 	}
+	for _, a := range allowances {
+		if r := float64(*a.rate); !(r > 0) || math.IsInf(r, 1) {
+			fmt.Fprintf(fs.Output(), "invalid value %v for flag -%s-rate: must be a positive number\n", r, a.name)
+			return 2
+		}
+		if *a.burst <= 0 {
+			fmt.Fprintf(fs.Output(), "invalid value %d for flag -%s-burst: must be positive\n", *a.burst, a.name)
+			return 2
+		}
+	}
 	var audiences []string
 	if *audience != "" {
 		audiences = []string{*audience}
@@ -73,7 +102,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	var authz agent.Authorizer
 	if !*noKube {
 		var err error
-		if kube, authz, err = kubeClients(*kubeconfig, self, auth.Options{Self: self, Audiences: audiences, Resource: gr}); err != nil {
+		if kube, authz, err = kubeClients(*kubeconfig, self, auth.Options{Self: self, Audiences: audiences, Resource: gr, Limits: limits}); err != nil {
 			fmt.Fprintln(stderr, "sidecar-agent:", err)
 			return 1
 		}

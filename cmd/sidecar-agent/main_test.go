@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authzv1 "k8s.io/api/authorization/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/sidecarops/sidecarops/internal/testing/reviewserver"
 )
 
 // agentBinary builds the command as it ships.
@@ -100,6 +107,10 @@ func TestCommand(t *testing.T) {
 		{"no cluster", []string{"--config", good}, []string{"POD_NAME=p", "POD_NAMESPACE=n", "KUBERNETES_SERVICE_HOST="}, 1, "sidecar-agent: building the Kubernetes client:"},
 		{"bad flag", []string{"--nope"}, nil, 2, "flag provided but not defined: -nope"},
 		{"no resource to authorise on", []string{"--authz-resource", ".sidecarops.io", "--no-kube"}, nil, 2, "invalid value \".sidecarops.io\" for flag -authz-resource"},
+		{"no reviews allowed", []string{"--review-rate", "0", "--no-kube"}, nil, 2, "invalid value 0 for flag -review-rate: must be a positive number"},
+		{"reviews unbounded", []string{"--review-known-rate", "Inf", "--no-kube"}, nil, 2, "invalid value +Inf for flag -review-known-rate: must be a positive number"},
+		{"a negative burst", []string{"--review-source-burst=-1", "--no-kube"}, nil, 2, "invalid value -1 for flag -review-source-burst: must be positive"},
+		{"a rate not a number", []string{"--review-reserved-rate", "fast", "--no-kube"}, nil, 2, `invalid value "fast" for flag -review-reserved-rate: parse error`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,6 +135,72 @@ func TestDefaults(t *testing.T) {
 	require.NoError(t, cmd.Run())
 	for _, want := range []string{`(default "127.0.0.1:5000")`, `(default "sidecar-agent")`, `(default "sidecaragents.sidecarops.io")`} {
 		assert.Contains(t, stderr.String(), want)
+	}
+	// The limits of reviews are kubeauth's defaults, documented in docs/agent.md.
+	for flag, want := range map[string]string{
+		"review-source-rate": "1", "review-source-burst": "10", "review-rate": "5", "review-burst": "20",
+		"review-reserved-rate": "2", "review-reserved-burst": "10", "review-known-rate": "2", "review-known-burst": "10",
+	} {
+		assert.Regexp(t, `(?m)^  -`+flag+` (float|int)\n.*\(default `+want+`\)$`, stderr.String())
+	}
+}
+
+// The flags of the review limits reach the agent's reviewer: a second made-up token from one address
+// is answered 429 once --review-source-burst=1 is spent, 401 with the default of ten.
+func TestReviewLimitFlags(t *testing.T) {
+	bin := agentBinary(t)
+	api := httptest.NewServer((&reviewserver.Server{Allow: func(string, authzv1.SubjectAccessReviewSpec) bool { return false }}).Handler())
+	defer api.Close()
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{"c": {Server: api.URL}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"u": {Token: "agent"}},
+		Contexts:       map[string]*clientcmdapi.Context{"c": {Cluster: "c", AuthInfo: "u"}},
+		CurrentContext: "c",
+	}, kubeconfig))
+	config := filepath.Join(dir, "config.yaml")
+	require.NoError(t, os.WriteFile(config, []byte("plugins: []\n"), 0o644))
+	tests := []struct {
+		name  string
+		args  []string
+		codes []int
+	}{
+		{"defaults", nil, []int{http.StatusUnauthorized, http.StatusUnauthorized}},
+		{"one review per source at once", []string{"--review-source-burst", "1", "--review-source-rate", "0.01"}, []int{http.StatusUnauthorized, http.StatusTooManyRequests}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			addr := freeAddr(t)
+			cmd := exec.Command(bin, append([]string{"--config", config, "--kubeconfig", kubeconfig, "--addr", addr}, tt.args...)...)
+			cmd.Env = append(os.Environ(), "POD_NAME=game-0", "POD_NAMESPACE=games")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			require.NoError(t, cmd.Start())
+			defer func() {
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+				_ = cmd.Wait()
+			}()
+			require.Eventually(t, func() bool {
+				resp, err := http.Get("http://" + addr + "/healthz")
+				if err != nil {
+					return false
+				}
+				resp.Body.Close()
+				return resp.StatusCode == http.StatusOK
+			}, 2*time.Minute, 20*time.Millisecond, "%s", &stderr)
+			var codes []int
+			for i := range tt.codes {
+				req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/status", nil)
+				require.NoError(t, err)
+				req.Header.Set("Authorization", fmt.Sprintf("Bearer made-up-%d", i))
+				resp, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+				codes = append(codes, resp.StatusCode)
+			}
+			assert.Equal(t, tt.codes, codes, "%s", &stderr)
+		})
 	}
 }
 
