@@ -44,7 +44,10 @@ type SidecarSetSpec struct {
 	PatchPodMetadata []SidecarSetPatchPodMetadata `json:"patchPodMetadata,omitempty"`
 
 	// CustomVersion is copied to the label apps.kruise.io/sidecarset-custom-version of the
-	// ControllerRevision recorded for this spec (v1alpha1 carries it as that label on the SidecarSet).
+	// ControllerRevision recorded for this spec (v1alpha1 carries it as that label on the SidecarSet),
+	// so it must be a label value.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 	CustomVersion string `json:"customVersion,omitempty"`
 }
 
