@@ -30,9 +30,9 @@ const (
 	V1beta1FieldsAnnotation = "conversion.sidecarops.io/v1beta1-fields"
 )
 
-// V1alpha1Fields is the value of V1alpha1FieldsAnnotation.
+// ReplacedFields is the value of V1alpha1FieldsAnnotation.
 // +kubebuilder:object:generate=false
-type V1alpha1Fields struct {
+type ReplacedFields struct {
 	Namespace          string                `json:"namespace,omitempty"`
 	NamespaceSelector  *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 	CustomVersionLabel *string               `json:"customVersionLabel,omitempty"`
@@ -132,7 +132,7 @@ func (ss *SidecarSet) ConvertFrom(hub conversion.Hub) error {
 		own.CustomVersionLabel = &l
 	}
 	label, labelled := s.CustomVersion, s.CustomVersion != ""
-	if f, present, ignored := ReadV1alpha1Fields(src); present && ignored == nil {
+	if f, present, ignored := ReadReplacedFields(src); present && ignored == nil {
 		delete(dst.Annotations, V1alpha1FieldsAnnotation)
 		if f.Namespace != "" {
 			dst.Spec.Namespace, dst.Spec.NamespaceSelector = f.Namespace, f.NamespaceSelector
@@ -160,7 +160,7 @@ func (ss *SidecarSet) ConvertFrom(hub conversion.Hub) error {
 // toV1beta1 is what the v1alpha1 fields v1beta1 lacks become: the namespaceSelector,
 // spec.customVersion, and the value of V1alpha1FieldsAnnotation ("" when nothing is lost).
 func toV1beta1(namespace string, selector *metav1.LabelSelector, label string, labelled bool) (*metav1.LabelSelector, string, string) {
-	var lost V1alpha1Fields
+	var lost ReplacedFields
 	if namespace != "" {
 		lost.Namespace, lost.NamespaceSelector = namespace, selector
 		selector = v1beta1.NamespaceNamed(namespace)
@@ -168,31 +168,31 @@ func toV1beta1(namespace string, selector *metav1.LabelSelector, label string, l
 	if labelled && label == "" {
 		lost.CustomVersionLabel = &label
 	}
-	if lost == (V1alpha1Fields{}) {
+	if lost == (ReplacedFields{}) {
 		return selector, label, ""
 	}
 	return selector, label, mustMarshal(lost)
 }
 
-// The reasons ReadV1alpha1Fields gives for an annotation the conversion ignores.
+// The reasons ReadReplacedFields gives for an annotation the conversion ignores.
 var (
 	errFieldsStale = errors.New("does not describe spec.namespaceSelector and spec.customVersion: " +
 		"it is what the conversion from v1alpha1 keeps of the fields they were converted from")
 	errFieldsSelector = errors.New("its namespaceSelector is no label selector")
 )
 
-// ReadV1alpha1Fields reads hub's V1alpha1FieldsAnnotation (present is false when there is none)
+// ReadReplacedFields reads hub's V1alpha1FieldsAnnotation (present is false when there is none)
 // and says why ConvertFrom ignores it, if it does: it does not parse; it does not describe hub's
 // spec, because converting what it holds does not give back that very spec and annotation (one left
 // from before a v1beta1 client changed the spec, or written by hand); or the namespaceSelector it
 // would give v1alpha1 readers is no selector.
-func ReadV1alpha1Fields(hub *v1beta1.SidecarSet) (f V1alpha1Fields, present bool, ignored error) {
+func ReadReplacedFields(hub *v1beta1.SidecarSet) (f ReplacedFields, present bool, ignored error) {
 	raw, present := hub.Annotations[V1alpha1FieldsAnnotation]
 	if !present {
 		return f, false, nil
 	}
 	if err := json.Unmarshal([]byte(raw), &f); err != nil {
-		return V1alpha1Fields{}, true, fmt.Errorf("not the JSON the conversion writes: %w", err)
+		return ReplacedFields{}, true, fmt.Errorf("not the JSON the conversion writes: %w", err)
 	}
 	spec := &hub.Spec
 	selector := spec.NamespaceSelector

@@ -141,7 +141,7 @@ func validateV1alpha1Fields(ss, old *v1beta1.SidecarSet) field.ErrorList {
 		}
 	}
 	p := field.NewPath("metadata", "annotations").Key(v1alpha1.V1alpha1FieldsAnnotation)
-	f, _, ignored := v1alpha1.ReadV1alpha1Fields(ss)
+	f, _, ignored := v1alpha1.ReadReplacedFields(ss)
 	if f.NamespaceSelector != nil {
 		if errs := validateSelectorSyntax(f.NamespaceSelector, p.Child("namespaceSelector")); len(errs) > 0 {
 			return errs
