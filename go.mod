@@ -2,6 +2,10 @@ module github.com/sidecarops/sidecarops
 
 go 1.26.7
 
+// The toolchain every build of this repository uses (the Makefile, .ci/run and the README export it as
+// GOTOOLCHAIN): go1.26.8 carries standard-library vulnerabilities the code calls (docs/development.md).
+toolchain go1.27.3
+
 require (
 	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/go-json-experiment/json v1.27.2
@@ -32,6 +36,7 @@ require (
 	sigs.k8s.io/controller-runtime v0.25.2
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730
 	sigs.k8s.io/randfill v1.0.0
+	sigs.k8s.io/structured-merge-diff/v6 v6.4.2
 	sigs.k8s.io/yaml v1.6.0
 )
 
@@ -164,7 +169,6 @@ require (
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	oras.land/oras-go/v2 v2.7.0 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.36.0 // indirect
-	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
 
 tool github.com/open-policy-agent/opa
