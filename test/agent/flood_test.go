@@ -28,12 +28,7 @@ import (
 // fails. SIDECAROPS_FLOOD_SECONDS makes the flood longer (docs/benchmarks.md).
 func TestAPIUnderFloodOfMadeUpTokens(t *testing.T) {
 	const connections, reviewTimeout = 100, 10 * time.Second
-	floodFor := 5 * time.Second
-	if s := os.Getenv("SIDECAROPS_FLOOD_SECONDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		require.NoError(t, err, "SIDECAROPS_FLOOD_SECONDS")
-		floodFor = time.Duration(n) * time.Second
-	}
+	floodFor := floodDuration(t, 5*time.Second)
 	ns := namespace(t)
 	sa := agentIdentity(t, ns)
 	pod(t, ns, "game-0", nil)
@@ -46,20 +41,8 @@ func TestAPIUnderFloodOfMadeUpTokens(t *testing.T) {
 	var lines agenttest.LogLines
 	api := startAgentLogging(t, sa, ns, "game-0", "plugins: []\n", operator, logr.New(&lines))
 	// Each valid caller comes from a loopback address of its own, the flood from 127.0.0.1.
-	from := func(i int) *http.Client {
-		return &http.Client{Timeout: 2 * reviewTimeout, Transport: &http.Transport{
-			DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 1, byte(i))}}).DialContext}}
-	}
-	status := func(c *http.Client, token string) (int, time.Duration) {
-		req, err := http.NewRequest(http.MethodGet, api.base+"/status", nil)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+token)
-		start := time.Now()
-		resp, err := c.Do(req)
-		require.NoError(t, err)
-		_ = resp.Body.Close()
-		return resp.StatusCode, time.Since(start)
-	}
+	from := func(i int) *http.Client { return clientFrom(net.IPv4(127, 0, 1, byte(i))) }
+	status := func(c *http.Client, token string) (int, time.Duration) { return api.status(t, c, token) }
 
 	var quiet []time.Duration
 	for i, tok := range fresh[:3] {
@@ -68,26 +51,8 @@ func TestAPIUnderFloodOfMadeUpTokens(t *testing.T) {
 		quiet = append(quiet, took)
 	}
 
-	var mu sync.Mutex
-	flood := map[int]int{}
 	deadline := time.Now().Add(floodFor)
-	var wg sync.WaitGroup
-	for range connections {
-		wg.Go(func() {
-			c := &http.Client{Timeout: 2 * reviewTimeout, Transport: &http.Transport{}}
-			defer c.CloseIdleConnections()
-			seen := map[int]int{}
-			for time.Now().Before(deadline) {
-				code, _ := status(c, madeUpJWT(t))
-				seen[code]++
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for code, n := range seen {
-				flood[code] += n
-			}
-		})
-	}
+	flooding := api.flood(t, connections, func(int) net.IP { return net.IPv4(127, 0, 0, 1) }, deadline)
 	var during []time.Duration
 	allowed := 0
 	for i, tok := range fresh[3:] {
@@ -98,12 +63,8 @@ func TestAPIUnderFloodOfMadeUpTokens(t *testing.T) {
 		}
 		during = append(during, took)
 	}
-	wg.Wait()
+	flood, total := flooding()
 
-	total := 0
-	for _, n := range flood {
-		total += n
-	}
 	slices.Sort(quiet)
 	slices.Sort(during)
 	t.Logf("flood: %d requests in %v on %d connections: %d answered 401, %d answered 429, %d answered 503; "+
@@ -123,4 +84,50 @@ func madeUpJWT(t *testing.T) string {
 	require.NoError(t, err)
 	enc := base64.RawURLEncoding
 	return fmt.Sprintf("%s.%s.%s", enc.EncodeToString([]byte(`{"alg":"RS256","kid":"made-up"}`)), enc.EncodeToString(b[:48]), enc.EncodeToString(b[48:]))
+}
+
+// floodDuration is how long a flood lasts: def, or SIDECAROPS_FLOOD_SECONDS seconds
+// (docs/benchmarks.md).
+func floodDuration(t *testing.T, def time.Duration) time.Duration {
+	t.Helper()
+	s := os.Getenv("SIDECAROPS_FLOOD_SECONDS")
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err, "SIDECAROPS_FLOOD_SECONDS")
+	return time.Duration(n) * time.Second
+}
+
+// flood sends made-up tokens to /status on connections, connection i from the address from(i),
+// until deadline; wait waits for its end and says how many answers of each status code it had, and
+// in all.
+func (a agentAPI) flood(t *testing.T, connections int, from func(i int) net.IP, deadline time.Time) (wait func() (codes map[int]int, total int)) {
+	var mu sync.Mutex
+	codes := map[int]int{}
+	var wg sync.WaitGroup
+	for i := range connections {
+		wg.Go(func() {
+			c := clientFrom(from(i))
+			defer c.CloseIdleConnections()
+			seen := map[int]int{}
+			for time.Now().Before(deadline) {
+				code, _ := a.status(t, c, madeUpJWT(t))
+				seen[code]++
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for code, n := range seen {
+				codes[code] += n
+			}
+		})
+	}
+	return func() (map[int]int, int) {
+		wg.Wait()
+		total := 0
+		for _, n := range codes {
+			total += n
+		}
+		return codes, total
+	}
 }
