@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -122,10 +121,8 @@ func TestConflictAdmittedConcurrentlyIsReportedAndInjectionStaysValid(t *testing
 
 func hasEvent(t *testing.T, regarding, kind, reason string) bool {
 	t.Helper()
-	var l eventsv1.EventList
-	require.NoError(t, cluster.Client.List(ctx(t), &l))
-	for _, e := range l.Items {
-		if e.Regarding.Name == regarding && e.Type == kind && e.Reason == reason {
+	for _, e := range eventsOf(t, regarding, reason) {
+		if e.Type == kind {
 			return true
 		}
 	}
