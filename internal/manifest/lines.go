@@ -15,8 +15,9 @@ type docText struct {
 	text  []byte
 	start int // the file line of text's first line
 
-	once sync.Once
-	root *yaml3.Node // nil when text does not parse as YAML (JSON is YAML)
+	once  sync.Once
+	first int         // the line of text where the document starts (firstContentLine)
+	root  *yaml3.Node // nil when text does not parse as YAML (JSON is YAML)
 }
 
 // lines finds the lines of an object's fields in the document it was decoded from; prefix is the
@@ -51,6 +52,8 @@ func (l *lines) of(field string) int {
 	}
 	d := l.doc
 	d.once.Do(func() {
+		// Once per document: a v1/List's items all ask, and the text may be long.
+		d.first = firstContentLine(d.text)
 		// A third-party parser fed with what another one read: should it panic, the document's own
 		// line is the answer, as for text it does not parse.
 		defer func() { _ = recover() }()
@@ -59,7 +62,7 @@ func (l *lines) of(field string) int {
 			d.root = &n
 		}
 	})
-	line := firstContentLine(d.text)
+	line := d.first
 	if d.root != nil {
 		path := field
 		if l.prefix != "" {

@@ -1,6 +1,9 @@
 package manifest
 
 import (
+	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -79,4 +82,30 @@ func TestSidecarSetOfAnotherGroup(t *testing.T) {
 	assert.Equal(t, []string{
 		`f.yaml:1: document 1 (SidecarSet/s): apiVersion: unsupported apiVersion "apps:kruise.io/v1alpha1" for kind SidecarSet (supported: apps.kruise.io/v1alpha1, apps.kruise.io/v1beta1)`,
 	}, errorLines(t, in.Errors.err()))
+}
+
+// Every item of a v1/List asks for its lines in the one document text: the text is read once for
+// all of them, not once per item, which made reporting on a `kubectl get pods -o yaml` of a few
+// thousand pods take minutes.
+func TestListItemsShareOneReadingOfTheText(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: List\nitems:\n")
+	const items = 2000
+	for i := range items {
+		fmt.Fprintf(&b, "- apiVersion: v1\n  kind: Pod\n  metadata: {name: p%d}\n", i)
+	}
+	in := DecodeInput("list.yaml", []byte(b.String()))
+	require.Empty(t, in.Errors)
+	require.Len(t, in.Objects, items)
+	require.Equal(t, 4, in.Objects[0].Line("")) // the text is read here, once
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i, o := range in.Objects {
+		assert.Equal(t, 4+3*i, o.Line(""))
+	}
+	runtime.ReadMemStats(&after)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	assert.Less(t, allocated, uint64(b.Len()), "allocated %d bytes finding the lines of %d items in %d bytes", allocated, items, b.Len())
 }
