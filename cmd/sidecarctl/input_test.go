@@ -54,6 +54,10 @@ spec:
 func TestReadsWhatOthersWrote(t *testing.T) {
 	agent := yamlf(sidecarSetYAML, "agent", "agent")
 	pod := yamlf(podYAML, "one")
+	// The probe's two inputs of issue 35 item 4, scaled down: a scalar aliased in documents each
+	// under --max-document-bytes, twenty of them, and a scalar of escapes aliased, two of them.
+	aliased := "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {k0: &a " + strings.Repeat("x", 100) + ", k1: *a, k2: *a, k3: *a}\n"
+	escaped := strings.Replace(aliased, strings.Repeat("x", 100), `"`+strings.Repeat(`\x01`, 100)+`"`, 1)
 	tests := []struct {
 		name       string
 		stdin      string
@@ -130,10 +134,47 @@ func TestReadsWhatOthersWrote(t *testing.T) {
 			args:  []string{"inject", "-f", "-", "--max-document-bytes", "1000"},
 			code:  1,
 			stderr: []string{
-				"<stdin>: document 1: 1212 bytes once its YAML aliases are expanded, over the limit of 1000 bytes per document (--max-document-bytes)",
+				"<stdin>: document 1: 1252 bytes as JSON, its YAML aliases and escapes expanded, over the limit of 1000 bytes per document (--max-document-bytes)",
 			},
 			stdout:     []string{"name: one", "IS_INJECTED"},
 			stdoutDocs: 1,
+		},
+		{
+			name:  "documents each under --max-document-bytes are bounded together by --max-input-bytes: the first over it is reported, nothing after it is read",
+			stdin: agent + "\n---\n" + pod + "\n" + strings.Repeat(aliased, 20) + "---\n" + yamlf(podYAML, "two"),
+			args:  []string{"inject", "-f", "-", "--max-input-bytes", "6200"},
+			code:  1,
+			stderr: []string{
+				"<stdin>: document 14: 539 bytes as JSON, its YAML aliases and escapes expanded, bringing the input to 6396 bytes, over the limit of 6200 bytes for the whole input (--max-input-bytes); the rest of the input is not read",
+			},
+			stdout:     []string{"name: one", "IS_INJECTED"},
+			notStdout:  []string{"name: two"},
+			stdoutDocs: 1,
+		},
+		{
+			name:  "an escape counts as the JSON it becomes: \\x01 is written as \\u0001, once per alias",
+			stdin: strings.Repeat(escaped, 2) + "---\n" + agent,
+			args:  []string{"check", "-f", "-", "--max-document-bytes", "1000"},
+			code:  1,
+			stderr: []string{
+				"<stdin>: document 1: 2531 bytes as JSON, its YAML aliases and escapes expanded, over the limit of 1000 bytes per document (--max-document-bytes)",
+				"<stdin>: document 2: 2531 bytes as JSON, its YAML aliases and escapes expanded, over the limit of 1000 bytes per document (--max-document-bytes)",
+				"0 error(s) in 0 of 1 SidecarSet(s); 2 more elsewhere in the input",
+			},
+		},
+		{
+			name:   "standard input is read no further than --max-input-bytes",
+			stdin:  strings.Repeat(aliased, 20),
+			args:   []string{"check", "-f", "-", "--max-input-bytes", "2000"},
+			code:   1,
+			stderr: []string{"<stdin>: more than 2000 bytes as written, bringing the input over the limit of 2000 bytes for the whole input (--max-input-bytes); the rest of the input is not read", "0 error(s) in 0 of 0 SidecarSet(s); 1 more elsewhere in the input"},
+		},
+		{
+			name:   "--max-input-bytes must be positive",
+			stdin:  pod,
+			args:   []string{"check", "-f", "-", "--max-input-bytes", "-1"},
+			code:   2,
+			stderr: []string{"--max-input-bytes -1: must be positive"},
 		},
 		{
 			name:      "convert takes --max-document-bytes too",

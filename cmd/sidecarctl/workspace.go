@@ -24,13 +24,18 @@ import (
 	"github.com/sidecarops/sidecarops/internal/sidecarset/versions"
 )
 
-// maxDocumentBytesFlag bounds what one document of -f may cost to decode.
-const maxDocumentBytesFlag = "max-document-bytes"
+// maxDocumentBytesFlag bounds what one document of -f may cost to decode, maxInputBytesFlag what
+// all of them may.
+const (
+	maxDocumentBytesFlag = "max-document-bytes"
+	maxInputBytesFlag    = "max-input-bytes"
+)
 
 // sourceFlags are the inputs every subcommand that reads manifests shares.
 type sourceFlags struct {
 	files            []string
 	maxDocumentBytes int64
+	maxInputBytes    int64
 	adminBundles     []string
 	verificationKeys []string
 	verificationAlg  string
@@ -41,7 +46,8 @@ type sourceFlags struct {
 
 func (f *sourceFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory (recursive *.yaml, *.yml, *.json; kustomization files skipped) or - for stdin; repeatable")
-	fs.Int64Var(&f.maxDocumentBytes, maxDocumentBytesFlag, manifest.DefaultMaxDocumentBytes, "largest size of one document of -f, as written and as JSON once its YAML aliases are expanded; a larger one is reported and skipped")
+	fs.Int64Var(&f.maxDocumentBytes, maxDocumentBytesFlag, manifest.DefaultMaxDocumentBytes, "largest size of one document of -f, as written and as JSON with its YAML aliases and escapes expanded; a larger one is reported and skipped")
+	fs.Int64Var(&f.maxInputBytes, maxInputBytesFlag, manifest.DefaultMaxInputBytes, "largest size of all documents of -f together, each counted as for --"+maxDocumentBytesFlag+"; the document that goes over is reported and nothing after it is read")
 	fs.StringArrayVar(&f.adminBundles, "bundle", nil, "administrators' bundle (directory or .tar.gz) with roots whitelist and/or gates; repeatable")
 	fs.StringArrayVar(&f.verificationKeys, "verification-key", nil, "PEM public key that --bundle signatures must verify against (key id: file name without extension); repeatable. When given, unsigned bundles are refused")
 	fs.StringVar(&f.verificationAlg, "verification-alg", "RS256", "signature algorithm of the verification keys")
@@ -183,10 +189,18 @@ func (f *sourceFlags) read(cmd *cobra.Command) (*workspace, error) {
 	if len(f.files) == 0 {
 		return nil, usageError{errors.New("no input: give at least one -f PATH")}
 	}
-	if f.maxDocumentBytes <= 0 {
-		return nil, usageError{fmt.Errorf("--%s %d: must be positive", maxDocumentBytesFlag, f.maxDocumentBytes)}
+	for _, limit := range []struct {
+		flag  string
+		value int64
+	}{{maxDocumentBytesFlag, f.maxDocumentBytes}, {maxInputBytesFlag, f.maxInputBytes}} {
+		if limit.value <= 0 {
+			return nil, usageError{fmt.Errorf("--%s %d: must be positive", limit.flag, limit.value)}
+		}
 	}
-	in := manifest.Reader{MaxDocumentBytes: f.maxDocumentBytes, LimitName: "--" + maxDocumentBytesFlag}.ReadInput(cmd.InOrStdin(), f.files...)
+	in := manifest.Reader{
+		MaxDocumentBytes: f.maxDocumentBytes, DocumentLimitName: "--" + maxDocumentBytesFlag,
+		MaxInputBytes: f.maxInputBytes, InputLimitName: "--" + maxInputBytesFlag,
+	}.ReadInput(cmd.InOrStdin(), f.files...)
 	w := &workspace{objects: in.Objects, origin: map[*v1beta1.SidecarSet]*manifest.Object{}, written: map[*v1beta1.SidecarSet]versions.Written{}, refused: map[string]bool{},
 		problems: in.Errors, stderr: cmd.ErrOrStderr(), input: in}
 	for _, e := range in.Warnings {

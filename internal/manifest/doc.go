@@ -8,8 +8,10 @@
 //
 // It reads what kubectl would send: a key written twice is a warning and its last value is kept,
 // and a document of a kind it does not read is kept as written (passed through), not refused.
-// Each document is bounded (Reader): one larger as written, or as the JSON its YAML aliases expand
-// to, is an error of its own, found before anything is expanded.
+// Each document is bounded, and so is the whole input (Reader): a document larger as written, or as
+// the JSON it converts to (its YAML aliases expanded, its escapes as JSON writes them), is an error
+// of its own, and the one that takes the input over its bound ends the reading; both are found
+// before anything is expanded.
 //
 // It must not default, validate or decide: strictness here is about form (unknown fields, wrong
 // types, a kind it reads in a version it does not), never meaning, which belongs to

@@ -133,7 +133,7 @@ type Input struct {
 // ReadInput decodes the manifests at paths, in order. A path is a file (read whatever its
 // extension), a directory (walked recursively in lexical order, reading *.yaml, *.yml and *.json),
 // or Stdin, read from stdin. Every problem in every file is collected. Documents are bounded by
-// DefaultMaxDocumentBytes (Reader sets another bound).
+// DefaultMaxDocumentBytes and the whole input by DefaultMaxInputBytes (Reader sets other bounds).
 func ReadInput(stdin io.Reader, paths ...string) Input {
 	return Reader{}.ReadInput(stdin, paths...)
 }
@@ -162,7 +162,7 @@ type reader struct {
 	in        Input
 	sources   map[string]bool
 	stdinRead bool
-	limit     docLimit
+	limit     *budget
 }
 
 func (r *reader) result() Input {
@@ -194,6 +194,9 @@ func (r *reader) fail(source string, err error) {
 }
 
 func (r *reader) path(p string, stdin io.Reader) {
+	if r.limit.spent {
+		return
+	}
 	if p == Stdin {
 		switch {
 		case stdin == nil:
@@ -202,7 +205,7 @@ func (r *reader) path(p string, stdin io.Reader) {
 			r.fail(StdinSource, errors.New("standard input given more than once"))
 		default:
 			r.stdinRead = true
-			data, err := io.ReadAll(stdin)
+			data, err := r.limit.readAll(stdin, -1)
 			if err != nil {
 				r.fail(StdinSource, err)
 				return
@@ -224,6 +227,8 @@ func (r *reader) path(p string, stdin io.Reader) {
 	// WalkDir visits entries in lexical order, which makes the output order deterministic.
 	_ = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
 		switch {
+		case r.limit.spent:
+			return filepath.SkipAll
 		case err != nil:
 			r.fail(path, err)
 			failed = true
@@ -257,7 +262,7 @@ func (r *reader) file(path string) {
 			Reason: "skipped: kustomize's configuration, not a manifest (read what it builds with `kustomize build " + filepath.Dir(path) + "` and -f -)"})
 		return
 	}
-	data, err := os.ReadFile(path)
+	data, err := r.limit.readFile(path)
 	if err != nil {
 		r.fail(path, err)
 		return
@@ -300,25 +305,30 @@ var utf8BOM = []byte("\xef\xbb\xbf")
 // split cuts a source into documents. A source whose first character is '{' is a JSON stream
 // (one or more objects); anything else is multi-document YAML. Flow-style YAML can also start
 // with '{', so a source that is not valid JSON but is valid YAML is read as YAML.
-func (l docLimit) split(source string, data []byte) []chunk {
+func (l *budget) split(source string, data []byte) []chunk {
 	data = bytes.TrimPrefix(data, utf8BOM)
 	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		return l.splitYAML(source, data)
 	}
+	before := *l
 	chunks, err := l.splitJSON(source, data)
 	if err == nil {
 		return chunks
 	}
+	// What the documents read as JSON cost is given back while they are read again as YAML.
+	readAsJSON := *l
+	*l = before
 	yamlChunks := l.splitYAML(source, data)
 	for _, c := range yamlChunks {
 		if c.err != nil {
+			*l = readAsJSON
 			return append(chunks, chunk{err: err})
 		}
 	}
 	return yamlChunks
 }
 
-func (l docLimit) splitJSON(source string, data []byte) ([]chunk, *Error) {
+func (l *budget) splitJSON(source string, data []byte) ([]chunk, *Error) {
 	var chunks []chunk
 	dec := json.NewDecoder(bytes.NewReader(data))
 	for doc := 1; ; doc++ {
@@ -339,10 +349,14 @@ func (l docLimit) splitJSON(source string, data []byte) ([]chunk, *Error) {
 			return chunks, e
 		}
 		start := lineAt(data, dec.InputOffset()-int64(len(raw)))
-		if reason := l.over(int64(len(raw)), "bytes as written"); reason != "" {
+		if reason := l.fits(int64(len(raw)), asWritten); reason != "" {
 			chunks = append(chunks, chunk{doc: doc, err: &Error{Position: Position{Source: source, Doc: doc, Item: -1}, Line: start, Reason: reason}})
+			if l.spent {
+				return chunks, nil
+			}
 			continue
 		}
+		l.take(int64(len(raw)))
 		chunks = append(chunks, chunk{doc: doc, json: raw, lines: newLines(raw, start)})
 	}
 }
@@ -358,7 +372,7 @@ func lineAt(data []byte, offset int64) int {
 // be known to turn the YAML parser's document-relative line numbers into file lines. YAML takes
 // such a line at column 0 for a document marker even inside a scalar, so cutting at lines agrees
 // with the parser.
-func (l docLimit) splitYAML(source string, data []byte) []chunk {
+func (l *budget) splitYAML(source string, data []byte) []chunk {
 	var (
 		chunks   []chunk
 		buf      bytes.Buffer
@@ -367,7 +381,8 @@ func (l docLimit) splitYAML(source string, data []byte) []chunk {
 		explicit = false // buf was opened by "---": an empty document, but a document
 	)
 	flush := func() {
-		if explicit || hasYAMLContent(buf.Bytes()) {
+		// Once a document has not fit the budget, the rest of the input is not read.
+		if !l.spent && (explicit || hasYAMLContent(buf.Bytes())) {
 			doc++
 			chunks = append(chunks, l.yamlChunk(source, doc, start, bytes.Clone(buf.Bytes())))
 		}
@@ -375,6 +390,9 @@ func (l docLimit) splitYAML(source string, data []byte) []chunk {
 	}
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	for i, line := range lines {
+		if l.spent {
+			break
+		}
 		switch yamlMarker(line) {
 		case "---":
 			flush()
@@ -438,7 +456,7 @@ var yamlParserProblems = map[string]bool{
 	"found undefined tag handle":             true,
 }
 
-func (l docLimit) yamlChunk(source string, doc, start int, text []byte) chunk {
+func (l *budget) yamlChunk(source string, doc, start int, text []byte) chunk {
 	if reason, line := l.checkYAMLSize(text); reason != "" {
 		if line == 0 {
 			line = firstContentLine(text)
@@ -447,6 +465,7 @@ func (l docLimit) yamlChunk(source string, doc, start int, text []byte) chunk {
 		return chunk{doc: doc, err: e}
 	}
 	j, err := yaml.YAMLToJSON(text)
+	l.take(max(int64(len(text)), int64(len(j))))
 	var dups []fieldError
 	if err == nil {
 		dups, err = yamlCheck(text)
