@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -132,18 +134,29 @@ func hasEvent(t *testing.T, regarding, kind, reason string) bool {
 // metricValue is the value of an unlabelled counter or gauge of this process's registry.
 func metricValue(t *testing.T, name string) float64 {
 	t.Helper()
+	return labelledMetricValue(t, name, "", "")
+}
+
+// labelledMetricValue is the value of the counter or gauge name of this process's registry whose
+// label is value (the first one when label is empty).
+func labelledMetricValue(t *testing.T, name, label, value string) float64 {
+	t.Helper()
 	families, err := metrics.Registry.Gather()
 	require.NoError(t, err)
 	for _, f := range families {
 		if f.GetName() != name {
 			continue
 		}
-		m := f.GetMetric()[0]
-		if m.GetCounter() != nil {
-			return m.GetCounter().GetValue()
+		for _, m := range f.GetMetric() {
+			if label != "" && !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == label && l.GetValue() == value }) {
+				continue
+			}
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue()
+			}
+			return m.GetGauge().GetValue()
 		}
-		return m.GetGauge().GetValue()
 	}
-	t.Fatalf("no metric %s", name)
+	t.Fatalf("no metric %s{%s=%q}", name, label, value)
 	return 0
 }

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/api/v1beta1"
@@ -214,24 +213,8 @@ func eventsOf(t *testing.T, regarding, reason string) []eventsv1.Event {
 	return out
 }
 
-// reconcileErrors is how many rounds of the SidecarSet controller have failed in this process
-// (controller-runtime's controller_runtime_reconcile_errors_total).
+// reconcileErrors is how many rounds of the SidecarSet controller have failed in this process.
 func reconcileErrors(t *testing.T) float64 {
 	t.Helper()
-	families, err := metrics.Registry.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_errors_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == controller.Name {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("no controller_runtime_reconcile_errors_total for controller %s", controller.Name)
-	return 0
+	return labelledMetricValue(t, "controller_runtime_reconcile_errors_total", "controller", controller.Name)
 }
