@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
@@ -39,8 +40,9 @@ const (
 	fenceNS = "fence"
 	// kruiseManager is the username of OpenKruise's manager as its chart installs it: the literal
 	// the openkruise-fence component names.
-	kruiseManager = "system:serviceaccount:" + kruiseNS + ":kruise-manager"
-	fenceMessage  = "sidecarops owns SidecarSets: OpenKruise's manager may not"
+	kruiseManager     = "system:serviceaccount:" + kruiseNS + ":kruise-manager"
+	sidecaropsManager = "system:serviceaccount:" + devcluster.Namespace + ":sidecarops-manager"
+	fenceMessage      = "sidecarops owns SidecarSets: OpenKruise's manager may not"
 )
 
 // A write to the cluster as one of OpenKruise's controllers makes it, by the client given.
@@ -53,11 +55,10 @@ type write func(t *testing.T, c client.Client) error
 // write of the SidecarSet CRD's conversion is admitted and changes nothing.
 func TestFenceKeepsOpenKruiseToItsOtherWorkloads(t *testing.T) {
 	c := cluster.Client
-	require.NoError(t, c.Create(ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fenceNS}}))
-	ours := "system:serviceaccount:" + devcluster.Namespace + ":sidecarops-manager"
-	grantKruiseRights(t, kruiseManager, ours)
+	createNamespaces(t, fenceNS)
+	grantKruiseRights(t, kruiseManager, sidecaropsManager)
 	kruise := impersonate(t, kruiseManager, kruiseNS)
-	other := impersonate(t, ours, devcluster.Namespace)
+	other := impersonate(t, sidecaropsManager, devcluster.Namespace)
 
 	ss := &v1beta1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "fence"},
@@ -145,7 +146,7 @@ func TestFenceKeepsOpenKruiseToItsOtherWorkloads(t *testing.T) {
 			s.Status.MatchedPods++
 			s.Status.ObservedGeneration = s.Generation
 			return c.Status().Update(ctx(t), s)
-		}, []string{"update a SidecarSet or its status"}},
+		}, []string{"create, update or delete a SidecarSet or update its status"}},
 		{"the SidecarSet controller records a revision", func(t *testing.T, c client.Client) error {
 			return c.Create(ctx(t), revision("fence-new", map[string]string{v1beta1.SidecarSetNameLabel: ss.Name, v1beta1.ControllerRevisionHashLabel: "new"}))
 		}, []string{"write a SidecarSet's ControllerRevisions"}},
@@ -176,13 +177,7 @@ func TestFenceKeepsOpenKruiseToItsOtherWorkloads(t *testing.T) {
 	}
 
 	mutating := installFence(t)
-	// The API server enforces a new policy once it has loaded it; a dry run changes nothing.
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		err := kruise.Create(ctx(t), revision("fence-new", map[string]string{v1beta1.SidecarSetNameLabel: ss.Name}), client.DryRunAll)
-		if assert.Error(c, err) {
-			assert.Contains(c, err.Error(), fenceMessage)
-		}
-	}, time.Minute, 100*time.Millisecond, "the fence is in force")
+	awaitFence(t, kruise)
 
 	for _, tc := range sidecarSetWrites {
 		err := tc.write(t, kruise)
@@ -215,27 +210,16 @@ func TestFenceKeepsOpenKruiseToItsOtherWorkloads(t *testing.T) {
 // MutatingAdmissionPolicy (before Kubernetes 1.36) the fence has no CRD part, and OpenKruise's
 // write takes effect too: the gap D10 names, for which the preflight refuses path B there.
 func fenceKeepsTheConversion(t *testing.T, kruise, other client.Client, mutating bool) {
-	key := client.ObjectKey{Name: "sidecarsets.apps.kruise.io"}
-	crd := func(c client.Client) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion("apiextensions.k8s.io/v1")
-		u.SetKind("CustomResourceDefinition")
-		require.NoError(t, c.Get(ctx(t), key, u))
-		return u
-	}
+	crd := func(c client.Client) *unstructured.Unstructured { return getCRD(t, c, sidecarSetCRD) }
 	webhook := func(u *unstructured.Unstructured) map[string]any {
 		m, _, err := unstructured.NestedMap(u.Object, "spec", "conversion", "webhook")
 		require.NoError(t, err)
 		return m
 	}
 	setWebhook := func(c client.Client, w map[string]any, opts ...client.UpdateOption) (*unstructured.Unstructured, error) {
-		var u *unstructured.Unstructured
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			u = crd(c)
+		return updateCRD(t, c, sidecarSetCRD, func(u *unstructured.Unstructured) {
 			require.NoError(t, unstructured.SetNestedMap(u.Object, runtime.DeepCopyJSON(w), "spec", "conversion", "webhook"))
-			return c.Update(ctx(t), u, opts...)
-		})
-		return u, err
+		}, opts...)
 	}
 	envtests := webhook(crd(cluster.Client))
 	t.Cleanup(func() {
@@ -292,6 +276,47 @@ func fenceKeepsTheConversion(t *testing.T, kruise, other client.Client, mutating
 	}
 }
 
+// sidecarSetCRD is the name of the CRD sidecarops and OpenKruise serve SidecarSets by.
+const sidecarSetCRD = "sidecarsets.apps.kruise.io"
+
+// getCRD reads CRD name as client c sees it.
+func getCRD(t *testing.T, c client.Client, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("apiextensions.k8s.io/v1")
+	u.SetKind("CustomResourceDefinition")
+	require.NoError(t, c.Get(ctx(t), client.ObjectKey{Name: name}, u))
+	return u
+}
+
+// updateCRD applies change to CRD name as client c, retrying on conflicts, and returns the CRD as
+// the API server answered the update.
+func updateCRD(t *testing.T, c client.Client, name string, change func(*unstructured.Unstructured), opts ...client.UpdateOption) (*unstructured.Unstructured, error) {
+	var u *unstructured.Unstructured
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u = getCRD(t, c, name)
+		change(u)
+		return c.Update(ctx(t), u, opts...)
+	})
+	return u, err
+}
+
+// awaitFence waits until the API server enforces the fence's ValidatingAdmissionPolicy (it does
+// once it has loaded it), with a dry run of a write it refuses to kruise.
+func awaitFence(t *testing.T, kruise client.Client) {
+	t.Helper()
+	cr := &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{Namespace: fenceNS, Name: "fence-probe", Labels: map[string]string{v1beta1.SidecarSetNameLabel: "fence"}},
+		Data:       runtime.RawExtension{Raw: []byte(`{}`)},
+		Revision:   1,
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		err := kruise.Create(ctx(t), cr.DeepCopy(), client.DryRunAll)
+		if assert.Error(c, err) {
+			assert.Contains(c, err.Error(), fenceMessage)
+		}
+	}, time.Minute, 100*time.Millisecond, "the fence is in force")
+}
+
 // selfSignedCA is a PEM certificate, as the API server checks a caBundle is.
 func selfSignedCA(t *testing.T) []byte {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -303,9 +328,12 @@ func selfSignedCA(t *testing.T) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
+// nativeSidecar is injectedPod's sidecar in an init container.
+const nativeSidecar = "agent"
+
 // injectedPod creates, in the fence's namespace, a pod as the pod webhooks leave it: an app
-// container, a sidecar, a hot-upgrade pair, and OpenKruise's annotations for them. No node: nothing
-// but the test writes it.
+// container, a sidecar, a hot-upgrade pair, a native sidecar, and OpenKruise's annotations for
+// them. No node: nothing but the test writes it.
 func injectedPod(t *testing.T, name string) *corev1.Pod {
 	injected := []corev1.EnvVar{{Name: v1beta1.SidecarEnvInjected, Value: "true"}}
 	p := &corev1.Pod{
@@ -320,12 +348,17 @@ func injectedPod(t *testing.T, name string) *corev1.Pod {
 				v1beta1.SidecarSetVersionAnnotationPrefix + "envoy-2":    "0",
 				v1beta1.SidecarSetVersionAltAnnotationPrefix + "envoy-2": "1",
 			}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{
-			{Name: "game", Image: "example.com/game:1"},
-			{Name: sidecar, Image: "example.com/proxy:1", Env: injected},
-			{Name: "envoy-1", Image: "example.com/envoy:1", Env: injected},
-			{Name: "envoy-2", Image: "example.com/envoy:2", Env: injected},
-		}},
+		Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{
+				{Name: nativeSidecar, Image: "example.com/agent:1", Env: injected, RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)},
+			},
+			Containers: []corev1.Container{
+				{Name: "game", Image: "example.com/game:1"},
+				{Name: sidecar, Image: "example.com/proxy:1", Env: injected},
+				{Name: "envoy-1", Image: "example.com/envoy:1", Env: injected},
+				{Name: "envoy-2", Image: "example.com/envoy:2", Env: injected},
+			},
+		},
 	}
 	require.NoError(t, cluster.Client.Create(ctx(t), p))
 	t.Cleanup(func() { _ = cluster.Client.Delete(ctx(t), p) })
@@ -348,10 +381,15 @@ func grantKruiseRights(t *testing.T, users ...string) {
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 			{APIGroups: []string{""}, Resources: []string{"pods/status"}, Verbs: []string{"get", "update", "patch"}},
+			// Its EphemeralJob controller's.
+			{APIGroups: []string{""}, Resources: []string{"pods/ephemeralcontainers"}, Verbs: []string{"get", "update", "patch"}},
 			{APIGroups: []string{"apps.kruise.io"}, Resources: []string{"sidecarsets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 			{APIGroups: []string{"apps.kruise.io"}, Resources: []string{"sidecarsets/status"}, Verbs: []string{"get", "update", "patch"}},
 			{APIGroups: []string{"apps"}, Resources: []string{"controllerrevisions"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+			// Every webhook configuration, not only its own two.
+			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"},
+				Verbs: []string{"get", "list", "watch", "update", "patch"}},
 		},
 	}
 	binding := &rbacv1.ClusterRoleBinding{
