@@ -135,6 +135,15 @@ func (c *Cluster) StartManagerProcessWith(ctx context.Context, bin string, po Pr
 // RSS is the process's resident set size now, from /proc (Linux).
 func (p *ManagerProcess) RSS() (int64, error) { return p.status("VmRSS") }
 
+// PeakRSS is the largest resident set size the process has had since it started or since
+// ResetPeakRSS (VmHWM, Linux).
+func (p *ManagerProcess) PeakRSS() (int64, error) { return p.status("VmHWM") }
+
+// ResetPeakRSS starts PeakRSS again from the present resident set size (Linux's clear_refs).
+func (p *ManagerProcess) ResetPeakRSS() error {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.cmd.Process.Pid), []byte("5"), 0)
+}
+
 // RSSAnon is the part of RSS that is the process's own memory (heap, stacks, the runtime's), not
 // pages of mapped files such as its executable's code, which the kernel may drop and read again.
 func (p *ManagerProcess) RSSAnon() (int64, error) { return p.status("RssAnon") }
