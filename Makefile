@@ -13,6 +13,7 @@ CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/sidecarops/bin
 # Tool versions are not written here: each is the version its go.mod requires (docs/development.md).
 # OPA is the one the Go code links (go.mod); the others are `tool` directives in hack/tools/go.mod.
 # Each tool is built into $(CACHE_DIR)/<tool>-<version>/<tool>, so a new version is a new path.
+# Every go command here runs go.mod's toolchain (GOTOOLCHAIN, above).
 TOOLS_MOD := hack/tools
 TOOL_MODULES := sigs.k8s.io/controller-tools github.com/golangci/golangci-lint/v2 golang.org/x/vuln golang.org/x/vulndb
 TOOL_VERSIONS := $(shell $(GO) -C $(TOOLS_MOD) list -m -f '{{.Path}}@{{.Version}}' $(TOOL_MODULES))
