@@ -29,6 +29,9 @@ const (
 	// idleTimeout is how long a kept-alive connection waits for its next request: the API
 	// server's client keeps idle connections as long (net/http's default transport).
 	idleTimeout = 90 * time.Second
+	// evictIdleAfter is how long a connection must have been idle to be closed for a new one at the
+	// connection cap: as long as a peer has to send its headers.
+	evictIdleAfter = ReadHeaderTimeout
 	// shutdownTimeout is how long requests being answered have when the server stops.
 	shutdownTimeout = time.Minute
 )
@@ -142,12 +145,14 @@ func (s *Server) StartedChecker() healthz.Checker {
 }
 
 // connections hands out at most cap(slots) connections at once. When every slot is taken, the
-// connection that has waited longest for its next request is closed to make room; when none is
-// idle, the next connection waits in the listen queue (costing the process nothing) until one
-// closes, which header, body and idle timeouts bound, and nothing more is accepted meanwhile.
-// Either way it is counted and logged.
-// Closing an idle connection can race with a request just sent on it, which the API server then
-// sees fail, as at the idle timeout: only a peer holding every slot causes it.
+// connection that has waited longest for its next request, if that is longer than evictIdleAfter,
+// is closed to make room; otherwise the next connection waits in the listen queue (costing the
+// process nothing) until one closes, which header, body and idle timeouts bound, and nothing more
+// is accepted meanwhile. Either way it is counted and logged. A connection in use is idle for
+// moments between requests, and closing it would hand its slot to whoever floods the listen queue:
+// the API server's kept-alive connections must outlast a flood. Closing an idle connection can race
+// with a request just sent on it, which the API server then sees fail, as at the idle timeout: only
+// a peer holding every slot causes it.
 type connections struct {
 	net.Listener
 	slots     chan struct{}
@@ -178,12 +183,20 @@ func (l *connections) Accept() (net.Conn, error) {
 			serverLog.Info("every webhook connection slot is taken (webhook.Limits.MaxConnections)",
 				"slots", cap(l.slots), "closedAnIdleOne", closedIdle, "sinceLastLine", skipped)
 		})
-		// Nothing more is accepted meanwhile: later connections wait in the listen queue.
-		select {
-		case l.slots <- struct{}{}:
-		case <-l.closed:
-			_ = c.Close()
-			return nil, net.ErrClosed
+		// Nothing more is accepted meanwhile: later connections wait in the listen queue. An idle
+		// connection that was too fresh to close may since have been idle long enough.
+		tick := time.NewTicker(evictIdleAfter / 5)
+		defer tick.Stop()
+		for waiting := true; waiting; {
+			select {
+			case l.slots <- struct{}{}:
+				waiting = false
+			case <-tick.C:
+				l.closeOldestIdle()
+			case <-l.closed:
+				_ = c.Close()
+				return nil, net.ErrClosed
+			}
 		}
 	}
 	return &slotConn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}, nil
@@ -205,13 +218,13 @@ func (l *connections) track(c net.Conn, s http.ConnState) {
 	}
 }
 
-// closeOldestIdle closes the connection idle the longest, if any.
+// closeOldestIdle closes the connection idle the longest, if any has been for evictIdleAfter.
 func (l *connections) closeOldestIdle() bool {
 	l.mu.Lock()
 	var oldest net.Conn
-	var since time.Time
+	since := time.Now().Add(-evictIdleAfter)
 	for c, t := range l.idle {
-		if oldest == nil || t.Before(since) {
+		if !t.After(since) {
 			oldest, since = c, t
 		}
 	}

@@ -178,6 +178,12 @@ func jsonField(t reflect.Type, key string) (reflect.StructField, bool) {
 	return reflect.StructField{}, false
 }
 
+// maxDepth ends encoding/json's error for nesting past its limit, and tooDeep is what is said instead.
+const (
+	maxDepth = "exceeded max depth"
+	tooDeep  = "nested too deeply: exceeded the JSON decoder's maximum depth"
+)
+
 // typeReason phrases a decoding failure as "expected <Go-side type>, got <what the JSON holds>".
 // The decoder's own message is the most precise instead for types that decode themselves (e.g.
 // resource.Quantity's), and whenever the JSON holds the kind of value expected: then the kind is
@@ -187,8 +193,8 @@ func typeReason(data []byte, t reflect.Type, err error) string {
 	expected, got := expectedName(deref(t)), jsonValueName(data)
 	if customDecoding(t) || sameKind(expected, got) {
 		msg := strings.TrimPrefix(err.Error(), "json: ")
-		if strings.HasSuffix(msg, "exceeded max depth") {
-			return "nested too deeply: exceeded the JSON decoder's maximum depth"
+		if strings.HasSuffix(msg, maxDepth) {
+			return tooDeep
 		}
 		return msg
 	}

@@ -484,6 +484,11 @@ func (l *budget) yamlChunk(source string, doc, start int, text []byte) chunk {
 		e.Line = start + n - 1
 	}
 	e.Reason = strings.TrimPrefix(msg, "yaml: ")
+	// Since go1.27 encoding/json refuses to encode nesting it would refuse to decode, so the
+	// conversion fails where decoding used to: said alike, at the document's first line.
+	if strings.HasSuffix(e.Reason, maxDepth) {
+		e.Reason, e.Line = tooDeep, start+firstContentLine(text)-1
+	}
 	if v, ok := strings.CutPrefix(e.Reason, "json: unsupported value: "); ok {
 		e.Reason = v + " has no JSON form: JSON numbers have no infinity or NaN (YAML's .inf, .nan)"
 	}

@@ -71,8 +71,9 @@ func TestFloodsKeepTheManagerWithinItsMemory(t *testing.T) {
 	pool := x509.NewCertPool()
 	require.True(t, pool.AppendCertsFromPEM(cluster.Env.WebhookInstallOptions.LocalServingCAData))
 	tlsConfig := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	// As the API server calls a webhook: a few kept-alive connections.
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig, MaxIdleConnsPerHost: 4}}
+	// As the API server calls a webhook: a few kept-alive connections, and at most 30 s (the
+	// longest timeoutSeconds a webhook may have).
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig, MaxIdleConnsPerHost: 4}}
 	ordinary := podReview(t)
 	require.True(t, admitted(client, base, ordinary), "an ordinary review before the floods")
 	before, err := proc.RSS()
