@@ -428,7 +428,9 @@ func TestChangesOutsideTheBundleReachInjection(t *testing.T) {
 // apart); once changes have stopped for FoldAfter, the loop folds them into one compile: the same
 // revision, nothing apart, the gauge back to 0.
 func TestPartialCompileFoldedAfterChangesStop(t *testing.T) {
-	h := newHarness(t, Options{FoldAfter: 50 * time.Millisecond})
+	// Long enough for the poll below to see the partial snapshot before the fold replaces it, on a
+	// loaded machine too (50 ms was missed under make test's race builds).
+	h := newHarness(t, Options{FoldAfter: time.Second})
 	for i := range 300 {
 		require.NoError(t, h.st.SetSidecarSet(sidecarSet(fmt.Sprintf("ss-%03d", i), map[string]string{"app": fmt.Sprint(i)})))
 	}
