@@ -213,3 +213,42 @@ spec:
 	_, errOut, code = sidecarctl(t, in, "inject", "-f", "-")
 	assert.Equal(t, 0, code, errOut)
 }
+
+// Issue 36 item 7: a key the whitelist refuses is reported in the run that reports the SidecarSet's
+// other errors, not in a second run once they are fixed — for a SidecarSet that decodes and one
+// that does not (a bad quantity). The webhook would evaluate the whitelist only once the rest
+// passes; OpenKruise's checks it among the single-object rules, and a CI run wants both at once.
+func TestWhitelistRefusalInTheFirstRun(t *testing.T) {
+	const refused = `spec.patchPodMetadata[0].annotations[not.allowed/x]: Forbidden: sidecarSet patch metadata annotation(not.allowed/x) is not allowed`
+	for _, tc := range []struct{ name, mistake, want string }{
+		{"a rule of OpenKruise's", "podInjectPolicy: Sideways", `<stdin>:9: document 1 (SidecarSet/metrics): spec.containers[0].podInjectPolicy: Invalid value: "Sideways": unsupported pod inject policy`},
+		{"a value that does not decode", "resources: {limits: {cpu: lots}}", `<stdin>:9: document 1 (SidecarSet/metrics): spec.containers[0].resources.limits.cpu: quantities must match`},
+		{"nothing else", "podInjectPolicy: AfterAppContainer", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := `apiVersion: apps.kruise.io/v1beta1
+kind: SidecarSet
+metadata: {name: metrics}
+spec:
+  selector: {matchLabels: {app: web}}
+  containers:
+  - name: exporter
+    image: exporter:1
+    ` + tc.mistake + `
+  patchPodMetadata:
+  - annotations: {not.allowed/x: "1"}
+    patchPolicy: Retain`
+			_, errOut, code := sidecarctlWithLines(t, in, "check", "-f", "-", "--bundle", "examples/whitelist-bundle")
+			assert.Equal(t, 1, code)
+			lines := stderrLines(errOut)
+			want := 2
+			if tc.want != "" {
+				want = 3
+				assert.True(t, strings.HasPrefix(lines[0], tc.want), lines[0])
+			}
+			require.Len(t, lines, want, errOut)
+			assert.Contains(t, lines[want-2], "<stdin>:11: document 1 (SidecarSet/metrics): "+refused)
+			assert.Equal(t, strconv.Itoa(want-1)+" error(s) in 1 of 1 SidecarSet(s)", lines[want-1])
+		})
+	}
+}

@@ -159,7 +159,7 @@ func (w *workspace) validateRejected(ctx context.Context, o *manifest.Object) (m
 	if err := defaults.SidecarSetAndHash(ss); err != nil {
 		return nil, nil //nolint:nilerr // a hash that cannot be computed adds nothing to the errors reported
 	}
-	errs, err := injector.ValidateSidecarSet(ctx, w.snapshot, ss, nil)
+	errs, err := validateSidecarSet(ctx, w.snapshot, ss)
 	if err != nil {
 		return nil, err
 	}
