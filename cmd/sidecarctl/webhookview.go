@@ -14,8 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -23,20 +21,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/manifest"
-	"github.com/sidecarops/sidecarops/webhook/prefilter"
-)
-
-// The pod webhook's registration as config/webhook and the chart name it (package manager's
-// WebhookConfigurationName and PodWebhookName, which sidecarctl does not link).
-const (
-	webhookConfigurationName = "sidecarops"
-	podWebhookName           = "mpod.sidecarops.io"
-	// controlPlaneLabel marks the manager's own Namespace in config/default; the pod webhook's
-	// namespaceSelector leaves it out wherever kustomize installs it.
-	controlPlaneLabel = "sidecarops.io/control-plane"
-	// defaultInstallNamespace is where config/default and the documented `helm install` put the
-	// manager.
-	defaultInstallNamespace = "sidecarops-system"
+	"github.com/sidecarops/sidecarops/internal/podwebhook"
 )
 
 // installFlags say which installation's pod webhook the output accounts for: the API server never
@@ -50,20 +35,16 @@ type installFlags struct {
 
 func (f *installFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.values, "install-values", "", "values file of the sidecarops chart as installed (helm install -f FILE): its webhookConfiguration's excluded namespaces and selectors say which pods the pod webhook never sees")
-	fs.StringVar(&f.namespace, "install-namespace", defaultInstallNamespace, "with --install-values, the release's namespace, which the pod webhook never sees")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "read the pod webhook's namespace and object selectors and match conditions from the cluster's MutatingWebhookConfiguration "+webhookConfigurationName+", and Namespaces' labels (read-only)")
+	fs.StringVar(&f.namespace, "install-namespace", podwebhook.DefaultNamespace, "with --install-values, the release's namespace, which the pod webhook never sees")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "read the pod webhook's namespace and object selectors and match conditions from the cluster's MutatingWebhookConfiguration "+podwebhook.ConfigurationName+", and Namespaces' labels (read-only)")
 }
 
-// podWebhookView is which pods the API server sends the pod webhook: its namespace and object
-// selectors, evaluated as the API server does, and its match conditions, which sidecarctl does not
-// evaluate.
+// podWebhookView is which pods the API server sends the pod webhook (podwebhook.View), with the
+// Namespaces' labels it is evaluated on.
 type podWebhookView struct {
+	*podwebhook.View
 	// source says where the view comes from, for the notice.
-	source            string
-	namespaceSelector labels.Selector
-	objectSelector    labels.Selector
-	// unevaluated are the match conditions that may leave out pods the selectors let through.
-	unevaluated []admissionregv1.MatchCondition
+	source string
 	// namespaceLabels are the labels of the Namespaces known: those of the input, which win (they
 	// may be about to be applied), then (live) the cluster's as they are looked up.
 	namespaceLabels map[string]map[string]string
@@ -87,7 +68,7 @@ func (f *installFlags) view(ctx context.Context, namespaces []*corev1.Namespace)
 		v, err = valuesWebhookView(f.values, f.namespace)
 	default:
 		v, err = webhookViewOf("assuming the pod webhook as config/default installs it (--install-values or --kubeconfig give yours)",
-			excludingSelector([]string{"kube-system", defaultInstallNamespace}, nil), nil, nil)
+			podwebhook.NamespaceSelector(podwebhook.DefaultNamespace, nil, nil), nil, nil)
 	}
 	if err != nil {
 		return nil, err
@@ -99,44 +80,12 @@ func (f *installFlags) view(ctx context.Context, namespaces []*corev1.Namespace)
 	return v, nil
 }
 
-// excludingSelector is the pod webhook's namespaceSelector as config/webhook and the chart write it:
-// never the excluded namespaces by name, nor one labelled as the manager's; extra is the chart's
-// webhookConfiguration.namespaceSelector, which narrows it further.
-func excludingSelector(excluded []string, extra *metav1.LabelSelector) *metav1.LabelSelector {
-	sel := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-		{Key: v1beta1.NamespaceNameLabel, Operator: metav1.LabelSelectorOpNotIn, Values: excluded},
-		{Key: controlPlaneLabel, Operator: metav1.LabelSelectorOpDoesNotExist},
-	}}
-	if extra != nil {
-		sel.MatchLabels = extra.MatchLabels
-		sel.MatchExpressions = append(sel.MatchExpressions, extra.MatchExpressions...)
-	}
-	return sel
-}
-
 func webhookViewOf(source string, nsSel, objSel *metav1.LabelSelector, conditions []admissionregv1.MatchCondition) (*podWebhookView, error) {
-	v := &podWebhookView{source: source, namespaceSelector: labels.Everything(), objectSelector: labels.Everything()}
-	var err error
-	// A nil selector is the API server's default, {}: every namespace, every pod.
-	if nsSel != nil {
-		if v.namespaceSelector, err = metav1.LabelSelectorAsSelector(nsSel); err != nil {
-			return nil, fmt.Errorf("%s: namespaceSelector: %w", source, err)
-		}
+	v, err := podwebhook.New(nsSel, objSel, conditions)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
 	}
-	if objSel != nil {
-		if v.objectSelector, err = metav1.LabelSelectorAsSelector(objSel); err != nil {
-			return nil, fmt.Errorf("%s: objectSelector: %w", source, err)
-		}
-	}
-	for _, c := range conditions {
-		// The prefilter's condition lets through every pod some SidecarSet of the cluster may inject
-		// into, and the manager widens it when a SidecarSet is admitted: what it leaves out is what
-		// no SidecarSet selects, which the match itself says.
-		if c.Name != prefilter.ConditionName {
-			v.unevaluated = append(v.unevaluated, c)
-		}
-	}
-	return v, nil
+	return &podWebhookView{View: v, source: source}, nil
 }
 
 // chartValues are the values of the sidecarops chart that decide which pods the pod webhook sees.
@@ -171,14 +120,8 @@ func valuesWebhookView(path, releaseNS string) (*podWebhookView, error) {
 	if wc == nil {
 		wc = &chartWebhookValues{}
 	}
-	excluded := []string{"kube-system"}
-	for _, ns := range append([]string{releaseNS}, wc.ExcludedNamespaces...) {
-		if !slices.Contains(excluded, ns) {
-			excluded = append(excluded, ns)
-		}
-	}
 	return webhookViewOf("the pod webhook as the chart installs it with --install-values "+path+" in namespace "+releaseNS,
-		excludingSelector(excluded, wc.NamespaceSelector), wc.ObjectSelector, nil)
+		podwebhook.NamespaceSelector(releaseNS, wc.ExcludedNamespaces, wc.NamespaceSelector), wc.ObjectSelector, nil)
 }
 
 // liveWebhookView reads the pod webhook's registration from the cluster, and looks up there the
@@ -192,20 +135,15 @@ func liveWebhookView(ctx context.Context, kubeconfig string) (*podWebhookView, e
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 	}
-	mwc, err := c.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, webhookConfigurationName, metav1.GetOptions{})
+	mwc, err := c.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, podwebhook.ConfigurationName, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig %s: reading the pod webhook: %w", kubeconfig, err)
 	}
-	i := slices.IndexFunc(mwc.Webhooks, func(w admissionregv1.MutatingWebhook) bool { return w.Name == podWebhookName })
-	if i < 0 {
-		return nil, fmt.Errorf("--kubeconfig %s: MutatingWebhookConfiguration %s has no webhook %s", kubeconfig, webhookConfigurationName, podWebhookName)
-	}
-	wh := mwc.Webhooks[i]
-	v, err := webhookViewOf("the pod webhook "+podWebhookName+" of MutatingWebhookConfiguration "+webhookConfigurationName+" in the cluster of --kubeconfig "+kubeconfig,
-		wh.NamespaceSelector, wh.ObjectSelector, wh.MatchConditions)
+	pv, err := podwebhook.FromConfiguration(mwc)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 	}
+	v := &podWebhookView{View: pv, source: "the pod webhook " + podwebhook.WebhookName + " of MutatingWebhookConfiguration " + podwebhook.ConfigurationName + " in the cluster of --kubeconfig " + kubeconfig}
 	v.lookup = func(ctx context.Context, name string) (map[string]string, error) {
 		ns, err := c.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -220,26 +158,24 @@ func liveWebhookView(ctx context.Context, kubeconfig string) (*podWebhookView, e
 // cannot tell.
 func (v *podWebhookView) notice() string {
 	var unseen []string
-	reqs, _ := v.namespaceSelector.Requirements()
-	for _, r := range reqs {
-		switch {
-		case r.Key() == v1beta1.NamespaceNameLabel && r.Operator() == selection.NotIn:
+	for _, e := range v.Exclusions() {
+		r := e.Requirement
+		switch e.Reason {
+		case podwebhook.ExcludedByName:
 			unseen = append(unseen, "pods in namespaces "+strings.Join(r.ValuesUnsorted(), ", "))
-		case r.Key() == controlPlaneLabel && r.Operator() == selection.DoesNotExist:
-			unseen = append(unseen, "in namespaces labelled "+controlPlaneLabel)
-		default:
+		case podwebhook.ManagersOwn, podwebhook.ControlPlane:
+			unseen = append(unseen, "in namespaces labelled "+r.Key())
+		case podwebhook.OtherNamespaceRequirement:
 			unseen = append(unseen, "in namespaces not matching "+r.String())
+		default:
+			unseen = append(unseen, "pods not matching "+r.String())
 		}
-	}
-	reqs, _ = v.objectSelector.Requirements()
-	for _, r := range reqs {
-		unseen = append(unseen, "pods not matching "+r.String())
 	}
 	msg := "note: " + v.source + ": not seen by the webhook: " + strings.Join(unseen, ", ")
 	if len(unseen) == 0 {
 		msg = "note: " + v.source + ": the webhook's selectors leave out no pod"
 	}
-	for _, c := range v.unevaluated {
+	for _, c := range v.Unevaluated {
 		msg += fmt.Sprintf("; match condition %s (%s) not evaluated offline: it may leave out pods said to be seen", c.Name, c.Expression)
 	}
 	return msg
@@ -251,11 +187,8 @@ func (v *podWebhookView) unseen(ctx context.Context, ns string, pod *corev1.Pod)
 	if why, err := v.namespaceUnseen(ctx, ns); why != "" || err != nil {
 		return why, err
 	}
-	reqs, _ := v.objectSelector.Requirements()
-	for _, r := range reqs {
-		if !r.Matches(labels.Set(pod.Labels)) {
-			return fmt.Sprintf("not seen by the webhook: the pod does not match its objectSelector (%s)", r.String()), nil
-		}
+	if e := v.ObjectExcluded(pod.Labels); e != nil {
+		return "not seen by the webhook: " + e.Why(ns), nil
 	}
 	return "", nil
 }
@@ -274,23 +207,8 @@ func (v *podWebhookView) namespaceUnseen(ctx context.Context, ns string) (string
 		}
 		v.namespaceLabels[ns] = nsLabels
 	}
-	set := labels.Set{v1beta1.NamespaceNameLabel: ns}
-	for k, val := range nsLabels {
-		set[k] = val
-	}
-	reqs, _ := v.namespaceSelector.Requirements()
-	for _, r := range reqs {
-		if r.Matches(set) {
-			continue
-		}
-		switch {
-		case r.Key() == v1beta1.NamespaceNameLabel && r.Operator() == selection.NotIn:
-			return fmt.Sprintf("not seen by the webhook: namespace %s is excluded", ns), nil
-		case r.Key() == controlPlaneLabel && r.Operator() == selection.DoesNotExist:
-			return fmt.Sprintf("not seen by the webhook: namespace %s is labelled %s, the manager's own", ns, controlPlaneLabel), nil
-		default:
-			return fmt.Sprintf("not seen by the webhook: namespace %s does not match its namespaceSelector (%s)", ns, r.String()), nil
-		}
+	if e := v.NamespaceExcluded(ns, nsLabels); e != nil {
+		return "not seen by the webhook: " + e.Why(ns), nil
 	}
 	return "", nil
 }

@@ -14,17 +14,27 @@ import (
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/sidecarops/sidecarops/internal/podwebhook"
+	"github.com/sidecarops/sidecarops/internal/testing/render"
 	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )
 
-// A DaemonSet the logging example's SidecarSet matches, in a namespace every install keeps from the
-// pod webhook.
-const kubeSystemDaemonSet = `apiVersion: apps/v1
+// A DaemonSet the logging example's SidecarSet matches in namespace ns, with ns's Namespace labelled
+// as given.
+func nodeAgent(ns, nsLabels string) string {
+	return `apiVersion: v1
+kind: Namespace
+metadata:
+  name: ` + ns + `
+  labels: {` + nsLabels + `}
+---
+apiVersion: apps/v1
 kind: DaemonSet
 metadata:
   name: node-agent
-  namespace: kube-system
+  namespace: ` + ns + `
 spec:
   selector:
     matchLabels:
@@ -38,9 +48,10 @@ spec:
       - name: agent
         image: example.com/agent:1
 `
+}
 
 const assumedNotice = "note: assuming the pod webhook as config/default installs it (--install-values or --kubeconfig give yours): " +
-	"not seen by the webhook: pods in namespaces kube-system, sidecarops-system, in namespaces labelled sidecarops.io/control-plane\n"
+	"not seen by the webhook: in namespaces labelled control-plane, pods in namespaces sidecarops-system, in namespaces labelled sidecarops.io/control-plane\n"
 
 func writeFile(t *testing.T, name, content string) string {
 	t.Helper()
@@ -49,28 +60,44 @@ func writeFile(t *testing.T, name, content string) string {
 	return path
 }
 
-// TestTheInstalledWebhookNeverSeesKubeSystem: explain, inject and check agree with the installed
-// webhook (issue 31 item 4). Without --install-values or --kubeconfig they assume config/default's
-// and say so once.
-func TestTheInstalledWebhookNeverSeesKubeSystem(t *testing.T) {
-	ds := writeFile(t, "ds.yaml", kubeSystemDaemonSet)
+// TestTheDefaultWebhookSeesKubeSystem: the default install sees kube-system, as OpenKruise's pod
+// webhook does, and leaves out namespaces labelled control-plane, as OpenKruise's does (issue 36).
+func TestTheDefaultWebhookSeesKubeSystem(t *testing.T) {
+	out, errOut, code := sidecarctl(t, "", "explain", "-f", "examples/logging", "-f", writeFile(t, "ds.yaml", nodeAgent("kube-system", "")))
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "Deployment/web (namespace shop):\n  logging-agent: matches\n"+
+		"DaemonSet/node-agent (namespace kube-system):\n  logging-agent: matches\n", out)
+	assert.Equal(t, assumedNotice, errOut, "explain says the installation assumed")
+
+	out, errOut, code = sidecarctl(t, "", "inject", "-f", "examples/logging", "-f", writeFile(t, "ds.yaml", nodeAgent("kube-system", "")), "--timestamp", ts)
+	require.Equal(t, 0, code, errOut)
+	assert.Empty(t, errOut, "nothing left out, nothing said")
+	assert.Equal(t, 2, strings.Count(out, "kruise.io/sidecarset-injected-list: logging-agent\n"), "the Deployment and the DaemonSet in kube-system are injected")
+}
+
+// TestTheInstalledWebhookNeverSeesAControlPlane: explain, inject and check agree with the installed
+// webhook (issue 31 item 4), here a namespace labelled control-plane. Without --install-values or
+// --kubeconfig they assume config/default's and say so once.
+func TestTheInstalledWebhookNeverSeesAControlPlane(t *testing.T) {
+	ds := writeFile(t, "ds.yaml", nodeAgent("ingress", "control-plane: ingress"))
+	const notSeen = "not seen by the webhook: namespace ingress is labelled control-plane, a control plane's"
 
 	out, errOut, code := sidecarctl(t, "", "explain", "-f", "examples/logging", "-f", ds)
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, "Deployment/web (namespace shop):\n"+
 		"  logging-agent: matches\n"+
-		"DaemonSet/node-agent (namespace kube-system):\n"+
-		"  not seen by the webhook: namespace kube-system is excluded\n"+
+		"DaemonSet/node-agent (namespace ingress):\n"+
+		"  "+notSeen+"\n"+
 		"  logging-agent: matches, but the webhook does not see the pod\n", out)
 	assert.Equal(t, assumedNotice, errOut)
 
 	out, errOut, code = sidecarctl(t, "", "inject", "-f", "examples/logging", "-f", ds, "--timestamp", ts)
 	require.Equal(t, 0, code, errOut)
-	assert.Equal(t, assumedNotice+ds+": document 1 (DaemonSet/node-agent): not injected: not seen by the webhook: namespace kube-system is excluded\n", errOut)
+	assert.Equal(t, assumedNotice+ds+": document 2 (DaemonSet/node-agent): not injected: "+notSeen+"\n", errOut)
 	docs := decodeDocs(t, out)
-	require.Len(t, docs, 2)
+	require.Len(t, docs, 2, "the workloads")
 	assert.Contains(t, out, "name: log-agent", "the Deployment in shop is injected")
-	daemonSet := strings.SplitN(out, "---\n", 2)[1]
+	daemonSet := strings.SplitN(out, "kind: DaemonSet", 2)[1]
 	assert.NotContains(t, daemonSet, "log-agent", "the DaemonSet as written")
 	assert.Contains(t, daemonSet, "name: agent")
 
@@ -82,13 +109,13 @@ func TestTheInstalledWebhookNeverSeesKubeSystem(t *testing.T) {
 	assert.Empty(t, patches[0].Patch)
 
 	// check: a workload a SidecarSet matches but will never inject, and a SidecarSet scoped to
-	// kube-system alone, are warnings.
+	// that namespace alone, are warnings.
 	scoped := writeFile(t, "scoped.yaml", `apiVersion: apps.kruise.io/v1alpha1
 kind: SidecarSet
 metadata:
   name: system-agent
 spec:
-  namespace: kube-system
+  namespace: ingress
   selector:
     matchLabels:
       app: web
@@ -101,8 +128,8 @@ spec:
 	assert.Equal(t, "2 SidecarSet(s) checked: no errors; 2 warning(s)\n", out)
 	assert.True(t, strings.HasPrefix(errOut, assumedNotice), errOut)
 	assert.Equal(t, 1, strings.Count(errOut, "note: "))
-	assert.Contains(t, errOut, " document 1 (SidecarSet/system-agent): spec.namespace: injects nothing: not seen by the webhook: namespace kube-system is excluded\n")
-	assert.Contains(t, errOut, " document 1 (DaemonSet/node-agent): not seen by the webhook: namespace kube-system is excluded: created without the sidecars of logging-agent, system-agent, which match it\n")
+	assert.Contains(t, errOut, " document 1 (SidecarSet/system-agent): spec.namespace: injects nothing: "+notSeen+"\n")
+	assert.Contains(t, errOut, " document 2 (DaemonSet/node-agent): "+notSeen+": created without the sidecars of logging-agent, system-agent, which match it\n")
 
 	// In check's JSON both are findings of the webhook rule.
 	out, _, code = sidecarctl(t, "", "check", "-o", "json", "-f", "examples/logging", "-f", ds, "-f", scoped)
@@ -159,7 +186,7 @@ webhookConfiguration:
 	out, errOut, code := sidecarctl(t, "", "explain", "-f", "examples/logging/sidecarset.yaml", "-f", pods, "--install-values", values, "--install-namespace", "ops")
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, "note: the pod webhook as the chart installs it with --install-values "+values+" in namespace ops: not seen by the webhook: "+
-		"pods in namespaces kube-system, ops, monitoring, in namespaces not matching mesh=enabled, in namespaces labelled sidecarops.io/control-plane, "+
+		"in namespaces labelled control-plane, pods in namespaces ops, monitoring, in namespaces not matching mesh=enabled, in namespaces labelled sidecarops.io/control-plane, "+
 		"pods not matching sidecar notin (off)\n", errOut)
 	for _, want := range []string{
 		"Pod/p-ops (namespace ops):\n  not seen by the webhook: namespace ops is excluded\n",
@@ -171,12 +198,12 @@ webhookConfiguration:
 		assert.Contains(t, out, want)
 	}
 
-	// The chart's own defaults, and a values file without any of these keys: kube-system and the
-	// release's namespace only.
+	// The chart's own defaults, and a values file without any of these keys: the release's namespace
+	// only, kube-system seen.
 	for _, v := range []string{"charts/sidecarops/values.yaml", writeFile(t, "empty.yaml", "manager: {replicas: 1}\n")} {
 		out, errOut, code := sidecarctl(t, "", "explain", "-f", "examples/logging/sidecarset.yaml", "-f", pods, "--install-values", v, "--install-namespace", "ops")
 		require.Equal(t, 0, code, errOut)
-		assert.Contains(t, errOut, "not seen by the webhook: pods in namespaces kube-system, ops, in namespaces labelled sidecarops.io/control-plane\n", v)
+		assert.Contains(t, errOut, "not seen by the webhook: in namespaces labelled control-plane, pods in namespaces ops, in namespaces labelled sidecarops.io/control-plane\n", v)
 		assert.Contains(t, out, "Pod/p-ops (namespace ops):\n  not seen by the webhook: namespace ops is excluded\n", v)
 		assert.Contains(t, out, "Pod/p-plain (namespace plain):\n  logging-agent: matches\n", v)
 	}
@@ -276,4 +303,35 @@ current-context: c
 	_, errOut, code = sidecarctl(t, "", "explain", "-f", pods, "--kubeconfig", kubeconfig)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "MutatingWebhookConfiguration sidecarops has no webhook mpod.sidecarops.io")
+}
+
+// TestInstallValuesAsTheChartRenders holds --install-values to the chart's template: the pod
+// webhook's selectors rendered by Helm from a values file select what sidecarctl makes of it.
+func TestInstallValuesAsTheChartRenders(t *testing.T) {
+	custom := writeFile(t, "values.yaml", `webhookConfiguration:
+  excludedNamespaces: [monitoring, ops]
+  namespaceSelector:
+    matchLabels: {mesh: enabled}
+    matchExpressions:
+    - {key: tier, operator: NotIn, values: [batch]}
+  objectSelector:
+    matchExpressions:
+    - {key: sidecar, operator: NotIn, values: ["off"]}
+`)
+	for _, values := range []string{"../../charts/sidecarops/values.yaml", custom} {
+		t.Run(filepath.Base(values), func(t *testing.T) {
+			objs, err := render.Chart(t.TempDir(), "../../charts/sidecarops", "sidecarops", "ops", []string{values})
+			require.NoError(t, err)
+			u, ok := objs["MutatingWebhookConfiguration/sidecarops"]
+			require.True(t, ok, "the chart renders MutatingWebhookConfiguration sidecarops")
+			var mwc admissionregv1.MutatingWebhookConfiguration
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &mwc))
+			rendered, err := podwebhook.FromConfiguration(&mwc)
+			require.NoError(t, err)
+			read, err := valuesWebhookView(values, "ops")
+			require.NoError(t, err)
+			assert.Equal(t, rendered.Namespaces.String(), read.Namespaces.String(), "namespaceSelector")
+			assert.Equal(t, rendered.Objects.String(), read.Objects.String(), "objectSelector")
+		})
+	}
 }
