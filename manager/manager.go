@@ -35,6 +35,7 @@ import (
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/controller"
 	"github.com/sidecarops/sidecarops/engine"
+	"github.com/sidecarops/sidecarops/internal/coexist"
 	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/loader"
 	"github.com/sidecarops/sidecarops/webhook"
@@ -72,6 +73,16 @@ type Options struct {
 	// keeps an OpenKruise's history when taking it over. The manager then needs, there, the
 	// ControllerRevision rights its Role grants in Namespace.
 	RevisionNamespace string
+	// ConfigurationNamespace holds the kruise-configuration ConfigMap, the whitelist (default
+	// Namespace): kruise-system reads the one an OpenKruise being taken over left there. The manager
+	// then needs, there, the ConfigMap rights its Role grants in Namespace.
+	ConfigurationNamespace string
+	// OpenKruiseKept runs the manager next to an OpenKruise kept for its other workloads (migration
+	// path B, decision D10): the pod webhook answers after OpenKruise's (webhook.PodInjector's
+	// AfterOpenKruise), the SidecarSet CRD's conversion is left to OpenKruise's webhook, and
+	// OpenKruise's own SidecarSet webhooks are kept out of its webhook configurations
+	// (package coexist).
+	OpenKruiseKept bool
 	// PodName and PodUID name this replica's Pod for Events (downward API); optional.
 	PodName string
 	PodUID  types.UID
@@ -184,7 +195,8 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 		return nil, err
 	}
 	revisions := cmp.Or(o.RevisionNamespace, o.Namespace)
-	byObject := loader.CacheByObject(o.Namespace, revisions)
+	configuration := cmp.Or(o.ConfigurationNamespace, o.Namespace)
+	byObject := loader.CacheByObject(configuration, revisions)
 	// The certificate rotator reads only its own Secret.
 	byObject[&corev1.Secret{}] = cache.ByObject{Namespaces: map[string]cache.Config{o.Namespace: {}}}
 	maps.Copy(byObject, prefilter.CacheByObject(WebhookConfigurationName))
@@ -241,7 +253,7 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := loader.SetupWithManager(mgr, st, loader.ManagerOptions{Namespace: o.Namespace, RevisionNamespace: revisions, PodName: o.PodName, PodUID: o.PodUID, Lease: LeaderElectionID}); err != nil {
+	if err := loader.SetupWithManager(mgr, st, loader.ManagerOptions{Namespace: o.Namespace, RevisionNamespace: revisions, ConfigurationNamespace: configuration, PodName: o.PodName, PodUID: o.PodUID, Lease: LeaderElectionID}); err != nil {
 		return nil, err
 	}
 	if err := addBundleSources(mgr, st, o); err != nil {
@@ -256,6 +268,7 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	handlers.Limits = o.WebhookLimits
 	handlers.PodInjector.FailOpen = o.FailOpen
 	handlers.PodInjector.NoInjectionCache = o.NoInjectionCache
+	handlers.PodInjector.AfterOpenKruise = o.OpenKruiseKept
 	handlers.Converter = crconversion.NewWebhookHandler(mgr.GetScheme(), mgr.GetConverterRegistry())
 	if !o.NoPodWebhookPrefilter {
 		handlers.Validator.Prefilter = &prefilter.Widener{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Configuration: WebhookConfigurationName, Webhook: PodWebhookName}
@@ -277,6 +290,11 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 			Metrics:         m.controller,
 		}
 		if err := r.SetupWithManager(mgr, o.SidecarSetWorkers); err != nil {
+			return nil, err
+		}
+	}
+	if o.OpenKruiseKept {
+		if err := (&coexist.WebhookKeeper{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 			return nil, err
 		}
 	}
@@ -312,11 +330,7 @@ func addWebhookServer(mgr ctrlmanager.Manager, server crwebhook.Server, o Option
 		DNSName:        fmt.Sprintf("%s.%s.svc", ServiceName, o.Namespace),
 		ExtraDNSNames:  []string{fmt.Sprintf("%s.%s.svc.cluster.local", ServiceName, o.Namespace)},
 		IsReady:        certsReady,
-		Webhooks: []rotator.WebhookInfo{
-			{Name: WebhookConfigurationName, Type: rotator.Mutating},
-			{Name: WebhookConfigurationName, Type: rotator.Validating},
-			{Name: CRDName, Type: rotator.CRDConversion},
-		},
+		Webhooks:       rotated(o),
 		// Every replica serves the webhooks, so every replica needs the certificate on disk.
 		RequireLeaderElection: false,
 	})
@@ -324,6 +338,20 @@ func addWebhookServer(mgr ctrlmanager.Manager, server crwebhook.Server, o Option
 		return err
 	}
 	return mgr.Add(afterCerts{server: server, ready: certsReady})
+}
+
+// rotated are the registrations the certificate rotator writes its CA into. Next to a kept
+// OpenKruise the SidecarSet CRD's conversion is OpenKruise's, which its manager rewrites at every
+// certificate sync: sidecarops leaves it alone rather than fight over it (decision D10).
+func rotated(o Options) []rotator.WebhookInfo {
+	hooks := []rotator.WebhookInfo{
+		{Name: WebhookConfigurationName, Type: rotator.Mutating},
+		{Name: WebhookConfigurationName, Type: rotator.Validating},
+	}
+	if !o.OpenKruiseKept {
+		hooks = append(hooks, rotator.WebhookInfo{Name: CRDName, Type: rotator.CRDConversion})
+	}
+	return hooks
 }
 
 // afterCerts starts the webhook server once the rotator has written its certificate: the server

@@ -86,9 +86,9 @@ func isHotUpgrade(c *v1beta1.SidecarContainer) bool {
 	return c.UpgradeStrategy.UpgradeType == v1beta1.SidecarContainerHotUpgrade
 }
 
-// isInjectedContainer recognises sidecars already in the pod. OpenKruise knows them only by this
-// env var (first occurrence, exact value "true"), so that is what decides it here too.
-func isInjectedContainer(c *corev1.Container) bool {
+// IsInjected recognises sidecars already in the pod. OpenKruise knows them only by this env var
+// (first occurrence, exact value "true"), so that is what decides it here too.
+func IsInjected(c *corev1.Container) bool {
 	e := firstEnv(c, v1beta1.SidecarEnvInjected)
 	return e != nil && e.Value == "true"
 }

@@ -134,7 +134,7 @@ func sharedMountsAndEnvs(sc *v1beta1.SidecarContainer, pod *corev1.Pod) ([]corev
 	var envs []corev1.EnvVar
 	for i := range pod.Spec.Containers {
 		app := &pod.Spec.Containers[i]
-		if isInjectedContainer(app) {
+		if IsInjected(app) {
 			continue
 		}
 		for _, m := range app.VolumeMounts {

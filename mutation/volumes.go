@@ -18,7 +18,7 @@ func sharedDevices(sc *v1beta1.SidecarContainer, pod *corev1.Pod) []corev1.Volum
 	var out []corev1.VolumeDevice
 	for i := range pod.Spec.Containers {
 		app := &pod.Spec.Containers[i]
-		if isInjectedContainer(app) {
+		if IsInjected(app) {
 			continue
 		}
 		out = append(out, app.VolumeDevices...)

@@ -44,6 +44,11 @@ type PodInjector struct {
 	// NoInjectionCache answers every pod by deciding and injecting it, never from the per-pod
 	// cache: for an operator who suspects the cache (the manager's --injection-cache=false).
 	NoInjectionCache bool
+	// AfterOpenKruise answers pods that OpenKruise's pod webhook, kept for everything else it does,
+	// has already injected (migration path B): its SidecarSet injection is taken back and sidecarops'
+	// put in its place, keeping OpenKruise's containers where both agree (injector.AfterOpenKruise).
+	// No pod is answered from the per-pod cache.
+	AfterOpenKruise bool
 
 	// panics, when set, lets a panic of the handler through instead of answering 500 (tests).
 	panics bool
@@ -84,7 +89,7 @@ func (p *PodInjector) admitPod(ctx context.Context, req *reviewRequest, start ti
 	if inj == nil {
 		inj = defaultInjector
 	}
-	if snap != nil {
+	if snap != nil && !p.AfterOpenKruise {
 		// A ReplicaSet's pods after the first are answered before they are decoded, which costs
 		// more than deciding and injecting.
 		res, ok, next := p.podCache().Answer(snap, inj, req.Namespace, req.Object)
@@ -117,7 +122,12 @@ func (p *PodInjector) admit(ctx context.Context, req *reviewRequest, pod *corev1
 	}
 	d.revision = snap.Revision()
 	// The answer is the patch; the injected pod itself is never read here.
-	res, err := p.podCache().Pod(ctx, snap, inj, injector.PodRequest{Pod: pod, Raw: req.Object, Decoded: true, Namespace: req.Namespace, PatchOnly: true})
+	pr := injector.PodRequest{Pod: pod, Raw: req.Object, Decoded: true, Namespace: req.Namespace, PatchOnly: true}
+	if p.AfterOpenKruise {
+		res, err := injector.AfterOpenKruise(ctx, snap, inj, pr)
+		return respond(res, err, d)
+	}
+	res, err := p.podCache().Pod(ctx, snap, inj, pr)
 	return respond(res, err, d)
 }
 
@@ -131,6 +141,16 @@ func (p *PodInjector) podCache() *injector.Cache {
 
 // respond turns what the injection path answered into the review's answer.
 func respond(res injector.PodResult, err error, d podDecision) (reviewResponse, podDecision) {
+	resp, d := outcome(res, err, d)
+	// Only after OpenKruise's webhook does a pod that gets nothing have something taken back.
+	if len(res.Patch) > 0 && resp.allowed {
+		resp.patch = res.Patch
+	}
+	return resp, d
+}
+
+// outcome is the answer res and err call for, the patch aside.
+func outcome(res injector.PodResult, err error, d podDecision) (reviewResponse, podDecision) {
 	d.result = ResultError
 	d.namespace, d.matched, d.denied = res.Namespace, res.Matched, res.Denied
 	if ie := (*injector.InjectionError)(nil); errors.As(err, &ie) {
@@ -160,7 +180,6 @@ func respond(res injector.PodResult, err error, d podDecision) (reviewResponse, 
 	d.result = ResultPatched
 	d.injected, d.withheld = res.Injected, withheldNames(res.Withheld)
 	resp := allowed("")
-	resp.patch = res.Patch
 	for _, w := range res.Withheld {
 		resp.warnings = append(resp.warnings, WithheldWarning(w))
 	}

@@ -34,6 +34,8 @@ func main() {
 	fs := flag.CommandLine
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "the manager's namespace (default $POD_NAMESPACE, else sidecarops-system)")
 	fs.StringVar(&o.RevisionNamespace, "revision-namespace", "", "where the SidecarSets' ControllerRevisions are kept (default: --namespace; kruise-system keeps an OpenKruise's history when taking it over)")
+	fs.StringVar(&o.ConfigurationNamespace, "configuration-namespace", "", "where the kruise-configuration ConfigMap (the patchPodMetadata whitelist) is read (default: --namespace; kruise-system reads the one OpenKruise left there)")
+	fs.BoolVar(&o.OpenKruiseKept, "openkruise-kept", false, "run next to an OpenKruise kept for its other workloads (migration path B): answer pods after OpenKruise's pod webhook, leave the SidecarSet CRD's conversion to it, and keep its SidecarSet webhooks out of its webhook configurations")
 	fs.StringVar(&o.WebhookHost, "webhook-host", "", "address the webhook server listens on (default all)")
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "port of the webhook server")
 	fs.BoolVar(&o.FailOpen, "fail-open", false, "admit pods unchanged, with a warning, while no policy snapshot is loaded yet (config/components/fail-open), instead of answering 503")

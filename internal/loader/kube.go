@@ -30,10 +30,13 @@ const ReadyzCheckName = "policy-snapshot"
 
 // ManagerOptions tell SetupWithManager where the manager runs.
 type ManagerOptions struct {
-	// Namespace is the manager's namespace: the kruise-configuration ConfigMap lives there, and the
-	// SidecarSets' ControllerRevisions unless RevisionNamespace says otherwise (OpenKruise keeps
-	// both in its own namespace). Required.
+	// Namespace is the manager's namespace: the kruise-configuration ConfigMap lives there unless
+	// ConfigurationNamespace says otherwise, and the SidecarSets' ControllerRevisions unless
+	// RevisionNamespace does (OpenKruise keeps both in its own namespace). Required.
 	Namespace string
+	// ConfigurationNamespace holds the kruise-configuration ConfigMap (default Namespace):
+	// kruise-system reads the whitelist an OpenKruise being taken over left there.
+	ConfigurationNamespace string
 	// RevisionNamespace holds the SidecarSets' ControllerRevisions (default Namespace):
 	// kruise-system keeps the history of an OpenKruise being taken over.
 	RevisionNamespace string
@@ -77,17 +80,18 @@ func SetupWithManager(mgr manager.Manager, st *Loader, opts ManagerOptions) erro
 		return err
 	}
 	revisions := cmp.Or(opts.RevisionNamespace, opts.Namespace)
-	if err := mgr.Add(&feed{st: st, cache: mgr.GetCache(), handlers: newHandlers(st, opts.Namespace, revisions)}); err != nil {
+	configuration := cmp.Or(opts.ConfigurationNamespace, opts.Namespace)
+	if err := mgr.Add(&feed{st: st, cache: mgr.GetCache(), handlers: newHandlers(st, configuration, revisions)}); err != nil {
 		return err
 	}
 	return mgr.AddReadyzCheck(ReadyzCheckName, st.Check)
 }
 
 // CacheByObject restricts the manager's cache to what the loader reads of ControllerRevisions (in
-// revisionNamespace) and ConfigMaps (in namespace): without it the informers would list and watch
+// revisionNamespace) and ConfigMaps (in configurationNamespace): without it the informers would list and watch
 // every one in the cluster (DaemonSet and StatefulSet revisions, every ConfigMap) and need
 // cluster-wide RBAC for them.
-func CacheByObject(namespace, revisionNamespace string) map[client.Object]cache.ByObject {
+func CacheByObject(configurationNamespace, revisionNamespace string) map[client.Object]cache.ByObject {
 	hasOwner, _ := labels.NewRequirement(v1beta1.SidecarSetNameLabel, selection.Exists, nil)
 	return map[client.Object]cache.ByObject{
 		&appsv1.ControllerRevision{}: {
@@ -95,7 +99,7 @@ func CacheByObject(namespace, revisionNamespace string) map[client.Object]cache.
 			Label:      labels.NewSelector().Add(*hasOwner),
 		},
 		&corev1.ConfigMap{}: {
-			Namespaces: map[string]cache.Config{namespace: {}},
+			Namespaces: map[string]cache.Config{configurationNamespace: {}},
 			Field:      fields.OneTermEqualSelector("metadata.name", v1beta1.KruiseConfigurationName),
 		},
 	}
