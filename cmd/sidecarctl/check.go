@@ -13,6 +13,7 @@ func checkCmd() *cobra.Command {
 		install installFlags
 		output  string
 		strict  bool
+		rules   ruleFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "check -f PATH [-f PATH ...] [--strict] [-o text|json|github]",
@@ -34,10 +35,15 @@ func checkCmd() *cobra.Command {
 			default:
 				return usageError{fmt.Errorf("-o %q: unsupported output format (text, json or github)", output)}
 			}
+			enabled, err := rules.enabled()
+			if err != nil {
+				return err
+			}
 			if output != "text" {
 				// Warnings are findings of the document printed; nothing else is said.
 				cmd.SetErr(io.Discard)
 			}
+			src.keepWarnings = true
 			w, err := src.load(cmd, "ignored")
 			if err != nil {
 				return err
@@ -49,16 +55,17 @@ func checkCmd() *cobra.Command {
 			if err := w.warnUnseen(cmd.Context(), view, src.namespace); err != nil {
 				return err
 			}
-			fs, err := w.findings(cmd.Context(), strict, src.namespace, view)
+			fs, silenced, err := w.findings(cmd.Context(), strict, enabled, src.namespace, view)
 			if err != nil {
 				return err
 			}
-			return w.report(cmd, fs, output, strict)
+			return w.report(cmd, fs, silenced, output, strict)
 		},
 	}
 	src.register(cmd.Flags())
 	install.register(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or github (workflow annotations)")
 	cmd.Flags().BoolVar(&strict, "strict", false, "report strict findings as errors rather than warnings: the setting for CI")
+	rules.register(cmd.Flags())
 	return cmd
 }

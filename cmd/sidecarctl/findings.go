@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/api/v1beta1"
@@ -23,44 +26,43 @@ import (
 	"github.com/sidecarops/sidecarops/mutation"
 )
 
-// The severities and rules of check's findings (docs/cli.md documents them).
+// The severities of check's findings (docs/cli.md documents them, and the rules in rules.go).
 const (
 	severityError   = "error"
 	severityWarning = "warning"
-
-	ruleInput      = "input"      // the document cannot be read as written
-	ruleWebhook    = "webhook"    // the installed pod webhook never sees the workload's pods
-	ruleSidecarSet = "sidecarset" // OpenKruise's validating webhook refuses the SidecarSet
-	ruleInjection  = "injection"  // the injection into the workload's pods fails
-	rulePod        = "pod"        // the API server refuses the workload's pods
-	strictPrefix   = "strict/"    // a strict finding: lint's rule follows
 )
 
-// finding is one problem check reports.
+// finding is one problem check reports. also is the other object it is about, if any, whose
+// disable annotation silences it as its own object's does.
 type finding struct {
 	*manifest.Error
 	severity string
 	rule     string
+	also     *manifest.Object
 }
 
 // findings is everything check reports about w, in input order and by line within a document:
 // what reading found, the SidecarSets refused (and what else is wrong with those that did not
 // decode), the workloads whose pods would be refused once injected, and the strict findings,
 // errors when strict. A workload view says the installed webhook never sees is validated as
-// written: its pods are created so.
-func (w *workspace) findings(ctx context.Context, strict bool, namespace string, view *podWebhookView) ([]finding, error) {
-	var out []finding
+// written: its pods are created so. Only the rules enabled are reported, and silenced says how
+// many findings the flags and annotations left out.
+func (w *workspace) findings(ctx context.Context, strict bool, enabled map[string]bool, namespace string, view *podWebhookView) (out []finding, silenced int, err error) {
+	disabledOn := w.disabledOn()
+	lintSeverity := severityWarning
+	if strict {
+		lintSeverity = severityError
+	}
 	add := func(severity, rule string, es ...*manifest.Error) {
 		for _, e := range es {
-			out = append(out, finding{e, severity, rule})
+			out = append(out, finding{Error: e, severity: severity, rule: rule})
 		}
 	}
 	read := map[*manifest.Error]bool{}
 	for _, e := range w.input.Errors {
 		read[e] = true
 	}
-	add(severityWarning, ruleInput, w.warnings...)
-	add(severityWarning, ruleWebhook, w.unseen...)
+	out = append(out, w.warnings...)
 	for _, e := range w.problems {
 		switch {
 		case read[e] || e.Kind != "SidecarSet":
@@ -82,7 +84,7 @@ func (w *workspace) findings(ctx context.Context, strict bool, namespace string,
 		written := pod.DeepCopy()
 		unseen, err := view.unseen(ctx, pod.Namespace, pod)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if unseen != "" {
 			add(severityError, rulePod, w.podProblems(o, written, written, nil)...)
@@ -94,6 +96,10 @@ func (w *workspace) findings(ctx context.Context, strict bool, namespace string,
 			continue
 		}
 		add(severityError, rulePod, w.podProblems(o, written, res.Pod, res.Injected)...)
+		for _, s := range w.shadowedVolumes(o, written, res.Injected) {
+			s.severity = lintSeverity
+			out = append(out, s)
+		}
 	}
 	// What did not decode is refused already; what did is checked on, so that one run reports
 	// every problem. A rejected SidecarSet is validated beside the admitted ones: it is never
@@ -104,7 +110,7 @@ func (w *workspace) findings(ctx context.Context, strict bool, namespace string,
 			sets = append(sets, o)
 			errs, err := w.validateRejected(ctx, o)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			add(severityError, ruleSidecarSet, errs...)
 		case manifest.IsWorkload(o.Obj):
@@ -115,10 +121,6 @@ func (w *workspace) findings(ctx context.Context, strict bool, namespace string,
 		}
 	}
 
-	lintSeverity := severityWarning
-	if strict {
-		lintSeverity = severityError
-	}
 	for _, o := range sets {
 		if !isSidecarSet(o) {
 			continue
@@ -131,12 +133,50 @@ func (w *workspace) findings(ctx context.Context, strict bool, namespace string,
 		if err != nil {
 			continue // reported when it was loaded
 		}
-		for _, f := range append(lint.SidecarSet(written.Hub), lint.Selector(written.Hub, pods)...) {
+		fs := lint.SidecarSet(written.Hub)
+		if enabled[strictPrefix+lint.RuleSelectorMatchesNothing] {
+			fs = append(fs, lint.Selector(written.Hub, w.inScope(written.Hub, pods))...)
+		}
+		for _, f := range fs {
 			add(lintSeverity, strictPrefix+f.Rule, o.Report(f.Field, f.Message))
 		}
 	}
+	out = slices.DeleteFunc(out, func(f finding) bool {
+		if f.silenced(enabled, disabledOn) {
+			silenced++
+			return true
+		}
+		return false
+	})
 	w.sortFindings(out)
-	return out, nil
+	return out, silenced, nil
+}
+
+// inScope are the pods of pods in the namespaces ss's namespace scope takes (all when it has
+// none), by the labels of the Namespaces of the input, else the name label alone, which the API
+// server gives every Namespace. A SidecarSet whose namespaces hold no pod of the input is not
+// judged by its label selector: the input is about other teams' namespaces.
+func (w *workspace) inScope(ss *v1beta1.SidecarSet, pods []*corev1.Pod) []*corev1.Pod {
+	if ss.Spec.NamespaceSelector == nil {
+		return pods
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ss.Spec.NamespaceSelector)
+	if err != nil {
+		return nil // OpenKruise's to refuse
+	}
+	given := map[string]map[string]string{}
+	for _, ns := range w.namespaces {
+		given[ns.Name] = ns.Labels
+	}
+	var out []*corev1.Pod
+	for _, p := range pods {
+		set := labels.Set{v1beta1.NamespaceNameLabel: p.Namespace}
+		maps.Copy(set, given[p.Namespace])
+		if sel.Matches(set) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func isSidecarSet(o *manifest.Object) bool {
@@ -195,8 +235,8 @@ func (w *workspace) sortFindings(fs []finding) {
 }
 
 // report prints the findings as output says and ends check: with exit status 1 when any is an
-// error (a warning is one with --strict already).
-func (w *workspace) report(cmd *cobra.Command, fs []finding, output string, strict bool) error {
+// error (a warning is one with --strict already). silenced counts those left out.
+func (w *workspace) report(cmd *cobra.Command, fs []finding, silenced int, output string, strict bool) error {
 	errs, warnings := 0, 0
 	for _, f := range fs {
 		if f.severity == severityError {
@@ -205,12 +245,12 @@ func (w *workspace) report(cmd *cobra.Command, fs []finding, output string, stri
 			warnings++
 		}
 	}
-	summary := w.summary(fs, warnings)
+	summary := w.summary(fs, warnings, silenced)
 	out := cmd.OutOrStdout()
 	switch output {
 	case "json":
 		doc := checkReport{Schema: checkSchema, Strict: strict, Findings: []jsonFinding{}, Summary: checkSummary{
-			Errors: errs, Warnings: warnings, SidecarSets: w.sidecarSetsGiven, Workloads: len(w.workloads), Text: summary}}
+			Errors: errs, Warnings: warnings, Silenced: silenced, SidecarSets: w.sidecarSetsGiven, Workloads: len(w.workloads), Text: summary}}
 		for _, f := range fs {
 			doc.Findings = append(doc.Findings, newJSONFinding(f))
 		}
@@ -227,8 +267,9 @@ func (w *workspace) report(cmd *cobra.Command, fs []finding, output string, stri
 	default:
 		for _, f := range fs {
 			switch {
-			case f.severity == severityWarning && (f.rule == ruleInput || f.rule == ruleWebhook):
-				// printed as it was found
+			case f.severity == severityWarning && !strings.HasPrefix(f.rule, strictPrefix):
+				// As the other commands print them: the rule is in -o json and -o github.
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+f.Error.Error())
 			case f.severity == severityWarning:
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s [%s]\n", f.Error.Error(), f.rule)
 			case strings.HasPrefix(f.rule, strictPrefix):
@@ -250,8 +291,8 @@ func (w *workspace) report(cmd *cobra.Command, fs []finding, output string, stri
 }
 
 // summary counts the errors and the SidecarSets they refuse, e.g. "4 error(s) in 2 of 3
-// SidecarSet(s); 1 more elsewhere in the input; 2 warning(s)", or says there are none.
-func (w *workspace) summary(fs []finding, warnings int) string {
+// SidecarSet(s); 1 more elsewhere in the input; 2 warning(s); 1 silenced", or says there are none.
+func (w *workspace) summary(fs []finding, warnings, silenced int) string {
 	refused := map[string]bool{}
 	inSidecarSets, other := 0, 0
 	for _, f := range fs {
@@ -276,6 +317,9 @@ func (w *workspace) summary(fs []finding, warnings int) string {
 	if warnings > 0 {
 		s += fmt.Sprintf("; %d warning(s)", warnings)
 	}
+	if silenced > 0 {
+		s += fmt.Sprintf("; %d silenced", silenced)
+	}
 	return s
 }
 
@@ -294,6 +338,7 @@ type checkReport struct {
 type checkSummary struct {
 	Errors      int    `json:"errors"`
 	Warnings    int    `json:"warnings"`
+	Silenced    int    `json:"silenced"`
 	SidecarSets int    `json:"sidecarSets"`
 	Workloads   int    `json:"workloads"`
 	Text        string `json:"text"`
@@ -326,7 +371,11 @@ func newJSONFinding(f finding) jsonFinding {
 // githubAnnotation is f as a GitHub Actions workflow command, which the run shows on the line of
 // the file: "::error file=F,line=L,title=RULE::MESSAGE", escaped as the runner expects.
 func githubAnnotation(f finding) string {
-	props := []string{"file=" + escapeProperty(f.Source)}
+	// A finding about no file (the kinds not read) is shown on the run rather than on a file.
+	var props []string
+	if f.Source != "" {
+		props = append(props, "file="+escapeProperty(f.Source))
+	}
 	if f.Line > 0 {
 		props = append(props, fmt.Sprintf("line=%d", f.Line))
 	}

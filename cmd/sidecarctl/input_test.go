@@ -93,7 +93,7 @@ func TestReadsWhatOthersWrote(t *testing.T) {
 			name:       "a kind sidecarctl does not read is printed unchanged, in input order",
 			stdin:      serviceYAML + "\n---\n" + agent + "\n---\n" + pod,
 			args:       []string{"inject", "-f", "-"},
-			stderr:     []string{"warning: <stdin>: document 1 (Service/web): v1 Service is not a kind sidecarctl reads: passed through unchanged"},
+			stderr:     []string{"warning: 1 document(s) of kinds sidecarctl does not read, passed through unchanged: v1 Service (1)"},
 			stdout:     []string{"kind: Service\nmetadata:\n  name: web\nspec:\n  ports:\n  - port: 80\n    targetPort: 8080\n  selector:\n    app: web\n---\n", "IS_INJECTED"},
 			stdoutDocs: 2,
 		},
@@ -101,7 +101,7 @@ func TestReadsWhatOthersWrote(t *testing.T) {
 			name:   "check ignores it",
 			stdin:  serviceYAML + "\n---\n" + agent,
 			args:   []string{"check", "-f", "-"},
-			stderr: []string{"warning: <stdin>: document 1 (Service/web): v1 Service is not a kind sidecarctl reads: ignored"},
+			stderr: []string{"warning: 1 document(s) of kinds sidecarctl does not read, ignored: v1 Service (1)"},
 			stdout: []string{"1 SidecarSet(s) checked: no errors"},
 		},
 		{

@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -57,14 +56,10 @@ func (w *workspace) podProblems(o *manifest.Object, before, after *corev1.Pod, i
 	if allowed, ok := restartPoliciesOf[kind]; ok && !slices.Contains(allowed, spec.RestartPolicy) {
 		errs = append(errs, field.NotSupported(field.NewPath("spec", "restartPolicy"), spec.RestartPolicy, allowed))
 	}
-	prefix := ""
-	if pointer, _ := manifest.PodTemplatePointer(o.Obj); pointer != "" {
-		prefix = strings.ReplaceAll(strings.TrimPrefix(pointer, "/"), "/", ".") + "."
-	}
 	var out manifest.Errors
 	for _, e := range errs {
 		path, note := w.writtenPodPath(e.Field, before, after, injected)
-		path = prefix + path
+		path = templateField(o, path)
 		if o.Dropped(path) {
 			continue // a value that did not decode, already reported
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -43,6 +44,9 @@ type sourceFlags struct {
 	verificationScp  string
 	defaultsAllowed  bool
 	namespace        string
+	// keepWarnings keeps warnings for the command to report rather than printing them as they are
+	// found: check, which prints each with its rule, or not at all when the rule is silenced.
+	keepWarnings bool
 }
 
 func (f *sourceFlags) register(fs *pflag.FlagSet) {
@@ -82,12 +86,11 @@ type workspace struct {
 	sidecarSetsGiven int
 	refused          map[string]bool
 	stderr           io.Writer
-	// input is what reading found, the rejected documents included; warnings every warning
-	// printed, for check's machine-readable output; unseen those about what the installed pod
-	// webhook never sees.
-	input    manifest.Input
-	warnings manifest.Errors
-	unseen   manifest.Errors
+	// input is what reading found, the rejected documents included; warnings every warning, with
+	// its rule, for check.
+	input        manifest.Input
+	warnings     []finding
+	keepWarnings bool
 }
 
 // load reads the manifests and bundles, defaults and hashes SidecarSets as the API server and the
@@ -113,6 +116,7 @@ func (f *sourceFlags) load(cmd *cobra.Command, others string) (*workspace, error
 	var candidates []*v1beta1.SidecarSet
 	var configMaps []*manifest.Object
 	seen := map[string]*manifest.Object{}
+	notRead := map[string]int{}
 	for _, o := range w.objects {
 		switch obj := o.Obj.(type) {
 		case *v1alpha1.SidecarSet, *v1beta1.SidecarSet:
@@ -124,7 +128,7 @@ func (f *sourceFlags) load(cmd *cobra.Command, others string) (*workspace, error
 			}
 			ss := written.Hub
 			if ss.Namespace != "" {
-				w.warn(o.Report("metadata.namespace", "ignored: a SidecarSet is cluster-scoped, and the API server clears the namespace before any webhook sees it"))
+				w.warn(ruleInput, o.Report("metadata.namespace", "ignored: a SidecarSet is cluster-scoped, and the API server clears the namespace before any webhook sees it"))
 				ss.Namespace = ""
 			}
 			if first, dup := seen[ss.Name]; dup {
@@ -152,9 +156,12 @@ func (f *sourceFlags) load(cmd *cobra.Command, others string) (*workspace, error
 				w.workloads = append(w.workloads, o)
 			case manifest.IsPassThrough(o.Obj):
 				gvk := o.Obj.GetObjectKind().GroupVersionKind()
-				w.warn(o.Report("", fmt.Sprintf("%s %s is not a kind sidecarctl reads: %s", gvk.GroupVersion(), gvk.Kind, others)))
+				notRead[gvk.GroupVersion().String()+" "+gvk.Kind]++
 			}
 		}
+	}
+	if len(notRead) > 0 {
+		w.warn(ruleKindNotRead, notReadWarning(notRead, others))
 	}
 	for _, extra := range configMaps[min(1, len(configMaps)):] {
 		w.problems = append(w.problems, extra.Report("", fmt.Sprintf("ConfigMap %s is given more than once: %s is used", v1beta1.KruiseConfigurationName, configMaps[0])))
@@ -203,11 +210,17 @@ func (f *sourceFlags) read(cmd *cobra.Command) (*workspace, error) {
 		MaxInputBytes: f.maxInputBytes, InputLimitName: "--" + maxInputBytesFlag,
 	}.ReadInput(cmd.InOrStdin(), f.files...)
 	w := &workspace{objects: in.Objects, origin: map[*v1beta1.SidecarSet]*manifest.Object{}, written: map[*v1beta1.SidecarSet]versions.Written{}, refused: map[string]bool{},
-		problems: in.Errors, stderr: cmd.ErrOrStderr(), input: in}
+		problems: in.Errors, stderr: cmd.ErrOrStderr(), input: in, keepWarnings: f.keepWarnings}
 	for _, e := range in.Warnings {
-		w.warn(e)
+		w.warn(ruleInput, e)
 	}
 	if len(in.Objects) == 0 && len(in.Errors) == 0 {
+		// Nothing is left to report them: what was skipped says why nothing was found.
+		for _, f := range w.warnings {
+			if w.keepWarnings {
+				fmt.Fprintln(w.stderr, "warning: "+f.Error.Error())
+			}
+		}
 		sources := slices.Clone(f.files)
 		for i, s := range sources {
 			if s == manifest.Stdin {
@@ -311,15 +324,31 @@ func (w *workspace) fail(o *manifest.Object, err error) {
 	w.problems = append(w.problems, o.Report("", err.Error()))
 }
 
-func (w *workspace) warn(e *manifest.Error) {
-	w.warnings = append(w.warnings, e)
-	fmt.Fprintln(w.stderr, "warning: "+e.Error())
+// warn records a warning of rule, and prints it unless the command reports it (keepWarnings).
+func (w *workspace) warn(rule string, e *manifest.Error) {
+	w.warnings = append(w.warnings, finding{Error: e, severity: severityWarning, rule: rule})
+	if !w.keepWarnings {
+		fmt.Fprintln(w.stderr, "warning: "+e.Error())
+	}
 }
 
-// warnNotSeen records what the installed pod webhook never sees, a finding of its own rule.
+// warnNotSeen records what the installed pod webhook never sees.
 func (w *workspace) warnNotSeen(e *manifest.Error) {
-	w.unseen = append(w.unseen, e)
-	fmt.Fprintln(w.stderr, "warning: "+e.Error())
+	w.warn(ruleWebhook, e)
+}
+
+// notReadWarning is one warning for every document of a kind sidecarctl does not read, with the
+// count of each kind, rather than one per document: helm's output holds dozens, and GitHub shows only
+// so many annotations of a run. others says what the command does with them.
+func notReadWarning(counts map[string]int, others string) *manifest.Error {
+	total := 0
+	var kinds []string
+	for _, kind := range slices.Sorted(maps.Keys(counts)) {
+		total += counts[kind]
+		kinds = append(kinds, fmt.Sprintf("%s (%d)", kind, counts[kind]))
+	}
+	return &manifest.Error{Position: manifest.Position{Item: -1},
+		Reason: fmt.Sprintf("%d document(s) of kinds sidecarctl does not read, %s: %s", total, others, strings.Join(kinds, ", "))}
 }
 
 // err is every problem, one per line, or nil.
