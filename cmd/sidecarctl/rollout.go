@@ -12,9 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
@@ -34,25 +31,26 @@ func rolloutCmd() *cobra.Command {
 
 func rolloutPlanCmd() *cobra.Command {
 	var (
-		src        sourceFlags
-		kubeconfig string
-		rounds     int
-		output     string
+		src     sourceFlags
+		cluster clusterFlags
+		rounds  int
+		output  string
 	)
 	cmd := &cobra.Command{
-		Use:   "plan (-f PATH [-f PATH ...] [SIDECARSET] | --kubeconfig FILE SIDECARSET)",
+		Use:   "plan (-f PATH [-f PATH ...] [SIDECARSET] | [--kubeconfig FILE] [--context NAME] SIDECARSET)",
 		Short: "Which pods a SidecarSet's controller upgrades now, which wait and why, and the rounds after",
 		Long: "plan runs the controller's own decision (compat §3.7) over a SidecarSet and its pods: which pods are\n" +
 			"updated, upgraded now, in flight, held by maxUnavailable, partition or updateStrategy.selector, and not\n" +
 			"upgradable (with the reason); then the rounds that would follow, assuming the kubelet applies each\n" +
 			"upgrade and pods stay ready.\n\n" +
 			"From files (-f): SidecarSets, their Pods as stored (e.g. `kubectl get pods -o yaml`), and Namespaces for\n" +
-			"namespaceSelector; every SidecarSet, or only SIDECARSET. Live (--kubeconfig): reads SIDECARSET and its\n" +
-			"pods from the cluster (read-only).",
+			"namespaceSelector; every SidecarSet, or only SIDECARSET. Live (without -f): reads SIDECARSET and its\n" +
+			"pods from the cluster kubectl would read (--kubeconfig, else $KUBECONFIG, else ~/.kube/config, and\n" +
+			"--context), read-only.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if rounds < 0 {
-				return fmt.Errorf("--rounds: %d is negative", rounds)
+				return usageError{fmt.Errorf("--rounds: %d is negative", rounds)}
 			}
 			format, err := planFormat(output)
 			if err != nil {
@@ -60,13 +58,13 @@ func rolloutPlanCmd() *cobra.Command {
 			}
 			var plans []sidecarSetPlan
 			switch {
-			case kubeconfig != "" && len(src.files) > 0:
-				return errors.New("give either -f files or --kubeconfig, not both")
-			case kubeconfig != "":
+			case cluster.given() && len(src.files) > 0:
+				return usageError{errors.New("give either -f files or a cluster (--kubeconfig, --context), not both")}
+			case len(src.files) == 0:
 				if len(args) == 0 {
-					return errors.New("--kubeconfig needs the SidecarSet's name")
+					return usageError{errors.New("give -f files, or the SidecarSet's name to read it from the cluster")}
 				}
-				p, err := livePlan(cmd.Context(), kubeconfig, args[0], rounds)
+				p, err := livePlan(cmd.Context(), cluster, args[0], rounds)
 				if err != nil {
 					return err
 				}
@@ -85,7 +83,7 @@ func rolloutPlanCmd() *cobra.Command {
 		},
 	}
 	src.register(cmd.Flags())
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "read the SidecarSet and its pods from this cluster instead of files")
+	cluster.register(cmd.Flags(), "read the SidecarSet and its pods from the cluster instead of files")
 	cmd.Flags().IntVar(&rounds, "rounds", 10, "how many rounds ahead to forecast")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	return cmd
@@ -96,7 +94,7 @@ func planFormat(o string) (string, error) {
 	case "text", "json":
 		return o, nil
 	}
-	return "", fmt.Errorf("--output: %q is not text or json", o)
+	return "", usageError{fmt.Errorf("--output: %q is not text or json", o)}
 }
 
 // sidecarSetPlan is what `rollout plan` reports for one SidecarSet; pods are namespace/name.
@@ -258,8 +256,8 @@ func filePlans(cmd *cobra.Command, src *sourceFlags, args []string, rounds int) 
 
 // livePlan reads the SidecarSet and the pods it manages from a cluster, as the controller lists
 // them.
-func livePlan(ctx context.Context, kubeconfig, name string, rounds int) (sidecarSetPlan, error) {
-	c, err := liveClient(kubeconfig)
+func livePlan(ctx context.Context, cluster clusterFlags, name string, rounds int) (sidecarSetPlan, error) {
+	c, err := cluster.client()
 	if err != nil {
 		return sidecarSetPlan{}, err
 	}
@@ -286,20 +284,6 @@ func livePlan(ctx context.Context, kubeconfig, name string, rounds int) (sidecar
 		}
 	}
 	return plan(ss, pods, revs, rounds, liveRevisionsHint)
-}
-
-// liveClient reads a cluster as the kubeconfig's user: SidecarSets in v1beta1, the version the API
-// server stores, so that reading them needs no conversion webhook.
-func liveClient(kubeconfig string) (client.Client, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
-	}
-	scheme := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1beta1.AddToScheme(scheme)); err != nil {
-		return nil, err
-	}
-	return client.New(cfg, client.Options{Scheme: scheme})
 }
 
 func printPlans(out io.Writer, format string, plans []sidecarSetPlan) error {

@@ -149,17 +149,19 @@ func upgradedTo(t *testing.T, dir string, pod *corev1.Pod) *corev1.Pod {
 func TestRolloutPlanBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
+		code int
 		want string
 	}{
-		{[]string{"rollout", "plan", "-f", "examples/logging", "nope"}, `SidecarSet "nope" is not in the files given`},
-		{[]string{"rollout", "plan", "--kubeconfig", "/nonexistent"}, "--kubeconfig needs the SidecarSet's name"},
-		{[]string{"rollout", "plan", "--kubeconfig", "/nonexistent", "x"}, "--kubeconfig /nonexistent"},
-		{[]string{"rollout", "plan", "-f", "examples/logging", "--kubeconfig", "k", "x"}, "not both"},
-		{[]string{"rollout", "plan", "-f", "examples/logging", "-o", "yaml"}, `--output: "yaml" is not text or json`},
-		{[]string{"rollout", "plan", "-f", "examples/logging", "--rounds", "-1"}, "--rounds: -1 is negative"},
+		{[]string{"rollout", "plan", "-f", "examples/logging", "nope"}, 1, `SidecarSet "nope" is not in the files given`},
+		{[]string{"rollout", "plan", "--kubeconfig", "/nonexistent"}, exitUsage, "give -f files, or the SidecarSet's name to read it from the cluster"},
+		{[]string{"rollout", "plan", "--kubeconfig", "/nonexistent", "x"}, 1, "--kubeconfig /nonexistent"},
+		{[]string{"rollout", "plan", "-f", "examples/logging", "--kubeconfig", "k", "x"}, exitUsage, "not both"},
+		{[]string{"rollout", "plan", "-f", "examples/logging", "--context", "k", "x"}, exitUsage, "not both"},
+		{[]string{"rollout", "plan", "-f", "examples/logging", "-o", "yaml"}, exitUsage, `--output: "yaml" is not text or json`},
+		{[]string{"rollout", "plan", "-f", "examples/logging", "--rounds", "-1"}, exitUsage, "--rounds: -1 is negative"},
 	} {
 		_, errOut, code := sidecarctl(t, "", tc.args...)
-		assert.Equal(t, 1, code, tc.args)
+		assert.Equal(t, tc.code, code, tc.args)
 		assert.Contains(t, errOut, tc.want, tc.args)
 	}
 }
