@@ -27,7 +27,7 @@ func compileCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
-				return fmt.Errorf("-o FILE is required")
+				return usageError{errors.New("-o FILE is required")}
 			}
 			// load compiles the bundle and proves it prepares in the engine, so a broken bundle is never written.
 			w, err := src.load(cmd, "ignored")

@@ -84,7 +84,7 @@ func targetVersion(to string) (schema.GroupVersion, error) {
 		}
 		names = append(names, gv.Version)
 	}
-	return schema.GroupVersion{}, fmt.Errorf("--to %q: unsupported SidecarSet version (%s)", to, strings.Join(names, " or "))
+	return schema.GroupVersion{}, usageError{fmt.Errorf("--to %q: unsupported SidecarSet version (%s)", to, strings.Join(names, " or "))}
 }
 
 // convertObject returns obj, when it is a SidecarSet, in version to, converted as the API server

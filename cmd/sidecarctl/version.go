@@ -26,7 +26,7 @@ func versionCmd() *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(info)
 			}
-			return fmt.Errorf("-o %q: want text or json", output)
+			return usageError{fmt.Errorf("-o %q: want text or json", output)}
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
