@@ -282,7 +282,7 @@ func TestConvert(t *testing.T) {
 			name:   "an unknown --to",
 			stdin:  alphaAgent,
 			args:   []string{"-f", "-", "--to", "v2"},
-			code:   1,
+			code:   2,
 			stderr: []string{`--to "v2": unsupported SidecarSet version (v1alpha1 or v1beta1)`},
 		},
 		{
