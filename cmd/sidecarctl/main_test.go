@@ -354,7 +354,7 @@ func TestCompileSignedBundle(t *testing.T) {
 	assert.Contains(t, out, b.Manifest.Revision)
 
 	_, errOut, code = sidecarctl(t, "", "compile", "-f", "examples/logging")
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "-o FILE is required")
 }
 
@@ -505,6 +505,6 @@ func TestVersion(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(js), &info))
 	assert.Equal(t, []string{"commit", "goVersion", "opaVersion", "version"}, slices.Sorted(maps.Keys(info)))
 	_, stderr, code := sidecarctl(t, "", "version", "-o", "yaml")
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, `-o "yaml": want text or json`)
 }
