@@ -25,10 +25,11 @@ func migrateCmd() *cobra.Command {
 		Long: "check reads the cluster and lists the SidecarSet CRD and its conversion, OpenKruise's webhooks and\n" +
 			"controller, the SidecarSets, their ControllerRevisions and the injected pods. It says which path of\n" +
 			"docs/migration.md the cluster takes: A (stop OpenKruise) when nothing of OpenKruise but SidecarSet is in\n" +
-			"use, else B (keep it with PodWebhook=false and the fence), naming the kinds in use and what goes with\n" +
-			"OpenKruise's pod webhook. Then every blocker (double injection, two controllers, a conversion served by\n" +
-			"OpenKruise) and warning, each with the command that deals with it. It writes nothing. Exit status 1\n" +
-			"while anything blocks.",
+			"use, else B (keep it and its pod webhook, sidecarops' pod webhook after it, and the fence), naming the\n" +
+			"kinds in use and what OpenKruise's pod webhook does for the objects and pods here, kept or lost. Then\n" +
+			"every blocker (double injection, two controllers, a conversion served by OpenKruise on path A, a\n" +
+			"whitelist left behind) and warning (pods OpenKruise injected that sidecarops' pod webhook will not see),\n" +
+			"each with the command that deals with it. It writes nothing. Exit status 1 while anything blocks.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if kubeconfig == "" {
@@ -52,29 +53,40 @@ func migrateCmd() *cobra.Command {
 	check.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the cluster to read")
 	check.Flags().StringVar(&opts.KruiseNamespace, "kruise-namespace", migrate.KruiseNamespace, "OpenKruise's namespace")
 	check.Flags().StringVar(&opts.Namespace, "namespace", "sidecarops-system", "sidecarops' namespace")
+	check.Flags().Int64Var(&opts.PageSize, "page-size", migrate.DefaultPageSize, "pods read per request")
 	cmd.AddCommand(check)
 	return cmd
 }
+
+// pathB is what path B keeps running, and how (docs/migration.md).
+const pathB = "OpenKruise keeps running with its pod webhook, sidecarops' pod webhook after it, and the fence keeps OpenKruise's manager off the SidecarSets (docs/migration.md)"
 
 func printReport(out io.Writer, r migrate.Report) {
 	fmt.Fprintln(out, "Found:")
 	for _, f := range r.Found {
 		fmt.Fprintln(out, "  "+f)
 	}
-	switch r.Path {
-	case migrate.PathA:
+	switch {
+	case r.Path == migrate.PathA:
 		fmt.Fprintln(out, "Path A: nothing of OpenKruise but SidecarSet is in use; OpenKruise stops as a whole (docs/migration.md).")
-	case migrate.PathB:
-		fmt.Fprintln(out, "Path B: OpenKruise's other workloads are in use; OpenKruise keeps running with PodWebhook=false, and the fence keeps it off the SidecarSets (docs/migration.md):")
-		for _, u := range r.InUse {
-			fmt.Fprintln(out, "  "+u.String())
-		}
+	case len(r.InUse) > 0:
+		fmt.Fprintln(out, "Path B: OpenKruise's other workloads are in use; "+pathB+":")
+	default:
+		fmt.Fprintln(out, "Path B: pods rely on OpenKruise's pod webhook, which path A would take away with OpenKruise; "+pathB+".")
 	}
-	if len(r.Losses) > 0 {
-		fmt.Fprintln(out, "What goes with OpenKruise's pod webhook (if these pods need it, keep OpenKruise's SidecarSet for now: docs/decisions.md D10):")
-		for _, l := range r.Losses {
-			fmt.Fprintln(out, "  "+l)
-		}
+	for _, u := range r.InUse {
+		fmt.Fprintln(out, "  "+u.String())
+	}
+	switch {
+	case r.Kept() && len(r.Features) == 0:
+		fmt.Fprintf(out, "Kept: OpenKruise's pod webhook %s.\n", r.KruisePodWebhook)
+	case r.Kept():
+		fmt.Fprintf(out, "Kept: OpenKruise's pod webhook %s, and with it (path A would lose these):\n", r.KruisePodWebhook)
+	case len(r.Features) > 0:
+		fmt.Fprintln(out, "Lost: OpenKruise's pod webhook is not registered, and with it:")
+	}
+	for _, f := range r.Features {
+		fmt.Fprintln(out, "  "+f.String())
 	}
 	for _, blocking := range []bool{true, false} {
 		title := "Blocking:"

@@ -16,9 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
-	"github.com/sidecarops/sidecarops/bundles"
-	"github.com/sidecarops/sidecarops/internal/injector"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/internal/podwebhook"
 )
 
 // The names OpenKruise's Helm chart installs.
@@ -29,6 +27,12 @@ const (
 	crdName              = "sidecarsets.apps.kruise.io"
 )
 
+// Manager is the name of sidecarops' manager Deployment (config/manager, the chart).
+const Manager = "sidecarops-manager"
+
+// DefaultPageSize is how many pods one List call reads.
+const DefaultPageSize = 500
+
 // Options name the two installations.
 type Options struct {
 	// KruiseNamespace is OpenKruise's namespace (default kruise-system).
@@ -37,13 +41,16 @@ type Options struct {
 	// sidecarops-system, sidecarops-webhook); Configuration its webhook configurations' name
 	// (default sidecarops).
 	Namespace, Service, Configuration string
+	// PageSize is how many pods one List call reads (default DefaultPageSize).
+	PageSize int64
 }
 
 func (o Options) withDefaults() Options {
 	o.KruiseNamespace = cmp.Or(o.KruiseNamespace, KruiseNamespace)
-	o.Namespace = cmp.Or(o.Namespace, "sidecarops-system")
+	o.Namespace = cmp.Or(o.Namespace, podwebhook.DefaultNamespace)
 	o.Service = cmp.Or(o.Service, "sidecarops-webhook")
-	o.Configuration = cmp.Or(o.Configuration, "sidecarops")
+	o.Configuration = cmp.Or(o.Configuration, podwebhook.ConfigurationName)
+	o.PageSize = cmp.Or(o.PageSize, DefaultPageSize)
 	return o
 }
 
@@ -57,13 +64,16 @@ type Finding struct {
 
 // Report is what Check found.
 type Report struct {
-	// Path is the way of docs/migration.md the cluster takes: B when any of InUse, else A.
+	// Path is the way of docs/migration.md the cluster takes: B when any of InUse, or any pod relies
+	// on what OpenKruise's pod webhook does (Features); else A.
 	Path Path
 	// InUse counts the objects of each OpenKruise kind other than SidecarSet, where there are any.
 	InUse []Use
-	// Losses are what OpenKruise stops doing, with its pod webhook off, for the objects and pods
-	// here that rely on it, one line each.
-	Losses []string
+	// KruisePodWebhook names OpenKruise's pod webhook where it is registered ("" where not).
+	KruisePodWebhook string
+	// Features are what OpenKruise's pod webhook does for the objects and pods here, one per kind of
+	// use: kept while it stays registered (path B), lost with it (path A, or PodWebhook=false).
+	Features []Feature
 	// Found lists what is there, one line each.
 	Found    []string
 	Findings []Finding
@@ -74,13 +84,20 @@ func (r Report) Blocked() bool {
 	return slices.ContainsFunc(r.Findings, func(f Finding) bool { return f.Blocker })
 }
 
+// Kept says whether what OpenKruise's pod webhook does (Features) goes on after the switch.
+func (r Report) Kept() bool { return r.Path == PathB && r.KruisePodWebhook != "" }
+
 // Check reads the cluster through c and reports which path of docs/migration.md the cluster takes
 // and what blocks taking it over from OpenKruise.
 func Check(ctx context.Context, c client.Reader, o Options) (Report, error) {
 	k := &checker{c: c, o: o.withDefaults()}
 	// The path comes first: whether OpenKruise's manager may keep running, and so what its webhooks
-	// and controller block, depends on it.
-	for _, step := range []func(context.Context) error{k.checkCRD, k.checkKinds, k.checkFence, k.checkController, k.checkWebhooks, k.checkObjects} {
+	// and controller block, depends on it; and it depends on the pods, read in one pass that also
+	// finds those sidecarops' pod webhook will not see.
+	for _, step := range []func(context.Context) error{
+		k.checkKinds, k.readSidecarops, k.readWebhooks, k.readSidecarSets, k.checkPods, k.decidePath,
+		k.checkCRD, k.checkFence, k.checkController, k.checkWebhooks, k.checkWhitelist, k.checkObjects, k.checkUnseen,
+	} {
 		if err := step(ctx); err != nil {
 			return Report{}, err
 		}
@@ -96,9 +113,27 @@ type checker struct {
 	// kruiseRuns says that OpenKruise's manager Deployment has replicas.
 	kruiseRuns bool
 	// unfenced says what of the fence is missing, on path B; fenced holds the match conditions of
-	// each of its policies that are there.
+	// its policy where it is there.
 	unfenced []string
-	fenced   [][]string
+	fenced   []string
+	// sidecarops is the installed manager as its Deployment runs it.
+	sidecarops installed
+	// mutating and validating are the cluster's webhook configurations.
+	mutating   []admissionregv1.MutatingWebhookConfiguration
+	validating []admissionregv1.ValidatingWebhookConfiguration
+	// view is which pods sidecarops' pod webhook sees, from viewSource.
+	view       *podwebhook.View
+	viewSource string
+	// sets and revisions are the SidecarSets and their history, where setsServed.
+	sets       []v1beta1.SidecarSet
+	revisions  []appsv1.ControllerRevision
+	setsServed bool
+	// pods counts what the pass over the pods found.
+	pods podCounts
+	// whitelist is the whitelist document the installed manager reads (manifest.Whitelist), from
+	// whitelistCM (nil: none).
+	whitelist   map[string]any
+	whitelistCM *corev1.ConfigMap
 }
 
 func (k *checker) checkCRD(ctx context.Context) error {
@@ -137,8 +172,14 @@ func (k *checker) checkCRD(ctx context.Context) error {
 	case url != "":
 		by = url
 	}
+	foreign := svcName != "" && (svcName != o.Service || svcNS != o.Namespace)
+	if foreign && r.Path == PathB {
+		// OpenKruise's manager keeps the CRD and rewrites its conversion on every certificate sync:
+		// on path B it stays OpenKruise's, served as long as OpenKruise runs.
+		by += ", OpenKruise's, kept on path B"
+	}
 	r.Found = append(r.Found, fmt.Sprintf("CustomResourceDefinition %s: served %s, stored %s, conversion by %s", crdName, strings.Join(served, ", "), stored, by))
-	if svcName != "" && (svcName != o.Service || svcNS != o.Namespace) {
+	if foreign && r.Path == PathA {
 		r.Findings = append(r.Findings, Finding{
 			Blocker: true,
 			Message: fmt.Sprintf("the SidecarSet CRD converts versions through Service %s/%s: once OpenKruise stops, every v1alpha1 read and write of a SidecarSet fails", svcNS, svcName),
@@ -148,64 +189,120 @@ func (k *checker) checkCRD(ctx context.Context) error {
 	return nil
 }
 
-func (k *checker) checkWebhooks(ctx context.Context) error {
-	c, o, r := k.c, k.o, &k.r
+// readWebhooks reads the webhook configurations, and from sidecarops' own which pods its pod webhook
+// sees: the default install's where it is not installed yet.
+func (k *checker) readWebhooks(ctx context.Context) error {
 	var ms admissionregv1.MutatingWebhookConfigurationList
-	if err := c.List(ctx, &ms); err != nil {
+	if err := k.c.List(ctx, &ms); err != nil {
 		return fmt.Errorf("listing MutatingWebhookConfigurations: %w", err)
 	}
-	for _, cfg := range ms.Items {
+	var vs admissionregv1.ValidatingWebhookConfigurationList
+	if err := k.c.List(ctx, &vs); err != nil {
+		return fmt.Errorf("listing ValidatingWebhookConfigurations: %w", err)
+	}
+	k.mutating, k.validating = ms.Items, vs.Items
+	i := slices.IndexFunc(k.mutating, func(m admissionregv1.MutatingWebhookConfiguration) bool { return m.Name == k.o.Configuration })
+	if i < 0 {
+		k.viewSource = fmt.Sprintf("as the chart installs it by default in %s (no MutatingWebhookConfiguration %s yet)", k.o.Namespace, k.o.Configuration)
+		var err error
+		k.view, err = podwebhook.Default(k.o.Namespace)
+		return err
+	}
+	view, err := podwebhook.FromConfiguration(&k.mutating[i])
+	if err != nil {
+		k.r.Findings = append(k.r.Findings, Finding{
+			Blocker: true,
+			Message: fmt.Sprintf("sidecarops' pod webhook is not registered as installed: %v; no pod is injected", err),
+			Fix:     fmt.Sprintf("helm upgrade sidecarops CHART -n %s --reuse-values   # or: kubectl apply --server-side -k config/default", k.o.Namespace),
+		})
+		return nil
+	}
+	k.view, k.viewSource = view, "of MutatingWebhookConfiguration "+k.o.Configuration
+	return nil
+}
+
+func (k *checker) checkWebhooks(context.Context) error {
+	o, r := k.o, &k.r
+	for _, cfg := range k.mutating {
 		for _, w := range cfg.Webhooks {
 			if cfg.Name == o.Configuration || !isKruise(cfg.Name, w.ClientConfig) {
 				continue
 			}
 			if covers(w.Rules, "", "pods") {
-				r.Findings = append(r.Findings, k.kruisePodWebhook(w.Name, cfg.Name))
+				k.kruisePodWebhook(w.Name, cfg.Name)
 			}
 			if covers(w.Rules, v1beta1.GroupVersion.Group, "sidecarsets") {
 				r.Findings = append(r.Findings, k.kruiseSidecarSetWebhook(w.Name, "mutatingwebhookconfiguration", cfg.Name))
 			}
 		}
 	}
-	var vs admissionregv1.ValidatingWebhookConfigurationList
-	if err := c.List(ctx, &vs); err != nil {
-		return fmt.Errorf("listing ValidatingWebhookConfigurations: %w", err)
-	}
-	for _, cfg := range vs.Items {
+	for _, cfg := range k.validating {
 		for _, w := range cfg.Webhooks {
 			if cfg.Name != o.Configuration && isKruise(cfg.Name, w.ClientConfig) && covers(w.Rules, v1beta1.GroupVersion.Group, "sidecarsets") {
 				r.Findings = append(r.Findings, k.kruiseSidecarSetWebhook(w.Name, "validatingwebhookconfiguration", cfg.Name))
 			}
 		}
 	}
+	k.podFeatures()
 	return nil
 }
 
-// kruisePodWebhook blocks on either path: with sidecarops' pod webhook, OpenKruise's would inject
-// the same sidecars a second time. Path A removes it with the rest of OpenKruise; path B turns it off
-// in OpenKruise, whose manager would otherwise register it again.
-func (k *checker) kruisePodWebhook(webhook, cfg string) Finding {
-	f := Finding{
-		Blocker: true,
-		Message: fmt.Sprintf("OpenKruise's pod webhook %s (MutatingWebhookConfiguration %s) is registered: with sidecarops' it would inject twice", webhook, cfg),
-		Fix:     fmt.Sprintf("kubectl delete mutatingwebhookconfiguration %s   # path A: after OpenKruise's manager is stopped, or it registers it again", cfg),
+// kruisePodWebhook judges OpenKruise's pod webhook. On path A it goes with the rest of OpenKruise
+// (with sidecarops' it would inject twice). On path B it stays, first, and sidecarops' pod webhook
+// runs after it with --openkruise-kept, taking back what OpenKruise injected that sidecarops would
+// not; it must then be served.
+func (k *checker) kruisePodWebhook(webhook, cfg string) {
+	r := &k.r
+	r.KruisePodWebhook = fmt.Sprintf("%s (MutatingWebhookConfiguration %s)", webhook, cfg)
+	switch {
+	case r.Path == PathA:
+		r.Findings = append(r.Findings, Finding{
+			Blocker: true,
+			Message: fmt.Sprintf("OpenKruise's pod webhook %s is registered: with sidecarops' it would inject twice", r.KruisePodWebhook),
+			Fix:     fmt.Sprintf("kubectl delete mutatingwebhookconfiguration %s   # path A: after OpenKruise's manager is stopped, or it registers it again", cfg),
+		})
+	case !k.kruiseRuns:
+		r.Findings = append(r.Findings, Finding{
+			Blocker: true,
+			Message: fmt.Sprintf("OpenKruise's pod webhook %s is registered and no OpenKruise manager serves it: pod creations fail or go without it, by its failurePolicy", r.KruisePodWebhook),
+			Fix:     fmt.Sprintf("kubectl -n %s scale deployment %s --replicas=1   # path B keeps OpenKruise running", k.o.KruiseNamespace, KruiseManager),
+		})
+	case k.sidecarops.found && !k.sidecarops.openKruiseKept:
+		r.Findings = append(r.Findings, Finding{
+			Blocker: true,
+			Message: fmt.Sprintf("sidecarops' manager (Deployment %s/%s) runs without --openkruise-kept while OpenKruise's pod webhook %s injects first: the pods OpenKruise injects keep what it injected where sidecarops' gates, whitelist or collision rules would not inject", k.o.Namespace, Manager, r.KruisePodWebhook),
+			Fix:     fmt.Sprintf("helm upgrade sidecarops CHART -n %s --reuse-values --set openkruise.fence.enabled=true   # it sets --openkruise-kept; without Helm, add --openkruise-kept to the manager's args", k.o.Namespace),
+		})
 	}
-	if k.r.Path == PathB {
-		f.Fix = fmt.Sprintf("helm upgrade kruise openkruise/kruise --reuse-values --set crds.managed=false --set featureGates='PodWebhook=false'   # path B (docs/migration.md, step 5): first helm.sh/resource-policy=keep on every kruise.io CRD; keep the gates already set, comma-separated (helm get values kruise --all); without Helm, --feature-gates=PodWebhook=false in %s's args. Its manager then drops %s from %s itself",
-			KruiseManager, webhook, cfg)
+}
+
+// podFeatures says, on path B, what goes where OpenKruise's pod webhook is not registered
+// (PodWebhook=false, as path B once asked).
+func (k *checker) podFeatures() {
+	r := &k.r
+	if r.Path != PathB || r.KruisePodWebhook != "" || len(r.Features) == 0 {
+		return
 	}
-	return f
+	r.Findings = append(r.Findings, Finding{
+		Message: "OpenKruise's pod webhook is not registered (PodWebhook=false in its manager's feature gates?): what it does for the objects and pods listed as lost is not done; path B keeps it on",
+		Fix:     fmt.Sprintf("helm upgrade kruise openkruise/kruise --reuse-values --set featureGates='...'   # the gates of helm get values kruise --all, without PodWebhook=false; without Helm, drop PodWebhook=false from %s's --feature-gates", KruiseManager),
+	})
 }
 
 // kruiseSidecarSetWebhook blocks when no OpenKruise manager serves it (every SidecarSet write then
-// fails). On path B with the manager running, it is served and registered again whatever is done
-// to it: SidecarSet writes then pass both OpenKruise's validation and sidecarops'.
+// fails). On path B with the manager running it is served, and sidecarops' manager with
+// --openkruise-kept removes it from OpenKruise's configurations and from the template OpenKruise
+// rebuilds them from; until then a SidecarSet write passes both validations.
 func (k *checker) kruiseSidecarSetWebhook(webhook, kind, cfg string) Finding {
 	if k.r.Path == PathB && k.kruiseRuns {
-		return Finding{
-			Message: fmt.Sprintf("OpenKruise's SidecarSet webhook %s (%s %s) stays with OpenKruise's manager: a SidecarSet write waits on OpenKruise being up and must pass its validation as well as sidecarops', which differ where docs/decisions.md says (D2, D3)", webhook, kind, cfg),
-			Fix:     "sidecarctl check -f SIDECARSET.yaml   # sidecarops' verdict; OpenKruise's manager registers its webhook again while it runs",
+		f := Finding{
+			Message: fmt.Sprintf("OpenKruise's SidecarSet webhook %s (%s %s) is registered: a SidecarSet write waits on OpenKruise being up and must pass its validation as well as sidecarops', which differ where docs/decisions.md says (D2, D3); sidecarops' manager, installed with openkruise.fence.enabled (--openkruise-kept), removes it and keeps it removed", webhook, kind, cfg),
+			Fix:     fmt.Sprintf("helm upgrade sidecarops CHART -n %s --reuse-values --set openkruise.fence.enabled=true   # without Helm, --openkruise-kept in the manager's args", k.o.Namespace),
 		}
+		if k.sidecarops.openKruiseKept {
+			f.Fix = fmt.Sprintf("none: sidecarops' manager (Deployment %s/%s) runs with --openkruise-kept and removes it once it is up; if it stays, see the manager's log", k.o.Namespace, Manager)
+		}
+		return f
 	}
 	return Finding{
 		Blocker: true,
@@ -260,12 +357,11 @@ func (k *checker) checkController(ctx context.Context) error {
 		// chart's leaves the manager outside it.
 		sa := cmp.Or(d.Spec.Template.Spec.ServiceAccountName, "default")
 		user := "system:serviceaccount:" + o.KruiseNamespace + ":" + sa
-		names := func(e string) bool { return strings.Contains(e, "'"+user+"'") }
-		if slices.ContainsFunc(k.fenced, func(policy []string) bool { return !slices.ContainsFunc(policy, names) }) {
+		if !slices.ContainsFunc(k.fenced, func(e string) bool { return strings.Contains(e, "'"+user+"'") }) {
 			r.Findings = append(r.Findings, Finding{
 				Blocker: true,
 				Message: fmt.Sprintf("the fence does not name the user OpenKruise's manager runs as (%s), so it refuses that manager nothing", user),
-				Fix:     fmt.Sprintf("helm upgrade sidecarops CHART -n %s --reuse-values --set openkruise.fence.serviceAccount=%s/%s   # or patch /spec/matchConditions/0/expression of both fence policies", o.Namespace, o.KruiseNamespace, sa),
+				Fix:     fmt.Sprintf("helm upgrade sidecarops CHART -n %s --reuse-values --set openkruise.fence.serviceAccount=%s/%s   # or patch /spec/matchConditions/0/expression of the fence's policy", o.Namespace, o.KruiseNamespace, sa),
 			})
 			break
 		}
@@ -286,74 +382,37 @@ func (k *checker) checkController(ctx context.Context) error {
 	return nil
 }
 
-// checkObjects counts what sidecarops will adopt, and names the SidecarSets sidecarops would
-// refuse: they keep injecting as stored, but every update to them is refused until they are fixed.
-func (k *checker) checkObjects(ctx context.Context) error {
-	c, o, r := k.c, k.o, &k.r
+// readSidecarSets lists the SidecarSets and their history: what sidecarops will adopt.
+func (k *checker) readSidecarSets(ctx context.Context) error {
 	var sets v1beta1.SidecarSetList
-	if err := c.List(ctx, &sets); err != nil {
+	if err := k.c.List(ctx, &sets); err != nil {
 		if apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err) {
-			return nil // no CRD: reported already
+			return nil // no CRD: reported by checkCRD
 		}
 		return fmt.Errorf("listing SidecarSets: %w", err)
 	}
+	k.sets, k.setsServed = sets.Items, true
 	var crs appsv1.ControllerRevisionList
-	if err := c.List(ctx, &crs, client.InNamespace(o.KruiseNamespace), client.HasLabels{v1beta1.SidecarSetNameLabel}); err != nil {
-		return fmt.Errorf("listing ControllerRevisions in %s: %w", o.KruiseNamespace, err)
+	if err := k.c.List(ctx, &crs, client.InNamespace(k.o.KruiseNamespace), client.HasLabels{v1beta1.SidecarSetNameLabel}); err != nil {
+		return fmt.Errorf("listing ControllerRevisions in %s: %w", k.o.KruiseNamespace, err)
 	}
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods); err != nil {
-		return fmt.Errorf("listing pods: %w", err)
+	k.revisions = crs.Items
+	return nil
+}
+
+// checkObjects counts what sidecarops will adopt, and names the SidecarSets sidecarops would
+// refuse: they keep injecting as stored, but every update to them is refused until they are fixed.
+func (k *checker) checkObjects(ctx context.Context) error {
+	o, r := k.o, &k.r
+	if !k.setsServed {
+		return nil
 	}
-	injected := 0
-	for _, p := range pods.Items {
-		if p.Annotations[v1beta1.SidecarSetListAnnotation] != "" {
-			injected++
-		}
-	}
-	r.Found = append(r.Found, fmt.Sprintf("%d SidecarSet(s), %d of their ControllerRevisions in %s, %d pod(s) injected", len(sets.Items), len(crs.Items), o.KruiseNamespace, injected))
-	r.Losses = append(r.Losses, podLosses(pods.Items)...)
-	if len(crs.Items) > 0 && o.KruiseNamespace != o.Namespace {
+	r.Found = append(r.Found, fmt.Sprintf("%d SidecarSet(s), %d of their ControllerRevisions in %s, %d pod(s) injected", len(k.sets), len(k.revisions), o.KruiseNamespace, k.pods.injected))
+	if len(k.revisions) > 0 && o.KruiseNamespace != o.Namespace {
 		r.Findings = append(r.Findings, Finding{
 			Message: fmt.Sprintf("the SidecarSets' history is in %s: run the manager with it, or history-based injection and rollbacks lose it", o.KruiseNamespace),
 			Fix:     fmt.Sprintf("sidecarops-manager --revision-namespace=%s   # and grant the manager's Role there", o.KruiseNamespace),
 		})
 	}
-	return checkVerdicts(ctx, sets.Items, crs.Items, r)
-}
-
-// checkVerdicts validates each SidecarSet as sidecarops' validating webhook would, against the
-// ones created before it.
-func checkVerdicts(ctx context.Context, items []v1beta1.SidecarSet, crs []appsv1.ControllerRevision, r *Report) error {
-	slices.SortStableFunc(items, func(a, b v1beta1.SidecarSet) int {
-		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
-	})
-	revs := make([]*appsv1.ControllerRevision, len(crs))
-	for i := range crs {
-		revs[i] = &crs[i]
-	}
-	var earlier []*v1beta1.SidecarSet
-	for i := range items {
-		ss := items[i].DeepCopy()
-		if err := defaults.SidecarSetAndHash(ss); err != nil {
-			return fmt.Errorf("SidecarSet %s: %w", ss.Name, err)
-		}
-		snap, err := injector.Snapshot(ctx, injector.Policies{State: bundles.State{SidecarSets: earlier, ControllerRevisions: revs}})
-		if err != nil {
-			return err
-		}
-		errs, err := injector.ValidateSidecarSet(ctx, snap, ss.DeepCopy(), nil)
-		if err != nil {
-			return err
-		}
-		if len(errs) > 0 {
-			r.Findings = append(r.Findings, Finding{
-				Message: fmt.Sprintf("SidecarSet %s would be refused by sidecarops: %v; it keeps injecting as stored, but updates to it are refused until it is fixed", ss.Name, errs.ToAggregate()),
-				Fix:     fmt.Sprintf("kubectl get sidecarset %s -o yaml > %s.yaml && sidecarctl check -f %s.yaml", ss.Name, ss.Name, ss.Name),
-			})
-			continue
-		}
-		earlier = append(earlier, ss)
-	}
-	return nil
+	return k.checkVerdicts(ctx)
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,18 +22,15 @@ type Path string
 const (
 	// PathA stops OpenKruise as a whole: nothing of it but SidecarSet is in use.
 	PathA Path = "A"
-	// PathB keeps OpenKruise for its other workloads, with its pod webhook off (feature gate
-	// PodWebhook=false) and the fence refusing its SidecarSet controller's writes.
+	// PathB keeps OpenKruise for its other workloads and its pod webhook, sidecarops' pod webhook
+	// after it (--openkruise-kept), and the fence refusing OpenKruise's SidecarSet controller's writes.
 	PathB Path = "B"
 )
 
-// The bindings config/components/openkruise-fence (and the chart's openkruise.fence.enabled)
-// installs: FenceBinding refuses OpenKruise's manager its SidecarSet controller's writes;
-// FenceCRDBinding keeps the SidecarSet CRD's conversion as it was in that manager's updates.
-const (
-	FenceBinding    = "sidecarops-openkruise-fence"
-	FenceCRDBinding = "sidecarops-openkruise-fence-crd"
-)
+// FenceBinding is the binding config/components/openkruise-fence (and the chart's
+// openkruise.fence.enabled) installs: it refuses OpenKruise's manager its SidecarSet controller's
+// writes.
+const FenceBinding = "sidecarops-openkruise-fence"
 
 // kruiseGroups are the API groups OpenKruise's manager serves. Kruise Rollout (rollouts.kruise.io),
 // Kruise Game (game.kruise.io) and the like run managers of their own; what they build on
@@ -54,15 +50,25 @@ type Use struct {
 
 func (u Use) String() string { return fmt.Sprintf("%s.%s: %d", u.Kind, u.Group, u.Count) }
 
-// webhookOnly is what OpenKruise does for objects of these kinds only in its pod webhook, which
-// PodWebhook=false turns off (its pod mutating and validating handlers, pkg/webhook/pod): the
-// controllers of these kinds keep running, but this part of what they promise goes.
+// webhookOnly is what OpenKruise does for objects of these kinds only in its pod webhook (its pod
+// mutating and validating handlers, pkg/webhook/pod), which PodWebhook=false turns off: the
+// controllers of these kinds run either way.
 var webhookOnly = map[schema.GroupKind]string{
-	{Group: "policy.kruise.io", Kind: "PodUnavailableBudget"}: "no longer hold back pod deletions, evictions and in-place updates (PodUnavailableBudgetDeleteGate, PodUnavailableBudgetUpdateGate)",
-	{Group: "apps.kruise.io", Kind: "WorkloadSpread"}:         "no longer spread new pods over their subsets nor patch them per subset (WorkloadSpread)",
-	{Group: "apps.kruise.io", Kind: "PersistentPodState"}:     "no longer steer re-created pods back to the node or zone they had",
-	{Group: "apps.kruise.io", Kind: "PodProbeMarker"}:         "no longer probe pods on serverless (virtual-kubelet) nodes (EnablePodProbeMarkerOnServerless; kruise-daemon probes pods on real nodes as before)",
+	{Group: "policy.kruise.io", Kind: "PodUnavailableBudget"}: "pod deletions, evictions and in-place updates held back (PodUnavailableBudgetDeleteGate, PodUnavailableBudgetUpdateGate)",
+	{Group: "apps.kruise.io", Kind: "WorkloadSpread"}:         "new pods spread over their subsets and patched per subset (WorkloadSpread)",
+	{Group: "apps.kruise.io", Kind: "PersistentPodState"}:     "re-created pods steered back to the node or zone they had",
+	{Group: "apps.kruise.io", Kind: "PodProbeMarker"}:         "pods on serverless (virtual-kubelet) nodes probed (EnablePodProbeMarkerOnServerless; kruise-daemon probes pods on real nodes either way)",
 }
+
+// Feature is one use of what OpenKruise's pod webhook does: Count objects of a kind or pods, and
+// what it does for them.
+type Feature struct {
+	Count int
+	// What they are ("PodUnavailableBudget(s)"), and what the pod webhook does for them.
+	What, Does string
+}
+
+func (f Feature) String() string { return fmt.Sprintf("%d %s: %s", f.Count, f.What, f.Does) }
 
 // checkKinds counts the objects of every OpenKruise kind but SidecarSet: any in use and the
 // cluster takes path B.
@@ -94,14 +100,23 @@ func (k *checker) checkKinds(ctx context.Context) error {
 		}
 	}
 	slices.SortFunc(k.r.InUse, func(a, b Use) int { return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Kind, b.Kind)) })
-	k.r.Path = PathA
-	if len(k.r.InUse) > 0 {
-		k.r.Path = PathB
-	}
-	for _, u := range k.r.InUse {
-		if lost, ok := webhookOnly[schema.GroupKind{Group: u.Group, Kind: u.Kind}]; ok {
-			k.r.Losses = append(k.r.Losses, fmt.Sprintf("%d %s(s) %s", u.Count, u.Kind, lost))
+	return nil
+}
+
+// decidePath takes path B where OpenKruise's other kinds are in use, or where pods rely on what its
+// pod webhook does for them: path A would take that away with OpenKruise, and sidecarops does none of
+// it. Path A only where nothing is lost.
+func (k *checker) decidePath(context.Context) error {
+	r := &k.r
+	for _, u := range r.InUse {
+		if does, ok := webhookOnly[schema.GroupKind{Group: u.Group, Kind: u.Kind}]; ok {
+			r.Features = append(r.Features, Feature{Count: u.Count, What: u.Kind + "(s)", Does: does})
 		}
+	}
+	r.Features = append(r.Features, k.pods.features()...)
+	r.Path = PathA
+	if len(r.InUse) > 0 || len(r.Features) > 0 {
+		r.Path = PathB
 	}
 	return nil
 }
@@ -125,19 +140,18 @@ func servedVersion(crd unstructured.Unstructured) string {
 	return served
 }
 
-// checkFence looks, on path B, for the fence's two bindings and the policies they bind; k.unfenced
-// says what is missing. An API server that serves no MutatingAdmissionPolicy (before Kubernetes
-// 1.36) cannot hold the fence's CRD part, and so cannot take path B (docs/decisions.md D10).
+// checkFence looks, on path B, for the fence's binding and the policy it binds; k.unfenced says
+// what is missing.
 func (k *checker) checkFence(ctx context.Context) error {
 	if k.r.Path != PathB {
 		return nil
 	}
 	var vb admissionregv1.ValidatingAdmissionPolicyBinding
 	var vp admissionregv1.ValidatingAdmissionPolicy
-	missing, err := k.fencePart(ctx, "ValidatingAdmissionPolicy", FenceBinding, &vb, &vp, func() string { return vb.Spec.PolicyName })
+	missing, err := k.fencePart(ctx, &vb, &vp)
 	switch {
 	case errors.Is(err, errNotServed):
-		missing = "the API server serves no ValidatingAdmissionPolicy"
+		missing = "the API server serves no ValidatingAdmissionPolicy (Kubernetes 1.30 or later does)"
 	case err != nil:
 		return err
 	case missing == "" && !slices.Contains(vb.Spec.ValidationActions, admissionregv1.Deny):
@@ -145,103 +159,37 @@ func (k *checker) checkFence(ctx context.Context) error {
 	}
 	if missing != "" {
 		k.unfenced = append(k.unfenced, missing)
-	} else {
-		k.fenced = append(k.fenced, matchExpressions(vp.Spec.MatchConditions))
+		return nil
 	}
-	var mb admissionregv1.MutatingAdmissionPolicyBinding
-	var mp admissionregv1.MutatingAdmissionPolicy
-	missing, err = k.fencePart(ctx, "MutatingAdmissionPolicy", FenceCRDBinding, &mb, &mp, func() string { return mb.Spec.PolicyName })
-	switch {
-	case errors.Is(err, errNotServed):
-		k.r.Findings = append(k.r.Findings, Finding{
-			Blocker: true,
-			Message: "the API server serves no MutatingAdmissionPolicy (Kubernetes 1.36 or later does), so the fence cannot keep OpenKruise's manager from pointing the SidecarSet CRD's conversion back at its own Service, within a minute of every fix (docs/decisions.md D10)",
-			Fix:     "keep OpenKruise's SidecarSet until the control plane runs Kubernetes 1.36 or later; sidecarctl checks SidecarSets offline meanwhile",
-		})
-	case err != nil:
-		return err
-	case missing != "":
-		k.unfenced = append(k.unfenced, missing)
-	default:
-		k.fenced = append(k.fenced, matchExpressions(mp.Spec.MatchConditions))
+	for _, c := range vp.Spec.MatchConditions {
+		k.fenced = append(k.fenced, c.Expression)
 	}
-	if len(k.unfenced) == 0 && err == nil {
-		k.r.Found = append(k.r.Found, fmt.Sprintf("the fence: ValidatingAdmissionPolicyBinding %s, MutatingAdmissionPolicyBinding %s", FenceBinding, FenceCRDBinding))
-	}
+	k.r.Found = append(k.r.Found, "the fence: ValidatingAdmissionPolicyBinding "+FenceBinding)
 	return nil
-}
-
-// matchExpressions are the CEL expressions of a policy's match conditions, where the fence names the
-// user it fences.
-func matchExpressions(conditions []admissionregv1.MatchCondition) []string {
-	out := make([]string, len(conditions))
-	for i, c := range conditions {
-		out[i] = c.Expression
-	}
-	return out
 }
 
 // errNotServed says the API server does not serve a kind.
 var errNotServed = errors.New("not served")
 
-// fencePart reads binding name into binding, then the policy it names (policyName, once binding is
-// read) into policy, and says what is missing, if anything; errNotServed if the API server serves
-// no such binding.
-func (k *checker) fencePart(ctx context.Context, kind, name string, binding, policy client.Object, policyName func() string) (string, error) {
-	if err := k.c.Get(ctx, client.ObjectKey{Name: name}, binding); err != nil {
+// fencePart reads the fence's binding into binding, then the policy it names into policy, and says
+// what is missing, if anything; errNotServed if the API server serves no such binding.
+func (k *checker) fencePart(ctx context.Context, binding *admissionregv1.ValidatingAdmissionPolicyBinding, policy *admissionregv1.ValidatingAdmissionPolicy) (string, error) {
+	const kind = "ValidatingAdmissionPolicy"
+	if err := k.c.Get(ctx, client.ObjectKey{Name: FenceBinding}, binding); err != nil {
 		switch {
 		case apimeta.IsNoMatchError(err):
 			return "", errNotServed
 		case apierrors.IsNotFound(err):
-			return fmt.Sprintf("no %sBinding %s", kind, name), nil
+			return fmt.Sprintf("no %sBinding %s", kind, FenceBinding), nil
 		}
-		return "", fmt.Errorf("reading %sBinding %s: %w", kind, name, err)
+		return "", fmt.Errorf("reading %sBinding %s: %w", kind, FenceBinding, err)
 	}
-	if err := k.c.Get(ctx, client.ObjectKey{Name: policyName()}, policy); err != nil {
+	name := binding.Spec.PolicyName
+	if err := k.c.Get(ctx, client.ObjectKey{Name: name}, policy); err != nil {
 		if apierrors.IsNotFound(err) {
-			return fmt.Sprintf("%sBinding %s binds %s %s, which is missing", kind, name, kind, policyName()), nil
+			return fmt.Sprintf("%sBinding %s binds %s %s, which is missing", kind, FenceBinding, kind, name), nil
 		}
-		return "", fmt.Errorf("reading %s %s: %w", kind, policyName(), err)
+		return "", fmt.Errorf("reading %s %s: %w", kind, name, err)
 	}
 	return "", nil
 }
-
-// podLosses counts the pods that rely on what OpenKruise's pod webhook does at their creation: pods
-// created with it off no longer get it.
-func podLosses(pods []corev1.Pod) []string {
-	var gated, liveness, ordered int
-	for i := range pods {
-		p := &pods[i]
-		if slices.ContainsFunc(p.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return g.ConditionType == kruisePodReady }) {
-			gated++
-		}
-		if p.Annotations[enhancedLiveness] == "true" {
-			liveness++
-		}
-		if p.Annotations[launchPriority] != "" || slices.ContainsFunc(p.Spec.Containers, func(c corev1.Container) bool {
-			return slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == launchPriorityEnv })
-		}) {
-			ordered++
-		}
-	}
-	var out []string
-	if gated > 0 {
-		out = append(out, fmt.Sprintf("%d pod(s) carry the readiness gate %s: new pods no longer get it, so OpenKruise no longer takes them out of their Services before an in-place update, a container recreate or a lifecycle hook (KruisePodReadinessGate)", gated, kruisePodReady))
-	}
-	if liveness > 0 {
-		out = append(out, fmt.Sprintf("%d pod(s) use the enhanced liveness probe (%s): new ones keep their liveness probe with the kubelet (EnhancedLivenessProbe)", liveness, enhancedLiveness))
-	}
-	if ordered > 0 {
-		out = append(out, fmt.Sprintf("%d pod(s) start their containers in an order (%s or env %s): new ones start them all at once", ordered, launchPriority, launchPriorityEnv))
-	}
-	return out
-}
-
-// What OpenKruise's pod webhook reads and writes on pods.
-const kruisePodReady corev1.PodConditionType = "KruisePodReady"
-
-const (
-	enhancedLiveness  = "apps.kruise.io/using-enhanced-liveness"
-	launchPriority    = "apps.kruise.io/container-launch-priority"
-	launchPriorityEnv = "KRUISE_CONTAINER_PRIORITY"
-)

@@ -103,27 +103,30 @@ func kruiseWebhooks(podWebhook bool) []client.Object {
 	return []client.Object{m, v}
 }
 
-// fence is the component's validating binding (denying or not) and, if withPolicy, the policy it
-// binds; with crd, its mutating binding and policy.
-func fence(actions []admissionregv1.ValidationAction, withPolicy, crd bool) []client.Object {
+// fence is the component's binding (denying or not) and, if withPolicy, the policy it binds.
+func fence(actions []admissionregv1.ValidationAction, withPolicy bool) []client.Object {
 	out := []client.Object{&admissionregv1.ValidatingAdmissionPolicyBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: FenceBinding},
 		Spec:       admissionregv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "fence", ValidationActions: actions},
 	}}
-	// As the component names OpenKruise's manager.
-	manager := []admissionregv1.MatchCondition{
-		{Name: "openkruise-manager", Expression: "request.userInfo.username == 'system:serviceaccount:kruise-system:kruise-manager'"},
-		{Name: "something-else", Expression: "has(object.spec)"},
-	}
 	if withPolicy {
-		out = append(out, &admissionregv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "fence"}, Spec: admissionregv1.ValidatingAdmissionPolicySpec{MatchConditions: manager}})
-	}
-	if crd {
-		out = append(out,
-			&admissionregv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: FenceCRDBinding}, Spec: admissionregv1.MutatingAdmissionPolicyBindingSpec{PolicyName: "fence-crd"}},
-			&admissionregv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "fence-crd"}, Spec: admissionregv1.MutatingAdmissionPolicySpec{MatchConditions: manager}})
+		// As the component names OpenKruise's manager.
+		out = append(out, &admissionregv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "fence"}, Spec: admissionregv1.ValidatingAdmissionPolicySpec{MatchConditions: []admissionregv1.MatchCondition{
+			{Name: "openkruise-manager", Expression: "request.userInfo.username == 'system:serviceaccount:kruise-system:kruise-manager'"},
+			{Name: "something-else", Expression: "has(object.spec)"},
+		}}})
 	}
 	return out
+}
+
+// sidecaropsManager is sidecarops' manager Deployment in sidecarops-system, run with args.
+func sidecaropsManager(args ...string) client.Object {
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "sidecarops-system", Name: Manager}, Spec: appsv1.DeploymentSpec{
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "kube-rbac-proxy"},
+			{Name: "manager", Command: []string{"/manager"}, Args: args},
+		}}},
+	}}
 }
 
 var deny = []admissionregv1.ValidationAction{admissionregv1.Deny}
@@ -169,19 +172,60 @@ func fakeCluster(t *testing.T, notServed []string, objs ...client.Object) client
 	return fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{Get: get}).Build()
 }
 
-func TestMigratePath(t *testing.T) {
-	kruise := func(podWebhook bool, replicas int32) []client.Object {
-		return append(kruiseWebhooks(podWebhook), kruiseManager(replicas, "kruise-manager"))
+// all joins groups of objects.
+func all(groups ...[]client.Object) []client.Object {
+	var out []client.Object
+	for _, g := range groups {
+		out = append(out, g...)
 	}
-	all := func(groups ...[]client.Object) []client.Object {
-		var out []client.Object
-		for _, g := range groups {
-			out = append(out, g...)
+	return out
+}
+
+func kruise(podWebhook bool, replicas int32) []client.Object {
+	return append(kruiseWebhooks(podWebhook), kruiseManager(replicas, "kruise-manager"))
+}
+
+var crds = []client.Object{sidecarSetKind.crd(true), cloneSets.crd(true), pubs.crd(true), spreads.crd(true), nodeImages.crd(true), rollouts.crd(true)}
+
+// outcome is what a test expects of a report: substrings of its blockers' and warnings' messages, in
+// order, and of its fixes, all findings together.
+type outcome struct {
+	blockers, warnings, fixes []string
+}
+
+func (want outcome) check(t *testing.T, r Report) {
+	t.Helper()
+	var blockers, warnings []Finding
+	var fixes []string
+	for _, f := range r.Findings {
+		fixes = append(fixes, f.Fix)
+		if f.Blocker {
+			blockers = append(blockers, f)
+		} else {
+			warnings = append(warnings, f)
 		}
-		return out
 	}
-	crds := []client.Object{sidecarSetKind.crd(true), cloneSets.crd(true), pubs.crd(true), spreads.crd(true), nodeImages.crd(true), rollouts.crd(true)}
+	matches(t, "blockers", want.blockers, blockers)
+	matches(t, "warnings", want.warnings, warnings)
+	assert.Equal(t, len(want.blockers) > 0, r.Blocked())
+	for _, w := range want.fixes {
+		assert.Contains(t, strings.Join(fixes, "\n"), w)
+	}
+}
+
+func check(t *testing.T, notServed []string, objs ...client.Object) Report {
+	t.Helper()
+	r, err := Check(context.Background(), fakeCluster(t, notServed, objs...), Options{})
+	require.NoError(t, err)
+	return r
+}
+
+func TestMigratePath(t *testing.T) {
 	inUse := []client.Object{cloneSets.object("web"), cloneSets.object("api")}
+	cloneSetsInUse := []string{"CloneSet.apps.kruise.io: 2"}
+	// On path B with OpenKruise's manager running, its SidecarSet webhooks are served: warnings,
+	// which sidecarops' manager clears with --openkruise-kept.
+	sidecarSetWebhooks := []string{"SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"}
 
 	tests := []struct {
 		name      string
@@ -189,18 +233,18 @@ func TestMigratePath(t *testing.T) {
 		notServed []string
 		path      Path
 		inUse     []string
-		losses    []string
-		// blockers and warnings are substrings of the findings' messages, in order.
-		blockers, warnings []string
-		// fixes are substrings of the fixes, all findings together.
-		fixes []string
+		// kept is the pod webhook path B keeps ("" for none).
+		kept string
+		outcome
 	}{
 		{
-			name:     "SidecarSet only, OpenKruise running: path A, stop it",
-			objs:     all(crds, kruise(true, 2)),
-			path:     PathA,
-			blockers: []string{"OpenKruise's controller runs", "pod webhook mpod.kb.io", "SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
-			fixes:    []string{"scale deployment kruise-controller-manager --replicas=0", "kubectl delete mutatingwebhookconfiguration kruise-mutating-webhook-configuration   # path A"},
+			name: "SidecarSet only, OpenKruise running: path A, stop it",
+			objs: all(crds, kruise(true, 2)),
+			path: PathA,
+			outcome: outcome{
+				blockers: []string{"OpenKruise's controller runs", "pod webhook mpod.kb.io", "SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
+				fixes:    []string{"scale deployment kruise-controller-manager --replicas=0", "kubectl delete mutatingwebhookconfiguration kruise-mutating-webhook-configuration   # path A"},
+			},
 		},
 		{
 			name: "OpenKruise's own NodeImages and another project's Rollouts: path A",
@@ -213,136 +257,202 @@ func TestMigratePath(t *testing.T) {
 			path: PathA,
 		},
 		{
-			name:     "CloneSets, OpenKruise running, nothing done yet: path B, the fence and PodWebhook=false block",
-			objs:     all(crds, inUse, kruise(true, 2)),
-			path:     PathB,
-			inUse:    []string{"CloneSet.apps.kruise.io: 2"},
-			blockers: []string{"the fence is not installed (no ValidatingAdmissionPolicyBinding sidecarops-openkruise-fence; no MutatingAdmissionPolicyBinding sidecarops-openkruise-fence-crd)", "pod webhook mpod.kb.io"},
-			// Served by the manager that keeps running: not blockers on path B.
-			warnings: []string{"SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
-			fixes:    []string{"--set openkruise.fence.enabled=true", "config/samples/kruise-coexist", "--set featureGates='PodWebhook=false'"},
-		},
-		{
-			name:     "CloneSets, fence installed, PodWebhook=false: path B, clear",
-			objs:     all(crds, inUse, kruise(false, 2), fence(deny, true, true)),
-			path:     PathB,
-			inUse:    []string{"CloneSet.apps.kruise.io: 2"},
-			warnings: []string{"SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
-		},
-		{
-			name:     "a fence naming another ServiceAccount than OpenKruise's manager's refuses it nothing",
-			objs:     all(crds, inUse, kruiseWebhooks(false), []client.Object{kruiseManager(2, "")}, fence(deny, true, true)),
-			path:     PathB,
-			inUse:    []string{"CloneSet.apps.kruise.io: 2"},
-			blockers: []string{"the fence does not name the user OpenKruise's manager runs as (system:serviceaccount:kruise-system:default)"},
-			warnings: []string{"SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
-			fixes:    []string{"--set openkruise.fence.serviceAccount=kruise-system/default"},
-		},
-		{
-			name:     "a fence binding that only warns does not fence",
-			objs:     all(crds, inUse, kruise(false, 2), fence([]admissionregv1.ValidationAction{admissionregv1.Warn}, true, true)),
-			path:     PathB,
-			inUse:    []string{"CloneSet.apps.kruise.io: 2"},
-			blockers: []string{"the fence is not installed (ValidatingAdmissionPolicyBinding sidecarops-openkruise-fence does not deny (validationActions [Warn]))"},
-			warnings: []string{"SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
-		},
-		{
-			name:     "a fence without its CRD part does not fence: OpenKruise's manager would take the conversion back",
-			objs:     all(crds, inUse, kruise(false, 2), fence(deny, true, false)),
-			path:     PathB,
-			inUse:    []string{"CloneSet.apps.kruise.io: 2"},
-			blockers: []string{"the fence is not installed (no MutatingAdmissionPolicyBinding sidecarops-openkruise-fence-crd)"},
-			warnings: []string{"SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
-		},
-		{
-			name:      "before Kubernetes 1.36 the fence has no CRD part: path B waits for 1.36",
-			objs:      all(crds, inUse, kruise(false, 2), fence(deny, true, false)),
-			notServed: []string{"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"},
-			path:      PathB,
-			inUse:     []string{"CloneSet.apps.kruise.io: 2"},
-			blockers:  []string{"the API server serves no MutatingAdmissionPolicy"},
-			warnings:  []string{"SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
-		},
-		{
-			name:      "no ValidatingAdmissionPolicy served: no fence",
-			objs:      all(crds, inUse, kruise(false, 2)),
-			notServed: []string{"ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicyBinding"},
-			path:      PathB,
-			inUse:     []string{"CloneSet.apps.kruise.io: 2"},
-			blockers:  []string{"the API server serves no MutatingAdmissionPolicy", "the fence is not installed (the API server serves no ValidatingAdmissionPolicy)"},
-			warnings:  []string{"SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
-		},
-		{
-			name:     "a fence binding without its policy does not fence",
-			objs:     all(crds, inUse, kruise(false, 2), fence(deny, false, true)),
-			path:     PathB,
-			inUse:    []string{"CloneSet.apps.kruise.io: 2"},
-			blockers: []string{"the fence is not installed (ValidatingAdmissionPolicyBinding sidecarops-openkruise-fence binds ValidatingAdmissionPolicy fence, which is missing)"},
-			warnings: []string{"SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
-		},
-		{
-			name:     "path B with OpenKruise's manager stopped: nobody serves its SidecarSet webhooks",
-			objs:     all(crds, inUse, kruise(false, 0)),
-			path:     PathB,
-			inUse:    []string{"CloneSet.apps.kruise.io: 2"},
-			blockers: []string{"SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
-		},
-		{
-			name: "what goes with the pod webhook: budgets, spreads, gated and ordered pods",
-			objs: all(crds, fence(deny, true, true), []client.Object{
-				pubs.object("web"), spreads.object("zones"), spreads.object("racks"),
-				pod("gated", func(p *corev1.Pod) {
-					p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "KruisePodReady"}}
-					p.Annotations = map[string]string{"apps.kruise.io/using-enhanced-liveness": "true"}
-				}),
-				pod("ordered", func(p *corev1.Pod) {
-					p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "KRUISE_CONTAINER_PRIORITY", Value: "1"}}
-				}),
-				pod("plain", nil),
-			}),
+			name:  "CloneSets, OpenKruise running, nothing done yet: path B, the fence blocks; its pod webhook is kept",
+			objs:  all(crds, inUse, kruise(true, 2)),
 			path:  PathB,
-			inUse: []string{"WorkloadSpread.apps.kruise.io: 2", "PodUnavailableBudget.policy.kruise.io: 1"},
-			losses: []string{
-				"2 WorkloadSpread(s) no longer spread new pods",
-				"1 PodUnavailableBudget(s) no longer hold back pod deletions, evictions and in-place updates",
-				"1 pod(s) carry the readiness gate KruisePodReady",
-				"1 pod(s) use the enhanced liveness probe",
-				"1 pod(s) start their containers in an order",
+			inUse: cloneSetsInUse,
+			kept:  "mpod.kb.io (MutatingWebhookConfiguration kruise-mutating-webhook-configuration)",
+			outcome: outcome{
+				blockers: []string{"the fence is not installed (no ValidatingAdmissionPolicyBinding sidecarops-openkruise-fence)"},
+				warnings: sidecarSetWebhooks,
+				fixes:    []string{"--set openkruise.fence.enabled=true", "config/samples/kruise-coexist"},
+			},
+		},
+		{
+			name:    "CloneSets, fence installed, OpenKruise's pod webhook on: path B, clear",
+			objs:    all(crds, inUse, kruise(true, 2), fence(deny, true)),
+			path:    PathB,
+			inUse:   cloneSetsInUse,
+			kept:    "mpod.kb.io (MutatingWebhookConfiguration kruise-mutating-webhook-configuration)",
+			outcome: outcome{warnings: sidecarSetWebhooks, fixes: []string{"helm upgrade sidecarops CHART -n sidecarops-system --reuse-values --set openkruise.fence.enabled=true"}},
+		},
+		{
+			name:    "path B, OpenKruise's pod webhook off (PodWebhook=false) and nothing relying on it: nothing lost",
+			objs:    all(crds, inUse, kruise(false, 2), fence(deny, true)),
+			path:    PathB,
+			inUse:   cloneSetsInUse,
+			outcome: outcome{warnings: sidecarSetWebhooks},
+		},
+		{
+			name:  "path B, sidecarops' manager installed without --openkruise-kept: it would not take back OpenKruise's injection",
+			objs:  all(crds, inUse, kruise(true, 2), fence(deny, true), []client.Object{sidecaropsManager("--leader-elect")}),
+			path:  PathB,
+			inUse: cloneSetsInUse,
+			kept:  "mpod.kb.io (MutatingWebhookConfiguration kruise-mutating-webhook-configuration)",
+			outcome: outcome{
+				blockers: []string{"sidecarops' manager (Deployment sidecarops-system/sidecarops-manager) runs without --openkruise-kept"},
+				warnings: sidecarSetWebhooks,
+				fixes:    []string{"add --openkruise-kept to the manager's args"},
+			},
+		},
+		{
+			name:    "path B, sidecarops' manager with --openkruise-kept: OpenKruise's SidecarSet webhooks go by themselves",
+			objs:    all(crds, inUse, kruise(true, 2), fence(deny, true), []client.Object{sidecaropsManager("--leader-elect", "--openkruise-kept")}),
+			path:    PathB,
+			inUse:   cloneSetsInUse,
+			kept:    "mpod.kb.io (MutatingWebhookConfiguration kruise-mutating-webhook-configuration)",
+			outcome: outcome{warnings: sidecarSetWebhooks, fixes: []string{"none: sidecarops' manager (Deployment sidecarops-system/sidecarops-manager) runs with --openkruise-kept and removes it"}},
+		},
+		{
+			name:  "a fence naming another ServiceAccount than OpenKruise's manager's refuses it nothing",
+			objs:  all(crds, inUse, kruiseWebhooks(true), []client.Object{kruiseManager(2, "")}, fence(deny, true)),
+			path:  PathB,
+			inUse: cloneSetsInUse,
+			kept:  "mpod.kb.io (MutatingWebhookConfiguration kruise-mutating-webhook-configuration)",
+			outcome: outcome{
+				blockers: []string{"the fence does not name the user OpenKruise's manager runs as (system:serviceaccount:kruise-system:default)"},
+				warnings: sidecarSetWebhooks,
+				fixes:    []string{"--set openkruise.fence.serviceAccount=kruise-system/default"},
+			},
+		},
+		{
+			name:  "a fence binding that only warns does not fence",
+			objs:  all(crds, inUse, kruise(true, 2), fence([]admissionregv1.ValidationAction{admissionregv1.Warn}, true)),
+			path:  PathB,
+			inUse: cloneSetsInUse,
+			kept:  "mpod.kb.io (MutatingWebhookConfiguration kruise-mutating-webhook-configuration)",
+			outcome: outcome{
+				blockers: []string{"the fence is not installed (ValidatingAdmissionPolicyBinding sidecarops-openkruise-fence does not deny (validationActions [Warn]))"},
+				warnings: sidecarSetWebhooks,
+			},
+		},
+		{
+			name:      "no ValidatingAdmissionPolicy served (before Kubernetes 1.30): no fence",
+			objs:      all(crds, inUse, kruise(true, 2)),
+			notServed: []string{"ValidatingAdmissionPolicyBinding"},
+			path:      PathB,
+			inUse:     cloneSetsInUse,
+			kept:      "mpod.kb.io (MutatingWebhookConfiguration kruise-mutating-webhook-configuration)",
+			outcome: outcome{
+				blockers: []string{"the fence is not installed (the API server serves no ValidatingAdmissionPolicy (Kubernetes 1.30 or later does))"},
+				warnings: sidecarSetWebhooks,
+			},
+		},
+		{
+			name:  "a fence binding without its policy does not fence",
+			objs:  all(crds, inUse, kruise(true, 2), fence(deny, false)),
+			path:  PathB,
+			inUse: cloneSetsInUse,
+			kept:  "mpod.kb.io (MutatingWebhookConfiguration kruise-mutating-webhook-configuration)",
+			outcome: outcome{
+				blockers: []string{"the fence is not installed (ValidatingAdmissionPolicyBinding sidecarops-openkruise-fence binds ValidatingAdmissionPolicy fence, which is missing)"},
+				warnings: sidecarSetWebhooks,
+			},
+		},
+		{
+			name:  "path B with OpenKruise's manager stopped: nobody serves its webhooks",
+			objs:  all(crds, inUse, kruise(true, 0)),
+			path:  PathB,
+			inUse: cloneSetsInUse,
+			kept:  "mpod.kb.io (MutatingWebhookConfiguration kruise-mutating-webhook-configuration)",
+			outcome: outcome{
+				blockers: []string{"OpenKruise's pod webhook mpod.kb.io (MutatingWebhookConfiguration kruise-mutating-webhook-configuration) is registered and no OpenKruise manager serves it", "SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"},
+				fixes:    []string{"scale deployment kruise-controller-manager --replicas=1"},
 			},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := Check(context.Background(), fakeCluster(t, tt.notServed, tt.objs...), Options{})
-			require.NoError(t, err)
+			r := check(t, tt.notServed, tt.objs...)
 			assert.Equal(t, tt.path, r.Path)
 			var inUse []string
 			for _, u := range r.InUse {
 				inUse = append(inUse, u.String())
 			}
 			assert.Equal(t, tt.inUse, inUse)
-			require.Len(t, r.Losses, len(tt.losses), "losses %q", r.Losses)
-			for i, want := range tt.losses {
-				assert.Contains(t, r.Losses[i], want)
+			assert.Equal(t, tt.kept != "", r.Kept())
+			if tt.path == PathB {
+				assert.Equal(t, tt.kept, r.KruisePodWebhook)
 			}
-			var blockers, warnings []Finding
-			var fixes []string
-			for _, f := range r.Findings {
-				fixes = append(fixes, f.Fix)
-				if f.Blocker {
-					blockers = append(blockers, f)
-				} else {
-					warnings = append(warnings, f)
-				}
-			}
-			matches(t, "blockers", tt.blockers, blockers)
-			matches(t, "warnings", tt.warnings, warnings)
-			assert.Equal(t, len(tt.blockers) > 0, r.Blocked())
-			for _, want := range tt.fixes {
-				assert.Contains(t, strings.Join(fixes, "\n"), want)
-			}
+			tt.check(t, r)
 		})
 	}
+}
+
+// TestMigrateConversion: the CRD's conversion through OpenKruise's Service is what path B keeps
+// (OpenKruise's manager owns it), and blocks path A, where nothing serves it once OpenKruise stops.
+func TestMigrateConversion(t *testing.T) {
+	kruiseCRD := sidecarSetKind.crd(true).(*unstructured.Unstructured)
+	require.NoError(t, unstructured.SetNestedMap(kruiseCRD.Object, map[string]any{"namespace": "kruise-system", "name": "kruise-webhook-service"}, "spec", "conversion", "webhook", "clientConfig", "service"))
+	others := []client.Object{cloneSets.crd(true)}
+
+	r := check(t, nil, all([]client.Object{kruiseCRD}, others)...)
+	assert.Equal(t, PathA, r.Path)
+	outcome{blockers: []string{"the SidecarSet CRD converts versions through Service kruise-system/kruise-webhook-service"}, fixes: []string{"-k config/crd"}}.check(t, r)
+
+	r = check(t, nil, all([]client.Object{kruiseCRD}, others, []client.Object{cloneSets.object("web")}, fence(deny, true))...)
+	assert.Equal(t, PathB, r.Path)
+	outcome{}.check(t, r)
+	assert.Contains(t, r.Found, "CustomResourceDefinition sidecarsets.apps.kruise.io: served v1beta1, stored v1beta1, conversion by Service kruise-system/kruise-webhook-service, OpenKruise's, kept on path B")
+}
+
+// TestMigrateInventory: what OpenKruise's pod webhook does for the objects and pods here, kept on
+// path B while it is registered, lost where it is not; and a pod that relies on it makes the path B
+// even with no other OpenKruise object.
+func TestMigrateInventory(t *testing.T) {
+	users := []client.Object{
+		pubs.object("web"), spreads.object("zones"), spreads.object("racks"),
+		pod("gated", func(p *corev1.Pod) {
+			p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "KruisePodReady"}}
+			p.Annotations = map[string]string{"apps.kruise.io/using-enhanced-liveness": "true"}
+		}),
+		pod("by-env", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "KRUISE_CONTAINER_PRIORITY", Value: "1"}}
+		}),
+		pod("by-annotation", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{"apps.kruise.io/container-launch-priority": "Ordered"}
+		}),
+		pod("plain", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{"apps.kruise.io/using-enhanced-liveness": "false"}
+		}),
+	}
+	features := []string{
+		"2 WorkloadSpread(s): new pods spread over their subsets",
+		"1 PodUnavailableBudget(s): pod deletions, evictions and in-place updates held back",
+		"2 pod(s) with a container launch order (apps.kruise.io/container-launch-priority or env KRUISE_CONTAINER_PRIORITY)",
+		"1 pod(s) with the readiness gate KruisePodReady",
+		"1 pod(s) with the enhanced liveness probe (apps.kruise.io/using-enhanced-liveness)",
+	}
+	for _, tc := range []struct {
+		name       string
+		podWebhook bool
+		outcome
+	}{
+		{"kept with OpenKruise's pod webhook", true, outcome{}},
+		{"lost without it", false, outcome{warnings: []string{"OpenKruise's pod webhook is not registered (PodWebhook=false in its manager's feature gates?)"}, fixes: []string{"without PodWebhook=false"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := check(t, nil, all(crds, fence(deny, true), kruise(tc.podWebhook, 1), users)...)
+			assert.Equal(t, PathB, r.Path)
+			assert.Equal(t, tc.podWebhook, r.Kept())
+			require.Len(t, r.Features, len(features), "%q", r.Features)
+			for i, want := range features {
+				assert.Contains(t, r.Features[i].String(), want)
+			}
+			tc.warnings = append([]string{"SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"}, tc.warnings...)
+			tc.check(t, r)
+		})
+	}
+
+	// Only a pod with a launch order, no OpenKruise object besides: path A would lose it, so path B.
+	ordered := users[4]
+	r := check(t, nil, all(crds, kruise(true, 1), []client.Object{ordered})...)
+	assert.Equal(t, PathB, r.Path)
+	assert.Empty(t, r.InUse)
+	assert.True(t, r.Kept())
+	require.Len(t, r.Features, 1)
+	assert.Contains(t, r.Features[0].String(), "1 pod(s) with a container launch order")
+	outcome{blockers: []string{"the fence is not installed"}, warnings: []string{"SidecarSet webhook msidecarset.kb.io", "SidecarSet webhook vsidecarset.kb.io"}}.check(t, r)
 }
 
 func matches(t *testing.T, what string, want []string, got []Finding) {
@@ -358,17 +468,12 @@ func matches(t *testing.T, what string, want []string, got []Finding) {
 	}
 }
 
-// TestMigrateFenceNames holds the bindings the check looks for to the ones the openkruise-fence
-// component installs (the chart's are held to the component by test/manifests).
+// TestMigrateFenceNames holds the binding the check looks for to the one the openkruise-fence
+// component installs (the chart's is held to the component by test/manifests).
 func TestMigrateFenceNames(t *testing.T) {
 	raw, err := os.ReadFile("../../config/components/openkruise-fence/admission_policy.yaml")
 	require.NoError(t, err)
 	objs, err := render.Parse(raw)
 	require.NoError(t, err)
-	for _, key := range []string{
-		"ValidatingAdmissionPolicyBinding/" + FenceBinding,
-		"MutatingAdmissionPolicyBinding/" + FenceCRDBinding,
-	} {
-		assert.Contains(t, objs, key)
-	}
+	assert.Contains(t, objs, "ValidatingAdmissionPolicyBinding/"+FenceBinding)
 }
