@@ -28,6 +28,15 @@ VULNDB_VERSION := $(call tool_version,golang.org/x/vulndb)
 # Kubernetes dependencies.
 HELM_MOD := hack/tools/helm
 HELM_VERSION := $(or $(shell $(GO) -C $(HELM_MOD) list -m -f '{{.Version}}' helm.sh/helm/v4),$(error cannot read Helm's version from $(HELM_MOD)/go.mod))
+# Helm 3, which the chart tests run besides Helm 4 (docs/install.md, "Helm versions"), has a module of
+# its own too (hack/tools/helm3). Unlike Helm 4, which reads client-go's version from its build
+# information, Helm 3 takes its default Kubernetes version (what `helm template` renders for and `helm
+# lint` checks against) and its own version from -ldflags, as its Makefile sets them; without them it
+# renders for Kubernetes 1.20, which the chart's kubeVersion refuses. client-go v0.N is Kubernetes 1.N.
+HELM3_MOD := hack/tools/helm3
+HELM3_VERSION := $(or $(shell $(GO) -C $(HELM3_MOD) list -m -f '{{.Version}}' helm.sh/helm/v3),$(error cannot read Helm 3's version from $(HELM3_MOD)/go.mod))
+HELM3_K8S_MINOR := $(or $(word 2,$(subst ., ,$(shell $(GO) -C $(HELM3_MOD) list -m -f '{{.Version}}' k8s.io/client-go))),$(error cannot read client-go's version from $(HELM3_MOD)/go.mod))
+HELM3_LDFLAGS := -X helm.sh/helm/v3/internal/version.version=$(HELM3_VERSION) $(foreach p,lint/rules chartutil,-X helm.sh/helm/v3/pkg/$(p).k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/$(p).k8sVersionMinor=$(HELM3_K8S_MINOR))
 
 OPA := $(CACHE_DIR)/opa-$(OPA_VERSION)/opa
 # Tools that load this module's packages are keyed by the toolchain too: one built with an older Go
@@ -37,6 +46,7 @@ GOLANGCI_LINT := $(CACHE_DIR)/golangci-lint-$(GOLANGCI_LINT_VERSION)-$(GOTOOLCHA
 GOVULNCHECK := $(CACHE_DIR)/govulncheck-$(GOVULNCHECK_VERSION)-$(GOTOOLCHAIN)/govulncheck
 INDEXDB := $(CACHE_DIR)/indexdb-$(VULNDB_VERSION)/indexdb
 HELM := $(CACHE_DIR)/helm-$(HELM_VERSION)/helm
+HELM3 := $(CACHE_DIR)/helm-$(HELM3_VERSION)/helm
 # The offline vulnerability database govulncheck reads (-db file://…), indexed from vulndb's OSV files.
 VULN_DB := $(CACHE_DIR)/vulndb-$(VULNDB_VERSION)
 
@@ -95,7 +105,7 @@ demo:
 	assets=$$(hack/envtest-bins.sh | tail -n 1); \
 	KUBEBUILDER_ASSETS=$$assets $(GO) run ./hack/demo $(DEMO_ARGS)
 
-tools: $(OPA) $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(GOVULNCHECK) $(INDEXDB) $(HELM)
+tools: $(OPA) $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(GOVULNCHECK) $(INDEXDB) $(HELM) $(HELM3)
 
 # A real kube-apiserver and etcd for envtest, built from the Go module proxy into the same cache
 # (hack/envtest-bins.sh; 10-20 minutes cold, nothing when cached). Prints the KUBEBUILDER_ASSETS dir.
@@ -120,7 +130,7 @@ $(OPA):
 # temporary file first so that an interrupted build leaves no binary to be mistaken for a good one.
 define build_tool
 	mkdir -p $(dir $@)
-	$(GO) -C $(or $(2),$(TOOLS_MOD)) build -o $(abspath $@).tmp $(1)
+	$(GO) -C $(or $(2),$(TOOLS_MOD)) build $(3) -o $(abspath $@).tmp $(1)
 	mv $@.tmp $@
 endef
 
@@ -138,6 +148,9 @@ $(INDEXDB):
 
 $(HELM):
 	$(call build_tool,helm.sh/helm/v4/cmd/helm,$(HELM_MOD))
+
+$(HELM3):
+	$(call build_tool,helm.sh/helm/v3/cmd/helm,$(HELM3_MOD),-ldflags '$(HELM3_LDFLAGS)')
 
 # The Go vulnerability database, offline: golang.org/x/vulndb's module (from the Go module proxy) holds
 # every report as OSV JSON in data/osv; its indexdb command writes the layout govulncheck reads.
