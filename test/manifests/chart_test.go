@@ -112,12 +112,17 @@ func TestChartMatchesConfigDefault(t *testing.T) {
 	assert.Equal(t, "ghcr.io/sidecarops/manager:v0.1.0", cut(t, fromChart[deploy].Object, "spec", "template", "spec", "containers", 0, "image"))
 	assert.Equal(t, "ghcr.io/sidecarops/manager:v0.1.0", cut(t, fromConfig[deploy].Object, "spec", "template", "spec", "containers", 0, "image"))
 
-	// The pod webhook skips kube-system and the manager's namespace: config/default by its
-	// sidecarops.io/control-plane label, the chart (whose namespace Helm creates unlabelled) by name too.
+	// The pod webhook skips the manager's namespace, config/default by its sidecarops.io/control-plane
+	// label, the chart (whose namespace Helm creates unlabelled) by name too; and, as OpenKruise's,
+	// namespaces labelled control-plane. kube-system is seen.
 	mwc := "MutatingWebhookConfiguration/sidecarops"
-	excluded := []any{"kube-system"}
-	assert.Equal(t, excluded, cut(t, fromConfig[mwc].Object, "webhooks", 0, "namespaceSelector", "matchExpressions", 0, "values"))
-	assert.Equal(t, append(excluded, namespace), cut(t, fromChart[mwc].Object, "webhooks", 0, "namespaceSelector", "matchExpressions", 0, "values"))
+	labelled := []any{
+		map[string]any{"key": "sidecarops.io/control-plane", "operator": "DoesNotExist"},
+		map[string]any{"key": "control-plane", "operator": "DoesNotExist"},
+	}
+	assert.Equal(t, labelled, cut(t, fromConfig[mwc].Object, "webhooks", 0, "namespaceSelector", "matchExpressions"))
+	byName := map[string]any{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": []any{namespace}}
+	assert.Equal(t, append([]any{byName}, labelled...), cut(t, fromChart[mwc].Object, "webhooks", 0, "namespaceSelector", "matchExpressions"))
 
 	require.ElementsMatch(t, keys(fromConfig), keys(fromChart), "the same objects")
 	for k, want := range fromConfig {
@@ -271,7 +276,7 @@ func TestChartNonDefaultValues(t *testing.T) {
 		"--cert-dir=/var/run/sidecarops/certs", "--cert-mode=external",
 		"--leader-elect-lease-duration=30s", "--leader-elect-renew-deadline=20s", "--leader-elect-retry-period=4s",
 		"--fail-open", "--pod-webhook-prefilter=false", "--enable-http2", "--metrics-insecure", "--decision-log=false",
-		"--zap-log-level=debug", "--sidecarset-workers=5", "--revision-namespace=kruise-system",
+		"--zap-log-level=debug", "--sidecarset-workers=5", "--openkruise-kept", "--revision-namespace=kruise-system",
 		"--patch-metadata-defaults-allowed",
 		"--bundle=/etc/sidecarops/bundles/gates", "--bundle=/etc/sidecarops/bundles/whitelist",
 		"--bundle-url=https://bundles.example.com/gates.tar.gz", "--bundle-poll-interval=10s", "--bundle-download-timeout=30s",
@@ -310,8 +315,9 @@ func TestChartNonDefaultValues(t *testing.T) {
 	assert.Equal(t, &metav1.LabelSelector{
 		MatchLabels: map[string]string{"sidecarops.io/injection": "enabled"},
 		MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", namespace, "monitoring"}},
+			{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{namespace, "monitoring", "kube-system"}},
 			{Key: "sidecarops.io/control-plane", Operator: metav1.LabelSelectorOpDoesNotExist},
+			{Key: "control-plane", Operator: metav1.LabelSelectorOpDoesNotExist},
 			{Key: "environment", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"sandbox"}},
 		},
 	}, m.Webhooks[0].NamespaceSelector, "the exclusions, each namespace listed once, and the administrator's selector")
@@ -329,10 +335,10 @@ func TestChartNonDefaultValues(t *testing.T) {
 	assert.Equal(t, map[string]string{"name": "platform-ca", "kind": "ClusterIssuer"}, issuer)
 	dns, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
 	assert.Contains(t, dns, "sidecarops-webhook."+namespace+".svc", "the name the API server checks")
-	for _, k := range []string{"MutatingWebhookConfiguration/sidecarops", "ValidatingWebhookConfiguration/sidecarops", "CustomResourceDefinition/sidecarsets.apps.kruise.io"} {
+	for _, k := range []string{"MutatingWebhookConfiguration/sidecarops", "ValidatingWebhookConfiguration/sidecarops"} {
 		assert.Equal(t, namespace+"/sidecarops-webhook-cert", objs[k].GetAnnotations()["cert-manager.io/inject-ca-from"], k)
 	}
-	assert.NotContains(t, objs["CustomResourceDefinition/sidecarsets.apps.kruise.io"].GetAnnotations(), "helm.sh/resource-policy", "crd.keep false")
+	assert.NotContains(t, objs, "CustomResourceDefinition/sidecarsets.apps.kruise.io", "next to a kept OpenKruise the CRD stays OpenKruise's")
 
 	pdb := as[policyv1.PodDisruptionBudget](t, objs["PodDisruptionBudget/"+namespace+"/sidecarops-manager"])
 	assert.Equal(t, int32(2), pdb.Spec.MinAvailable.IntVal)
@@ -458,8 +464,9 @@ func TestChartFeatureGates(t *testing.T) {
 func TestChartPodWebhookSelectors(t *testing.T) {
 	mwc := "MutatingWebhookConfiguration/sidecarops"
 	excluded := []metav1.LabelSelectorRequirement{
-		{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", namespace}},
+		{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{namespace}},
 		{Key: "sidecarops.io/control-plane", Operator: metav1.LabelSelectorOpDoesNotExist},
+		{Key: "control-plane", Operator: metav1.LabelSelectorOpDoesNotExist},
 	}
 	empty := filepath.Join(t.TempDir(), "empty-selectors.yaml")
 	require.NoError(t, os.WriteFile(empty, []byte("webhookConfiguration: {namespaceSelector: {matchLabels: {}}, objectSelector: {matchLabels: {}, matchExpressions: []}}\n"), 0o600))

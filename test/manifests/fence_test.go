@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
@@ -25,11 +26,13 @@ func fence(t *testing.T) render.Objects {
 			objs[k] = u
 		}
 	}
-	require.Len(t, objs, 4, "two policies and their bindings")
+	require.Len(t, objs, 2, "the policy and its binding")
 	return objs
 }
 
-// The kruise-coexist sample is the takeover's installation (history in kruise-system) and the fence.
+// The kruise-coexist sample is the takeover's installation (history in kruise-system) and the fence,
+// with the manager's --openkruise-kept and its rights over OpenKruise's two webhook configurations,
+// and without the SidecarSet CRD, which stays OpenKruise's.
 func TestKruiseCoexistOverlay(t *testing.T) {
 	objs := kustomize(t, "config/samples/kruise-coexist")
 	takeover := kustomize(t, "config/samples/kruise-takeover")
@@ -37,9 +40,32 @@ func TestKruiseCoexistOverlay(t *testing.T) {
 		assert.Equal(t, "", u.GetNamespace(), "%s is cluster-scoped", k)
 		delete(objs, k)
 	}
+	crd := "CustomResourceDefinition/sidecarsets.apps.kruise.io"
+	require.Contains(t, takeover, crd)
+	assert.NotContains(t, objs, crd, "the CRD stays OpenKruise's")
+	delete(takeover, crd)
+	deploy := "Deployment/sidecarops-system/sidecarops-manager"
+	d := as[appsv1.Deployment](t, objs[deploy])
+	args := d.Spec.Template.Spec.Containers[0].Args
+	assert.Contains(t, args, "--revision-namespace=kruise-system")
+	assert.Equal(t, "--openkruise-kept", args[len(args)-1])
+	cr := "ClusterRole/sidecarops-manager"
+	rules := as[rbacv1.ClusterRole](t, objs[cr]).Rules
+	assert.Equal(t, rbacv1.PolicyRule{
+		APIGroups:     []string{"admissionregistration.k8s.io"},
+		Resources:     []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"},
+		ResourceNames: []string{"kruise-mutating-webhook-configuration", "kruise-validating-webhook-configuration"},
+		Verbs:         []string{"get", "update"},
+	}, rules[len(rules)-1])
+	// Apart from those two additions, the takeover's installation.
+	kept := cut(t, objs[deploy].Object, "spec", "template", "spec", "containers", 0, "args").([]any)
+	assert.Equal(t, cut(t, takeover[deploy].Object, "spec", "template", "spec", "containers", 0, "args"), kept[:len(kept)-1])
+	assert.Equal(t, takeover[deploy], objs[deploy])
+	delete(objs, deploy)
+	delete(takeover, deploy)
+	delete(objs, cr)
+	delete(takeover, cr)
 	assert.Equal(t, takeover, objs)
-	d := as[appsv1.Deployment](t, objs["Deployment/sidecarops-system/sidecarops-manager"])
-	assert.Contains(t, d.Spec.Template.Spec.Containers[0].Args, "--revision-namespace=kruise-system")
 }
 
 // The fence names every pod annotation OpenKruise's SidecarSet controller writes, as api/v1beta1
@@ -65,7 +91,7 @@ func TestFenceNamesEverySidecarSetAnnotation(t *testing.T) {
 
 // The chart's fence is off by default; on, it is the component's file as make generate copies it
 // (no Helm labels, as the agent's policy), with OpenKruise's manager named by
-// openkruise.fence.serviceAccount in both policies.
+// openkruise.fence.serviceAccount.
 func TestChartFenceIsTheComponent(t *testing.T) {
 	want := fence(t)
 	for k := range want {

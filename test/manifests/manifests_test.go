@@ -101,9 +101,9 @@ func TestDefaultInstallation(t *testing.T) {
 }
 
 // The pod webhook never calls the manager for pods of its own namespace (it would wait for itself
-// to start) nor of kube-system, in whatever namespace it is installed. Before, it excluded
-// "sidecarops-system" by name, so an overlay that renamed the namespace made the manager block its
-// own pods.
+// to start), in whatever namespace it is installed. Before, it excluded "sidecarops-system" by name,
+// so an overlay that renamed the namespace made the manager block its own pods. As OpenKruise's pod
+// webhook, it sees kube-system and skips namespaces labelled control-plane.
 func TestPodWebhookSkipsTheManagersNamespace(t *testing.T) {
 	for dir, ns := range map[string]string{"config/default": "sidecarops-system", "config/samples/other-namespace": "platform-sidecars"} {
 		t.Run(dir, func(t *testing.T) {
@@ -122,7 +122,8 @@ func TestPodWebhookSkipsTheManagersNamespace(t *testing.T) {
 			}
 			own := as[corev1.Namespace](t, objs["Namespace/"+ns])
 			assert.False(t, sel.Matches(nsLabels(ns, own.Labels)), "the manager's namespace %s is skipped", ns)
-			assert.False(t, sel.Matches(nsLabels("kube-system", nil)), "kube-system is skipped")
+			assert.True(t, sel.Matches(nsLabels("kube-system", nil)), "kube-system is seen, as by OpenKruise")
+			assert.False(t, sel.Matches(nsLabels("kruise-system", map[string]string{"control-plane": "controller-manager"})), "OpenKruise's own namespace is skipped")
 			assert.True(t, sel.Matches(nsLabels("default", nil)), "other namespaces are injected")
 			assert.True(t, sel.Matches(nsLabels("sidecarops-system", nil)), "a name alone exempts nothing")
 		})
