@@ -70,6 +70,7 @@ func convertCmd() *cobra.Command {
 	src.register(shared)
 	cmd.Flags().AddFlag(shared.Lookup("filename"))
 	cmd.Flags().AddFlag(shared.Lookup(maxDocumentBytesFlag))
+	cmd.Flags().AddFlag(shared.Lookup(stdinFilenameFlag))
 	cmd.Flags().StringVar(&to, "to", v1beta1.GroupVersion.Version, "version to write SidecarSets in: v1beta1 or v1alpha1 (or apps.kruise.io/VERSION)")
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
 	return cmd

@@ -149,6 +149,9 @@ func (w *workspace) findings(ctx context.Context, strict bool, enabled map[strin
 		return false
 	})
 	w.sortFindings(out)
+	for i := range out {
+		out[i].Error = w.anchors.anchor(out[i].Error)
+	}
 	return out, silenced, nil
 }
 

@@ -85,7 +85,7 @@ func injectCmd() *cobra.Command {
 						continue
 					}
 					view.noticeOnce(w)
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s: not injected: %s\n", o, unseen)
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: not injected: %s\n", w.name(o), unseen)
 					if patch {
 						patches = append(patches, newWorkloadPatch(o, pod.Namespace, nil))
 					} else {
@@ -103,7 +103,7 @@ func injectCmd() *cobra.Command {
 					continue
 				}
 				for _, reason := range res.Denied {
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s: not injected: denied by gate: %s\n", o, reason)
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: not injected: denied by gate: %s\n", w.name(o), reason)
 				}
 				if patch {
 					patches = append(patches, newWorkloadPatch(o, res.Namespace, res.Patch))

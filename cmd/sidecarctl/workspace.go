@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -44,6 +45,7 @@ type sourceFlags struct {
 	verificationScp  string
 	defaultsAllowed  bool
 	namespace        string
+	stdinName        string
 	// keepWarnings keeps warnings for the command to report rather than printing them as they are
 	// found: check, which prints each with its rule, or not at all when the rule is silenced.
 	keepWarnings bool
@@ -59,7 +61,11 @@ func (f *sourceFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.verificationScp, "verification-scope", "", "required scope claim of bundle signatures")
 	fs.BoolVar(&f.defaultsAllowed, "patch-metadata-defaults-allowed", false, "feature gate SidecarSetPatchPodMetadataDefaultsAllowed: allow patchPodMetadata when no whitelist applies (ignored when a --bundle provides the whitelist)")
 	fs.StringVarP(&f.namespace, "namespace", "n", "default", "namespace of workloads that name none")
+	fs.StringVar(&f.stdinName, stdinFilenameFlag, "", "with -f -, the file that standard input's documents are reported in; a document under helm's \"# Source: FILE\" comment is reported in FILE")
 }
+
+// stdinFilenameFlag names standard input in what is reported.
+const stdinFilenameFlag = "stdin-filename"
 
 // workspace is everything read from the command line: objects by kind, the policy snapshot, and
 // every problem found on the way.
@@ -91,6 +97,8 @@ type workspace struct {
 	input        manifest.Input
 	warnings     []finding
 	keepWarnings bool
+	// anchors place what was read from standard input in the files it came from, when it says.
+	anchors *stdinAnchors
 }
 
 // load reads the manifests and bundles, defaults and hashes SidecarSets as the API server and the
@@ -205,12 +213,25 @@ func (f *sourceFlags) read(cmd *cobra.Command) (*workspace, error) {
 			return nil, usageError{fmt.Errorf("--%s %d: must be positive", limit.flag, limit.value)}
 		}
 	}
+	stdin := cmd.InOrStdin()
+	var anchors *stdinAnchors
+	switch {
+	case slices.Contains(f.files, manifest.Stdin):
+		// Read here to find helm's Source comments; past the bound, the reader says what is too large.
+		data, err := io.ReadAll(io.LimitReader(stdin, f.maxInputBytes+1))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", manifest.StdinSource, err)
+		}
+		stdin, anchors = bytes.NewReader(data), newStdinAnchors(data, f.stdinName)
+	case f.stdinName != "":
+		return nil, usageError{fmt.Errorf("--%s %s: standard input is not read (no -f -)", stdinFilenameFlag, f.stdinName)}
+	}
 	in := manifest.Reader{
 		MaxDocumentBytes: f.maxDocumentBytes, DocumentLimitName: "--" + maxDocumentBytesFlag,
 		MaxInputBytes: f.maxInputBytes, InputLimitName: "--" + maxInputBytesFlag,
-	}.ReadInput(cmd.InOrStdin(), f.files...)
+	}.ReadInput(stdin, f.files...)
 	w := &workspace{objects: in.Objects, origin: map[*v1beta1.SidecarSet]*manifest.Object{}, written: map[*v1beta1.SidecarSet]versions.Written{}, refused: map[string]bool{},
-		problems: in.Errors, stderr: cmd.ErrOrStderr(), input: in, keepWarnings: f.keepWarnings}
+		problems: in.Errors, stderr: cmd.ErrOrStderr(), input: in, keepWarnings: f.keepWarnings, anchors: anchors}
 	for _, e := range in.Warnings {
 		w.warn(ruleInput, e)
 	}
@@ -218,7 +239,7 @@ func (f *sourceFlags) read(cmd *cobra.Command) (*workspace, error) {
 		// Nothing is left to report them: what was skipped says why nothing was found.
 		for _, f := range w.warnings {
 			if w.keepWarnings {
-				fmt.Fprintln(w.stderr, "warning: "+f.Error.Error())
+				fmt.Fprintln(w.stderr, "warning: "+w.anchors.anchor(f.Error).Error())
 			}
 		}
 		sources := slices.Clone(f.files)
@@ -328,7 +349,7 @@ func (w *workspace) fail(o *manifest.Object, err error) {
 func (w *workspace) warn(rule string, e *manifest.Error) {
 	w.warnings = append(w.warnings, finding{Error: e, severity: severityWarning, rule: rule})
 	if !w.keepWarnings {
-		fmt.Fprintln(w.stderr, "warning: "+e.Error())
+		fmt.Fprintln(w.stderr, "warning: "+w.anchors.anchor(e).Error())
 	}
 }
 
@@ -356,7 +377,18 @@ func (w *workspace) err() error {
 	if len(w.problems) == 0 {
 		return nil
 	}
-	return w.problems
+	out := make(manifest.Errors, len(w.problems))
+	for i, e := range w.problems {
+		out[i] = w.anchors.anchor(e)
+	}
+	return out
+}
+
+// name is o as messages name it (manifest.Object's String), placed as anchor places it.
+func (w *workspace) name(o *manifest.Object) string {
+	e := w.anchors.anchor(o.Report("", ""))
+	e.Line = 0
+	return e.Error()
 }
 
 // whitelist is OpenKruise's kruise-configuration ConfigMap cm (nil when none is given) as the
