@@ -24,10 +24,52 @@ app.kubernetes.io/component: manager
 {{- end }}
 
 {{/*
-Values of OpenKruise's chart (openkruise/kruise) this chart has no use for. The schema lets them
-through so that this message names each one with what takes its place, where the schema's
-"additional properties not allowed" would leave an administrator who brought OpenKruise's values
-file with nothing to map them to. docs/install.md, "Values from OpenKruise's chart", is the table.
+Every refusal of the values the schema cannot state (it checks each value alone, and lets OpenKruise's
+values through to be named here), collected, so that one `helm install` names every problem, one a
+line, rather than one per attempt. deployment.yaml, which every release renders, includes it; a
+template must not `fail` on values of its own, or it would hide the others again. The schema's errors
+come first, all at once, before any template runs.
+*/}}
+{{- define "sidecarops.refusals" -}}
+{{- $problems := list -}}
+{{- $openKruise := include "sidecarops.openKruiseOnly" . | fromJsonArray -}}
+{{- range $openKruise }}
+{{- $problems = append $problems (printf "a value of OpenKruise's chart that this chart does not take: %s" .) }}
+{{- end }}
+{{- $gates := include "sidecarops.parsedFeatureGates" . | fromJson -}}
+{{- if $gates.podWebhookOff }}
+{{- $problems = append $problems "featureGates: PodWebhook=false turns off the pod webhook, which is all sidecarops does: no SidecarSet would inject. To let pods be created while no replica answers, set webhookConfiguration.failurePolicy.pods: Ignore (with webhookConfiguration.failOpen: true) instead" }}
+{{- end }}
+{{- with $gates.refused }}
+{{- $problems = append $problems (printf "featureGates: %s: not what sidecarops honours (it takes %s, PodWebhook=true and EnableSortSidecarContainerByName=false); docs/install.md, \"Values from OpenKruise's chart\", says why" (join ", " .) (join ", " $gates.honoured)) }}
+{{- end }}
+{{- $m := .Values.monitoring -}}
+{{- if and (or $m.service.enabled $m.serviceMonitor.enabled) (not .Values.manager.metrics.enabled) }}
+{{- $problems = append $problems "monitoring.service and monitoring.serviceMonitor need manager.metrics.enabled" }}
+{{- end }}
+{{- if $m.podMonitor.enabled }}
+{{- if not (include "sidecarops.podMonitorNamespaces" . | fromJsonArray) }}
+{{- $problems = append $problems "monitoring.podMonitor needs the agent's namespaces: monitoring.podMonitor.namespaces or agent.rbac.namespaces" }}
+{{- end }}
+{{- if not $m.podMonitor.tokenSecret.name }}
+{{- $problems = append $problems "monitoring.podMonitor needs monitoring.podMonitor.tokenSecret.name: the agent refuses Prometheus' own token (docs/agent.md, \"Scraping the agent\")" }}
+{{- end }}
+{{- end }}
+{{- with $problems }}
+{{- $lines := list (printf "the values have %d %s:" (len .) (ternary "problem" "problems" (eq (len .) 1))) }}
+{{- range . }}{{ $lines = append $lines (printf "- %s" .) }}{{ end }}
+{{- if $openKruise }}
+{{- $lines = append $lines "OpenKruise's values above: docs/install.md, \"Values from OpenKruise's chart\", maps each of them" }}
+{{- end }}
+{{- fail (join "\n" $lines) }}
+{{- end }}
+{{- end }}
+
+{{/*
+Values of OpenKruise's chart (openkruise/kruise) this chart has no use for, each with what takes its
+place, as a JSON list. The schema lets them through so that sidecarops.refusals names each one, where
+the schema's "additional properties not allowed" would leave an administrator who brought OpenKruise's
+values file with nothing to map them to. docs/install.md, "Values from OpenKruise's chart", is the table.
 */}}
 {{- define "sidecarops.openKruiseOnly" -}}
 {{- $top := dict
@@ -53,28 +95,28 @@ file with nothing to map them to. docs/install.md, "Values from OpenKruise's cha
 {{- if hasSuffix "/kruise-manager" (printf "/%s" .Values.manager.image.repository) }}
 {{- $found = append $found (printf "manager.image.repository %s (here: sidecarops' manager image, by default ghcr.io/sidecarops/manager)" .Values.manager.image.repository) }}
 {{- end }}
-{{- with $found }}
-{{- fail (printf "values of OpenKruise's chart that this chart does not take: %s. docs/install.md, \"Values from OpenKruise's chart\", maps each of them" (join "; " .)) }}
-{{- end }}
+{{- toJson $found }}
 {{- end }}
 
 {{/*
-featureGates parsed into a dict of the gates sidecarops honours, as JSON (fromJson it). The schema
-checks the syntax; a gate that changes nothing here is refused by name rather than ignored, since
-the administrator who set it expects it to do something. A gate whose one setting is what sidecarops
-always does (OpenKruise's default for both) is taken at that setting only.
+featureGates parsed, as JSON: gates, a dict of the gates sidecarops honours; refused, the gates that
+change nothing here, which sidecarops.refusals names rather than ignores, since the administrator who
+set one expects it to do something; podWebhookOff, the one gate that would turn sidecarops off. The
+schema checks the syntax. A gate whose one setting is what sidecarops always does (OpenKruise's
+default for both) is taken at that setting only.
 */}}
-{{- define "sidecarops.featureGates" -}}
+{{- define "sidecarops.parsedFeatureGates" -}}
 {{- $honoured := list "SidecarSetPatchPodMetadataDefaultsAllowed" -}}
 {{- $fixed := dict "PodWebhook" "true" "EnableSortSidecarContainerByName" "false" -}}
 {{- $gates := dict -}}
 {{- $refused := list -}}
+{{- $podWebhookOff := false -}}
 {{- range $g := splitList "," .Values.featureGates }}
 {{- if $g }}
 {{- $name := first (splitList "=" $g) }}
 {{- $value := last (splitList "=" $g) }}
 {{- if eq $g "PodWebhook=false" }}
-{{- fail "featureGates: PodWebhook=false turns off the pod webhook, which is all sidecarops does: no SidecarSet would inject. To let pods be created while no replica answers, set webhookConfiguration.failurePolicy.pods: Ignore (with webhookConfiguration.failOpen: true) instead" }}
+{{- $podWebhookOff = true }}
 {{- else if has $name $honoured }}
 {{- $_ := set $gates $name (eq $value "true") }}
 {{- else if ne (get $fixed $name) $value }}
@@ -82,10 +124,17 @@ always does (OpenKruise's default for both) is taken at that setting only.
 {{- end }}
 {{- end }}
 {{- end }}
-{{- with $refused }}
-{{- fail (printf "featureGates: %s: not what sidecarops honours (it takes %s, PodWebhook=true and EnableSortSidecarContainerByName=false); docs/install.md, \"Values from OpenKruise's chart\", says why" (join ", " .) (join ", " $honoured)) }}
+{{- toJson (dict "gates" $gates "refused" $refused "podWebhookOff" $podWebhookOff "honoured" $honoured) }}
 {{- end }}
-{{- toJson $gates }}
+
+{{/* The gates sidecarops honours, as a JSON dict (fromJson it); sidecarops.refusals refuses the rest. */}}
+{{- define "sidecarops.featureGates" -}}
+{{- toJson (include "sidecarops.parsedFeatureGates" . | fromJson).gates }}
+{{- end }}
+
+{{/* The namespaces the PodMonitor scrapes, as a JSON list: its own, or the agent's RBAC's. */}}
+{{- define "sidecarops.podMonitorNamespaces" -}}
+{{- toJson (.Values.monitoring.podMonitor.namespaces | default .Values.agent.rbac.namespaces) }}
 {{- end }}
 
 {{/* cert-manager's cainjector writes caBundle from the Certificate's Secret. */}}

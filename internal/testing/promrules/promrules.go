@@ -209,9 +209,10 @@ func selected(node parser.Node) []Use {
 }
 
 // TargetLabels are the labels Prometheus gives every series of a scraped target (its job and
-// address) and the ones prometheus-operator's ServiceMonitors and PodMonitors add, which rules and
-// panels may match and group on whatever the metric.
-var TargetLabels = []string{"job", "instance", "namespace", "pod", "container", "service", "endpoint"}
+// address), the ones prometheus-operator's ServiceMonitors and PodMonitors add, and cluster, which
+// tells clusters apart where one Prometheus holds several (an external label, or Thanos' and Mimir's
+// convention): rules and panels may match and group on them whatever the metric.
+var TargetLabels = []string{"job", "instance", "namespace", "pod", "container", "service", "endpoint", "cluster"}
 
 // histogramSeries are the suffixes of the series a histogram is exposed as.
 var histogramSeries = []string{"_bucket", "_count", "_sum"}
