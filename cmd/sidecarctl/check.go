@@ -16,7 +16,7 @@ func checkCmd() *cobra.Command {
 		rules   ruleFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "check -f PATH [-f PATH ...] [--strict] [-o text|json|github]",
+		Use:   "check -f PATH [-f PATH ...] [--strict] [--disable RULE] [--enable RULE] [-o text|json|github]",
 		Short: "Default and validate SidecarSets, and the pods of the workloads once injected",
 		Long: "check defaults every SidecarSet as the API server would, then validates it like the validating webhook\n" +
 			"when the SidecarSets are created in input order: the single-object rules, conflicts with the SidecarSets\n" +
@@ -24,8 +24,12 @@ func checkCmd() *cobra.Command {
 			"as the API server would. It reports every problem of a document in one run, one line each as\n" +
 			"FILE:LINE: document N (Kind/Name): FIELD.PATH: message, then how many SidecarSets have errors.\n\n" +
 			"Strict findings — what OpenKruise admits but is almost certainly a mistake (an updateStrategy.type\n" +
-			"typo, strategy fields the type ignores, maxUnavailable over 100%, a selector that matches no pod of\n" +
-			"the input) — are warnings, and errors with --strict, the setting for CI.\n\n" +
+			"typo, strategy fields the type ignores, maxUnavailable over 100%, a workload volume that shadows a\n" +
+			"sidecar's) — are warnings, and errors with --strict, the setting for CI.\n\n" +
+			"Every finding has a rule (docs/cli.md lists them). --disable RULE silences a warning or strict rule,\n" +
+			"--enable RULE turns on one that is off by default (strict/selector-matches-nothing), and the annotation\n" +
+			disableAnnotation + ": \"RULE,...\" silences rules on one SidecarSet or workload. What a cluster\n" +
+			"refuses is never silenced.\n\n" +
 			"-o json prints the findings as one JSON document, -o github as GitHub Actions annotations.\n" +
 			"Exit status: 0 clean (warnings allowed without --strict), 1 findings, 2 usage error.",
 		Args: cobra.NoArgs,
