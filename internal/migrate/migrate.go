@@ -284,7 +284,7 @@ func (k *checker) podFeatures() {
 		return
 	}
 	r.Findings = append(r.Findings, Finding{
-		Message: "OpenKruise's pod webhook is not registered (PodWebhook=false in its manager's feature gates?): what it does for the objects and pods listed as lost is not done; path B keeps it on",
+		Message: "OpenKruise's pod webhook is not registered (PodWebhook=false in its manager's feature gates, or OpenKruise not running): what it does for the objects and pods listed as lost is not done; path B keeps it on",
 		Fix:     fmt.Sprintf("helm upgrade kruise openkruise/kruise --reuse-values --set featureGates='...'   # the gates of helm get values kruise --all, without PodWebhook=false; without Helm, drop PodWebhook=false from %s's --feature-gates", KruiseManager),
 	})
 }

@@ -429,7 +429,7 @@ func TestMigrateInventory(t *testing.T) {
 		outcome
 	}{
 		{"kept with OpenKruise's pod webhook", true, outcome{}},
-		{"lost without it", false, outcome{warnings: []string{"OpenKruise's pod webhook is not registered (PodWebhook=false in its manager's feature gates?)"}, fixes: []string{"without PodWebhook=false"}}},
+		{"lost without it", false, outcome{warnings: []string{"OpenKruise's pod webhook is not registered (PodWebhook=false in its manager's feature gates, or OpenKruise not running)"}, fixes: []string{"without PodWebhook=false"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := check(t, nil, all(crds, fence(deny, true), kruise(tc.podWebhook, 1), users)...)

@@ -24,7 +24,9 @@ import (
 // installed is sidecarops' manager as its Deployment runs it; where there is none yet, as the chart
 // installs it by default.
 type installed struct {
+	// found says whether its Deployment is there; line says what it is, for the report.
 	found bool
+	line  string
 	// openKruiseKept is --openkruise-kept.
 	openKruiseKept bool
 	// configurationNamespace is where it reads kruise-configuration: --configuration-namespace,
@@ -38,11 +40,11 @@ type installed struct {
 // expects of it.
 func (k *checker) readSidecarops(ctx context.Context) error {
 	o := k.o
-	k.sidecarops = installed{configurationNamespace: o.Namespace}
+	k.sidecarops = installed{configurationNamespace: o.Namespace,
+		line: fmt.Sprintf("sidecarops' manager: no Deployment %s/%s yet: taken as the chart installs it by default", o.Namespace, Manager)}
 	var d appsv1.Deployment
 	err := k.c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: Manager}, &d)
 	if apierrors.IsNotFound(err) {
-		k.r.Found = append(k.r.Found, fmt.Sprintf("sidecarops' manager: no Deployment %s/%s yet: taken as the chart installs it by default", o.Namespace, Manager))
 		return nil
 	}
 	if err != nil {
@@ -60,11 +62,10 @@ func (k *checker) readSidecarops(ctx context.Context) error {
 		configurationNamespace: cmp.Or(stringFlag(args, "configuration-namespace"), stringFlag(args, "namespace"), o.Namespace),
 		defaultsAllowed:        boolFlag(args, "patch-metadata-defaults-allowed"),
 	}
-	line := fmt.Sprintf("sidecarops' manager: Deployment %s/%s", o.Namespace, Manager)
+	k.sidecarops.line = fmt.Sprintf("sidecarops' manager: Deployment %s/%s", o.Namespace, Manager)
 	if k.sidecarops.openKruiseKept {
-		line += ", with --openkruise-kept"
+		k.sidecarops.line += ", with --openkruise-kept"
 	}
-	k.r.Found = append(k.r.Found, line)
 	return nil
 }
 
@@ -139,7 +140,7 @@ func (k *checker) checkWhitelist(ctx context.Context) error {
 		}
 		return "ConfigMap " + ns + "/" + v1beta1.KruiseConfigurationName
 	}
-	r.Found = append(r.Found, fmt.Sprintf("the patchPodMetadata whitelist: OpenKruise's %s; sidecarops' manager reads %s", at(o.KruiseNamespace, theirsOK), at(readNS, oursOK)))
+	r.Found = append(r.Found, k.sidecarops.line, fmt.Sprintf("the patchPodMetadata whitelist: OpenKruise's %s; sidecarops' manager reads %s", at(o.KruiseNamespace, theirsOK), at(readNS, oursOK)))
 	if theirsOK && (!oursOK || ours != theirs) {
 		what := "none"
 		if oursOK {
