@@ -329,7 +329,7 @@ func alertsFiring(t *testing.T, groups []promrules.Group, block string, from, to
 				require.NoError(t, err, "%s at %s", r.Alert, ts)
 				returned := map[string]bool{}
 				for _, smpl := range vec {
-					b := labels.NewBuilder(smpl.Metric).Del(labels.MetricName).Set(labels.AlertName, r.Alert)
+					b := labels.NewBuilder(smpl.Metric).Del(model.MetricNameLabel).Set(labels.AlertName, r.Alert)
 					for k, v := range r.Labels {
 						b.Set(k, v)
 					}
