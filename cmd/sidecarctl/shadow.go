@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/manifest"
@@ -40,7 +40,7 @@ func (w *workspace) shadowedVolumes(o *manifest.Object, written *corev1.Pod, inj
 			}
 			defaults.Volume(&v)
 			defaults.Volume(&own)
-			if equality.Semantic.DeepEqual(v.VolumeSource, own.VolumeSource) {
+			if apiequality.Semantic.DeepEqual(v.VolumeSource, own.VolumeSource) {
 				continue
 			}
 			e := o.Report(templateField(o, fmt.Sprintf("spec.volumes[%d]", i)), fmt.Sprintf(
