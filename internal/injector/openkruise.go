@@ -27,6 +27,10 @@ import (
 // otherwise byte-identical. What OpenKruise injected and sidecarops would not (a gate's veto, a
 // collision, the whitelist) is gone from the answer, its volumes with it when nothing mounts them.
 //
+// A SidecarSet OpenKruise injected that the snapshot does not hold is left as injected: both read
+// the same API server, so it is one sidecarops has not loaded yet (just created) or no longer holds
+// (just deleted), and OpenKruise alone would have injected it all the same.
+//
 // The answer's Patch turns the pod as received into that pod; it is empty when both agree.
 // Metadata that OpenKruise patched for a SidecarSet taken back (patchPodMetadata) cannot be told from
 // the author's and stays. The pod is decided and injected whole, never from a Cache: OpenKruise's
@@ -39,9 +43,19 @@ func AfterOpenKruise(ctx context.Context, snap *engine.Snapshot, m *mutation.Inj
 		// the injection as it would be alone.
 		return Pod(ctx, snap, m, req)
 	}
+	for name := range injected {
+		if _, ok := snap.SidecarSet(name); !ok {
+			delete(injected, name)
+		}
+	}
+	if len(injected) == 0 {
+		return Pod(ctx, snap, m, req)
+	}
 	base := received.DeepCopy()
 	base.Namespace = podNamespace(base.Namespace, req.Namespace)
-	takeBack(base, injected, snap)
+	if err := takeBack(base, injected, snap); err != nil {
+		return PodResult{Namespace: base.Namespace, Pod: received}, err
+	}
 	res, err := Pod(ctx, snap, m, PodRequest{Pod: base, Namespace: req.Namespace})
 	if err != nil {
 		return res, err
@@ -104,8 +118,9 @@ func containerNames(name string, entry v1beta1.SidecarSetUpgradeSpec, snap *engi
 
 // takeBack removes from pod what OpenKruise's injection of these SidecarSets added and can be told
 // apart: the injected containers (they carry IS_INJECTED=true), the SidecarSets' entries in the
-// hash annotations and the injected list, and the hot-upgrade annotations of the containers.
-func takeBack(pod *corev1.Pod, injected map[string]v1beta1.SidecarSetUpgradeSpec, snap *engine.Snapshot) {
+// hash annotations and the injected list, and the hot-upgrade annotations of the containers. What
+// other SidecarSets recorded stays.
+func takeBack(pod *corev1.Pod, injected map[string]v1beta1.SidecarSetUpgradeSpec, snap *engine.Snapshot) error {
 	names := map[string]bool{}
 	for name, entry := range injected {
 		maps.Copy(names, containerNames(name, entry, snap))
@@ -117,8 +132,20 @@ func takeBack(pod *corev1.Pod, injected map[string]v1beta1.SidecarSetUpgradeSpec
 		pod.Spec.InitContainers = nil
 	}
 	ann := pod.Annotations
-	for _, key := range []string{v1beta1.SidecarSetHashAnnotation, v1beta1.SidecarSetHashWithoutImageAnnotation, v1beta1.SidecarSetListAnnotation, v1beta1.SidecarSetWorkingHotUpgradeContainer} {
-		delete(ann, key)
+	for _, key := range []string{v1beta1.SidecarSetHashAnnotation, v1beta1.SidecarSetHashWithoutImageAnnotation} {
+		if err := withoutKeys(ann, key, func(k string) bool { _, ok := injected[k]; return ok }); err != nil {
+			return err
+		}
+	}
+	// A value that does not parse is kept, as the injection keeps it (mutation's workingHotUpgrade).
+	_ = withoutKeys(ann, v1beta1.SidecarSetWorkingHotUpgradeContainer, func(k string) bool { return names[k] })
+	if list, ok := ann[v1beta1.SidecarSetListAnnotation]; ok {
+		kept := slices.DeleteFunc(strings.Split(list, ","), func(n string) bool { _, ok := injected[n]; return ok || n == "" })
+		if len(kept) == 0 {
+			delete(ann, v1beta1.SidecarSetListAnnotation)
+		} else {
+			ann[v1beta1.SidecarSetListAnnotation] = strings.Join(kept, ",")
+		}
 	}
 	for key := range ann {
 		for _, prefix := range []string{v1beta1.SidecarSetVersionAnnotationPrefix, v1beta1.SidecarSetVersionAltAnnotationPrefix} {
@@ -130,6 +157,31 @@ func takeBack(pod *corev1.Pod, injected map[string]v1beta1.SidecarSetUpgradeSpec
 	if len(ann) == 0 {
 		pod.Annotations = nil
 	}
+	return nil
+}
+
+// withoutKeys removes the entries drop names from the JSON object in annotation key, and the
+// annotation when none is left.
+func withoutKeys(ann map[string]string, key string, drop func(string) bool) error {
+	raw, ok := ann[key]
+	if !ok {
+		return nil
+	}
+	var entries map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &entries); err != nil {
+		return fmt.Errorf("reading the pod's %s: %w", key, err)
+	}
+	maps.DeleteFunc(entries, func(k string, _ json.RawMessage) bool { return drop(k) })
+	if len(entries) == 0 {
+		delete(ann, key)
+		return nil
+	}
+	value, err := json.Marshal(entries)
+	if err != nil {
+		return fmt.Errorf("encoding the pod's %s: %w", key, err)
+	}
+	ann[key] = string(value)
+	return nil
 }
 
 // restoreContainers puts back, in final, the received pod's containers of these names where final

@@ -105,11 +105,16 @@ func TestAfterOpenKruise(t *testing.T) {
 			kruise: snapshotOf(t, nil, mesh), ours: snapshotOf(t, nil, meshV2), pod: ordered(web),
 			sidecarSets: []string{"mesh"}, containers: []string{"mesh-c", "app"}, barrierOn: []string{"app"}, volumes: []string{"certs"},
 			outcome: Injected, injectedByOurs: []string{"mesh"}},
-		// Both read the same API server, so this is a moment's race; without the SidecarSet its
-		// volumes cannot be told from the author's, and stay.
-		{name: "a SidecarSet sidecarops no longer has is taken back, its containers and records",
-			kruise: snapshotOf(t, nil, mesh, log), ours: snapshotOf(t, nil, log), pod: pod("shop", web),
-			sidecarSets: []string{"log"}, containers: []string{"log-c", "app"}, volumes: []string{"certs"}, outcome: Injected, injectedByOurs: []string{"log"}},
+		{name: "a SidecarSet that no longer selects the pod is taken back, the other's records stay",
+			kruise: snapshotOf(t, nil, mesh, log), ours: snapshotOf(t, nil, sidecarSet(t, "mesh", "other", withSecret), log), pod: ordered(web),
+			sidecarSets: []string{"log"}, containers: []string{"log-c", "app"}, barrierOn: []string{"log-c", "app"},
+			outcome: Injected, injectedByOurs: []string{"log"}},
+		// Both read the same API server, so this is a moment's race (a SidecarSet just created, or
+		// just deleted): OpenKruise alone would have injected it all the same.
+		{name: "a SidecarSet sidecarops does not hold is left as OpenKruise injected it",
+			kruise: snapshotOf(t, nil, mesh, log), ours: snapshotOf(t, nil, log), pod: ordered(web),
+			sidecarSets: []string{"log", "mesh"}, containers: []string{"log-c", "mesh-c", "app"}, barrierOn: []string{"log-c", "mesh-c", "app"},
+			volumes: []string{"certs"}, outcome: Injected, injectedByOurs: []string{"log"}},
 		{name: "nothing of OpenKruise's: answered as alone",
 			kruise: snapshotOf(t, nil), ours: snapshotOf(t, nil, mesh), pod: pod("shop", web),
 			sidecarSets: []string{"mesh"}, containers: []string{"mesh-c", "app"}, volumes: []string{"certs"}, outcome: Injected, injectedByOurs: []string{"mesh"}},
@@ -151,6 +156,9 @@ func TestAfterOpenKruise(t *testing.T) {
 			if tc.injectedByOurs != nil {
 				for name, spec := range specs {
 					ss, ok := tc.ours.SidecarSet(name)
+					if !ok {
+						ss, ok = tc.kruise.SidecarSet(name)
+					}
 					require.True(t, ok)
 					assert.Equal(t, ss.Annotations[v1beta1.SidecarSetHashAnnotation], spec.Hash, "the hash of sidecarops' SidecarSet %s", name)
 				}

@@ -23,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -176,7 +175,7 @@ func TestFenceKeepsOpenKruiseToItsOtherWorkloads(t *testing.T) {
 		}},
 	}
 
-	mutating := installFence(t)
+	installFence(t)
 	awaitFence(t, kruise)
 
 	for _, tc := range sidecarSetWrites {
@@ -199,41 +198,26 @@ func TestFenceKeepsOpenKruiseToItsOtherWorkloads(t *testing.T) {
 	assert.Equal(t, pod("cloneset").Annotations[v1beta1.SidecarSetHashAnnotation], got.Annotations[v1beta1.SidecarSetHashAnnotation])
 
 	t.Run("the SidecarSet CRD's conversion", func(t *testing.T) {
-		fenceKeepsTheConversion(t, kruise, other, mutating)
+		fenceKeepsTheConversion(t, kruise)
 	})
 }
 
 // fenceKeepsTheConversion makes the write of OpenKruise's webhook controller, which points the
-// conversion of every CRD of its kinds at its own Service with its own CA: admitted (its manager
-// exits when it is refused), and without effect, whether the conversion names a URL (as envtest's
-// does) or a Service (as config/crd's does). Anyone else's write takes effect. Without
-// MutatingAdmissionPolicy (before Kubernetes 1.36) the fence has no CRD part, and OpenKruise's
-// write takes effect too: the gap D10 names, for which the preflight refuses path B there.
-func fenceKeepsTheConversion(t *testing.T, kruise, other client.Client, mutating bool) {
-	crd := func(c client.Client) *unstructured.Unstructured { return getCRD(t, c, sidecarSetCRD) }
+// conversion of every CRD of its kinds at its own Service with its own CA: admitted, as path B leaves
+// the SidecarSet CRD's conversion to OpenKruise (its manager exits when that write is refused).
+func fenceKeepsTheConversion(t *testing.T, kruise client.Client) {
 	webhook := func(u *unstructured.Unstructured) map[string]any {
 		m, _, err := unstructured.NestedMap(u.Object, "spec", "conversion", "webhook")
 		require.NoError(t, err)
 		return m
 	}
-	setWebhook := func(c client.Client, w map[string]any, opts ...client.UpdateOption) (*unstructured.Unstructured, error) {
-		return updateCRD(t, c, sidecarSetCRD, func(u *unstructured.Unstructured) {
-			require.NoError(t, unstructured.SetNestedMap(u.Object, runtime.DeepCopyJSON(w), "spec", "conversion", "webhook"))
-		}, opts...)
-	}
-	envtests := webhook(crd(cluster.Client))
+	envtests := webhook(getCRD(t, cluster.Client, sidecarSetCRD))
 	t.Cleanup(func() {
-		_, err := setWebhook(cluster.Client, envtests)
+		_, err := updateCRD(t, cluster.Client, sidecarSetCRD, func(u *unstructured.Unstructured) {
+			require.NoError(t, unstructured.SetNestedMap(u.Object, runtime.DeepCopyJSON(envtests), "spec", "conversion", "webhook"))
+		})
 		require.NoError(t, err)
 	})
-	caBundle := envtests["clientConfig"].(map[string]any)["caBundle"]
-	ours := map[string]any{
-		"conversionReviewVersions": []any{"v1"},
-		"clientConfig": map[string]any{
-			"caBundle": caBundle,
-			"service":  map[string]any{"namespace": devcluster.Namespace, "name": "sidecarops-webhook", "path": "/convert", "port": int64(443)},
-		},
-	}
 	// As crd.Ensure of OpenKruise's webhook controller writes it: its Service, its CA.
 	kruises := map[string]any{
 		"conversionReviewVersions": []any{"v1", "v1beta1"},
@@ -242,38 +226,11 @@ func fenceKeepsTheConversion(t *testing.T, kruise, other client.Client, mutating
 			"service":  map[string]any{"namespace": kruiseNS, "name": "kruise-webhook-service", "path": "/convert", "port": int64(443)},
 		},
 	}
-
-	if !mutating {
-		_, err := setWebhook(cluster.Client, ours)
-		require.NoError(t, err)
-		_, err = setWebhook(kruise, kruises)
-		require.NoError(t, err)
-		assert.Equal(t, kruises, webhook(crd(cluster.Client)), "no fence part keeps the conversion before 1.36")
-		return
-	}
-	for _, before := range []map[string]any{envtests, ours} {
-		_, err := setWebhook(cluster.Client, before)
-		require.NoError(t, err)
-		require.EventuallyWithT(t, func(c *assert.CollectT) {
-			u, err := setWebhook(kruise, kruises, client.DryRunAll)
-			if assert.NoError(c, err) {
-				assert.Equal(c, before, webhook(u))
-			}
-		}, time.Minute, 100*time.Millisecond, "the fence is in force")
-
-		_, err = setWebhook(kruise, kruises)
-		require.NoError(t, err, "OpenKruise's manager starts its controllers only once this write has succeeded")
-		after := crd(cluster.Client)
-		assert.Equal(t, before, webhook(after), "OpenKruise's write changed nothing")
-		// The first write may still store its managed fields (one watch event); the writes of its
-		// resyncs after that store nothing, so no watch event wakes it or the rotator again.
-		_, err = setWebhook(kruise, kruises)
-		require.NoError(t, err)
-		assert.Equal(t, after.GetResourceVersion(), crd(cluster.Client).GetResourceVersion(), "OpenKruise's next write stored nothing")
-		_, err = setWebhook(other, kruises)
-		require.NoError(t, err)
-		assert.Equal(t, kruises, webhook(crd(cluster.Client)), "anyone else's write takes effect")
-	}
+	u, err := updateCRD(t, kruise, sidecarSetCRD, func(u *unstructured.Unstructured) {
+		require.NoError(t, unstructured.SetNestedMap(u.Object, runtime.DeepCopyJSON(kruises), "spec", "conversion", "webhook"))
+	})
+	require.NoError(t, err, "OpenKruise's manager starts its controllers only once this write has succeeded")
+	assert.Equal(t, kruises, webhook(u))
 }
 
 // sidecarSetCRD is the name of the CRD sidecarops and OpenKruise serve SidecarSets by.
@@ -416,30 +373,19 @@ func impersonate(t *testing.T, user, ns string) client.Client {
 }
 
 // installFence creates the admission policies of config/samples/kruise-coexist (the
-// openkruise-fence component) for the rest of the test, and tells whether the API server serves
-// MutatingAdmissionPolicies (GA in Kubernetes 1.36): before, the component's CRD part cannot be
-// installed, and the rest is tested without it.
-func installFence(t *testing.T) bool {
+// openkruise-fence component) for the rest of the test.
+func installFence(t *testing.T) {
 	t.Helper()
 	objs, err := render.Kustomize("../../config/samples/kruise-coexist")
 	require.NoError(t, err)
-	_, err = cluster.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: "admissionregistration.k8s.io", Kind: "MutatingAdmissionPolicy"}, "v1")
-	mutating := err == nil
 	var installed []string
 	for _, u := range objs {
-		kind := u.GetKind()
-		if !strings.HasSuffix(kind, "AdmissionPolicy") && !strings.HasSuffix(kind, "AdmissionPolicyBinding") ||
-			strings.HasPrefix(kind, "Mutating") && !mutating {
+		if kind := u.GetKind(); !strings.HasSuffix(kind, "AdmissionPolicy") && !strings.HasSuffix(kind, "AdmissionPolicyBinding") {
 			continue
 		}
 		require.NoError(t, cluster.Client.Create(ctx(t), u), render.Key(u))
 		t.Cleanup(func() { _ = cluster.Client.Delete(ctx(t), u) })
 		installed = append(installed, render.Key(u))
 	}
-	want := []string{"ValidatingAdmissionPolicy/sidecarops-openkruise-fence", "ValidatingAdmissionPolicyBinding/sidecarops-openkruise-fence"}
-	if mutating {
-		want = append(want, "MutatingAdmissionPolicy/sidecarops-openkruise-fence-crd", "MutatingAdmissionPolicyBinding/sidecarops-openkruise-fence-crd")
-	}
-	assert.ElementsMatch(t, want, installed)
-	return mutating
+	assert.ElementsMatch(t, []string{"ValidatingAdmissionPolicy/sidecarops-openkruise-fence", "ValidatingAdmissionPolicyBinding/sidecarops-openkruise-fence"}, installed)
 }

@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
-	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -24,21 +25,24 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/controller/rollout"
+	"github.com/sidecarops/sidecarops/internal/coexist"
 	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
+	"github.com/sidecarops/sidecarops/internal/testing/render"
 	"github.com/sidecarops/sidecarops/mutation"
 )
 
@@ -120,61 +124,79 @@ func TestTakeOverFromOpenKruise(t *testing.T) {
 	w.stop()
 }
 
-// TestCoexistWithOpenKruise is docs/migration.md's path B: OpenKruise keeps running for a CloneSet,
-// so the preflight asks for the fence and PodWebhook=false instead of stopping it. Once they are
-// in place, sidecarops' controller rolls a SidecarSet out while OpenKruise's manager (impersonated)
-// keeps making its SidecarSet controller's writes, its status and its sidecar upgrades of the same
-// pods: every one is refused, and each pod is written once, by sidecarops.
+// Path B on every supported Kubernetes version (make test-k8s-versions): OpenKruise keeps running,
+// its pod webhook included, the SidecarSet CRD and its conversion stay its own, and sidecarops takes
+// over SidecarSets with the fence and --openkruise-kept. What OpenKruise's pod webhook gives a pod
+// before the switch it gives after: the launch-priority barrier, a PodUnavailableBudget's refusal.
+// A kube-system pod a SidecarSet selects is answered by sidecarops' pod webhook.
 func TestCoexistWithOpenKruise(t *testing.T) {
-	_, err := cluster.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: "admissionregistration.k8s.io", Kind: "MutatingAdmissionPolicy"}, "v1")
-	servesMutatingPolicies := err == nil
+	c := cluster.Client
 	createNamespaces(t, kruiseNS, coexistNS)
 	runNoController(t) // before the switch, sidecarops does nothing
 	installCloneSet(t)
-	restoreCRD := kruiseOwnsTheCRDConversion(t)
-	kruise := installKruise(t)
+	t.Cleanup(kruiseOwnsTheCRDConversion(t)) // and keeps it through path B
+	installKruiseManager(t)
+	kruisePodWebhooks(t)
 	ss, _, rev2 := kruiseFleet(t, coexistNS, "arcade")
+
+	// Before the switch, OpenKruise's pod webhook injects and orders container start.
+	before := createOrdered(t, "arcade")
+	assert.Equal(t, []string{sidecar, "game"}, barriers(before), "OpenKruise's launch priority")
+	protected := createProtected(t)
+	assert.ErrorContains(t, c.Delete(ctx(t), protected), "PodUnavailableBudget protected allows no unavailable pod")
 
 	ctl, err := devcluster.Build("../..", "sidecarctl", t.TempDir())
 	require.NoError(t, err)
-	out := preflightSays(t, ctl, "before", 1,
-		"Path B: OpenKruise's other workloads are in use",
-		"  CloneSet.apps.kruise.io: 1\n",
-		"the fence is not installed (no ValidatingAdmissionPolicyBinding sidecarops-openkruise-fence",
-		"OpenKruise's pod webhook mpod.kb.io (MutatingWebhookConfiguration kruise-mutating-webhook-configuration) is registered",
-		"--set featureGates='PodWebhook=false'",
-		"converts versions through Service kruise-system/kruise-webhook-service",
-		// Served by the manager that keeps running: warnings, not blockers.
-		"OpenKruise's SidecarSet webhook msidecarset.kb.io (mutatingwebhookconfiguration kruise-mutating-webhook-configuration) stays with OpenKruise's manager")
-	assert.NotContains(t, out, "OpenKruise's controller runs", "path B keeps OpenKruise's manager running")
-	if !servesMutatingPolicies {
-		// Before Kubernetes 1.36 (make test-k8s-versions) the fence has no CRD part, and the
-		// preflight says path B must wait (docs/decisions.md D10).
-		assert.Contains(t, out, "the API server serves no MutatingAdmissionPolicy (Kubernetes 1.36 or later does)")
-		return
-	}
-	assert.NotContains(t, out, "serves no MutatingAdmissionPolicy")
-	assert.Contains(t, out, "(no ValidatingAdmissionPolicyBinding sidecarops-openkruise-fence; no MutatingAdmissionPolicyBinding sidecarops-openkruise-fence-crd)")
-	doc, err := os.ReadFile("../../docs/cli.md")
-	require.NoError(t, err)
-	assert.Contains(t, string(doc), out[strings.Index(out, "Path B:"):]+"```", "docs/cli.md shows this report")
+	out := preflightSays(t, ctl, "before", 1, "Path B: OpenKruise's other workloads are in use", "  CloneSet.apps.kruise.io: 1\n",
+		"the fence is not installed")
+	assert.NotContains(t, out, "PodWebhook=false", "path B keeps OpenKruise's pod webhook")
+	assert.NotContains(t, out, "MutatingAdmissionPolicy", "path B needs no Kubernetes 1.36")
 
-	// Path B: the fence, OpenKruise's pod webhook off, and the conversion sidecarops'.
+	// Path B: the fence, and sidecarops' manager with --openkruise-kept and its pod webhook.
 	installFence(t)
 	grantKruiseRights(t, kruiseManager)
 	asKruise := impersonate(t, kruiseManager, kruiseNS)
 	eventually(t, "the fence is in force", func() error {
 		return refused(sidecarSetStatusWrite(ctx(t), asKruise, ss.Name, client.DryRunAll))
 	})
-	kruise.podWebhookOff(t)
-	restoreCRD()
-	// Clear once the fence is in force, the pod webhook off and the conversion sidecarops'.
+	registerPodWebhook(t)
+	cluster.Manager.OpenKruiseKept = true
+	t.Cleanup(func() {
+		cluster.Manager.OpenKruiseKept = false
+		require.NoError(t, cluster.RestartManager(context.Background()))
+	})
+	require.NoError(t, cluster.RestartManager(ctx(t)))
+	runController(t)
+
+	// The manager keeps OpenKruise's SidecarSet webhooks out of its configurations, template
+	// included, so that its restarts do not bring them back; its pod webhooks stay.
+	eventually(t, "OpenKruise's SidecarSet webhooks removed", func() error {
+		m := &admissionregv1.MutatingWebhookConfiguration{}
+		v := &admissionregv1.ValidatingWebhookConfiguration{}
+		if err := c.Get(ctx(t), client.ObjectKey{Name: coexist.MutatingConfiguration}, m); err != nil {
+			return err
+		}
+		if err := c.Get(ctx(t), client.ObjectKey{Name: coexist.ValidatingConfiguration}, v); err != nil {
+			return err
+		}
+		got := fmt.Sprint(webhookNames(m.Webhooks, func(w admissionregv1.MutatingWebhook) string { return w.Name }),
+			webhookNames(v.Webhooks, func(w admissionregv1.ValidatingWebhook) string { return w.Name }),
+			m.Annotations[coexist.TemplateAnnotation] != "" && !strings.Contains(m.Annotations[coexist.TemplateAnnotation], "msidecarset"),
+			v.Annotations[coexist.TemplateAnnotation] != "" && !strings.Contains(v.Annotations[coexist.TemplateAnnotation], "vsidecarset"))
+		if want := "[mpod.kb.io] [vpod.kb.io] true true"; got != want {
+			return fmt.Errorf("webhooks and templates %s, want %s", got, want)
+		}
+		return nil
+	})
+	// OpenKruise's webhook controller rewrites the CRD's conversion at each certificate sync: the
+	// fence lets it, as the conversion is OpenKruise's on path B.
+	fenceKeepsTheConversion(t, asKruise)
+
 	preflightSays(t, ctl, "after", 0, "Path B", "  CloneSet.apps.kruise.io: 1\n",
 		"the fence: ValidatingAdmissionPolicyBinding sidecarops-openkruise-fence", "Clear: nothing blocks the switch.")
 
 	// sidecarops' controller takes over the SidecarSet; OpenKruise's manager keeps running.
-	runController(t)
-	eventually(t, "the status counts OpenKruise's pods", func() error { return statusCounts(ss.Name, 5, 2, rev2.Name) })
+	eventually(t, "the status counts OpenKruise's pods", func() error { return statusCounts(ss.Name, 6, 3, rev2.Name) })
 
 	// The rollout of the paused revision, while OpenKruise's SidecarSet controller makes the same
 	// writes as it would: the SidecarSet's status, and the sidecar upgrade of each old pod.
@@ -185,15 +207,129 @@ func TestCoexistWithOpenKruise(t *testing.T) {
 	statuses, upgrades := stop()
 	assert.Positive(t, statuses, "OpenKruise's status writes refused during the rollout")
 	assert.Positive(t, upgrades, "OpenKruise's sidecar upgrades refused during the rollout")
-	eventually(t, "the status counts the rollout", func() error { return statusCounts(ss.Name, 5, 5, rev2.Name) })
+	eventually(t, "the status counts the rollout", func() error { return statusCounts(ss.Name, 6, 6, rev2.Name) })
 	time.Sleep(time.Second) // the controller's next rounds, had it anything more to write
 	old := map[string]int{"arcade-0": 1, "arcade-1": 1, "arcade-2": 1}
 	assert.Equal(t, old, w.imageChanges(), "each old pod upgraded once, the others not touched")
 	assert.Equal(t, old, count(w.writes()), "each old pod written once")
 	w.stop()
 
+	// After the switch a new pod gets what it got before from OpenKruise's pod webhook, and its
+	// sidecar from sidecarops' (which answered it).
+	decisions := podDecisions(t)
+	after := createOrdered(t, "arcade")
+	assert.Equal(t, decisions+1, podDecisions(t), "sidecarops' pod webhook answered the pod")
+	assert.Equal(t, []string{sidecar, "game"}, barriers(after), "OpenKruise's launch priority, kept")
+	assert.Equal(t, "example.com/proxy:2", after.Spec.Containers[0].Image)
+	assert.ErrorContains(t, c.Delete(ctx(t), protected), "PodUnavailableBudget protected allows no unavailable pod", "OpenKruise's PodUnavailableBudget, kept")
+
+	// A kube-system pod a SidecarSet selects reaches sidecarops' pod webhook, as OpenKruise's.
+	ingress := &v1beta1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "ingress-log"}, Spec: v1beta1.SidecarSetSpec{
+		Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{"app": "ingress"}},
+		NamespaceSelector: v1beta1.NamespaceNamed(metav1.NamespaceSystem),
+		Containers:        []v1beta1.SidecarContainer{{Container: corev1.Container{Name: "log", Image: "example.com/log:1"}}},
+	}}
+	require.NoError(t, defaults.SidecarSetAndHash(ingress))
+	require.NoError(t, c.Create(ctx(t), ingress))
+	t.Cleanup(func() { _ = c.Delete(context.Background(), ingress) })
+	decisions = podDecisions(t)
+	sys := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, GenerateName: "ingress-", Labels: map[string]string{"app": "ingress"}},
+		Spec: corev1.PodSpec{NodeName: kw.Node, Containers: []corev1.Container{{Name: "ingress", Image: "example.com/ingress:1"}}}}
+	eventually(t, "the kube-system pod is created", func() error { return c.Create(ctx(t), sys.DeepCopy()) })
+	assert.Equal(t, decisions+1, podDecisions(t), "sidecarops' pod webhook answered the kube-system pod")
+	var sysPods corev1.PodList
+	require.NoError(t, c.List(ctx(t), &sysPods, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{"app": "ingress"}))
+	require.Len(t, sysPods.Items, 1)
+	assert.Equal(t, []string{"log", "ingress"}, containerNames(&sysPods.Items[0]))
+	t.Cleanup(func() { _ = c.Delete(context.Background(), &sysPods.Items[0]) })
+
 	// OpenKruise's own workloads are still there, and the preflight still clear.
 	preflightSays(t, ctl, "at the end", 0, "  CloneSet.apps.kruise.io: 1\n", "Clear: nothing blocks the switch.")
+}
+
+// createOrdered creates a pod of the SidecarSet app selects, asking OpenKruise for ordered container
+// start, and returns it as stored.
+func createOrdered(t *testing.T, app string) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: coexistNS, GenerateName: app + "-ordered-", Labels: map[string]string{"app": app},
+		Annotations: map[string]string{"apps.kruise.io/container-launch-priority": "Ordered"}},
+		Spec: corev1.PodSpec{NodeName: kw.Node, Containers: []corev1.Container{{Name: "game", Image: "example.com/game:1"}}}}
+	require.NoError(t, cluster.Client.Create(ctx(t), p))
+	t.Cleanup(func() { _ = cluster.Client.Delete(context.Background(), p) })
+	return p
+}
+
+// createProtected creates a pod the stand-in's PodUnavailableBudget protects.
+func createProtected(t *testing.T) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: coexistNS, Name: "protected", Labels: map[string]string{protectedLabel: "true"}},
+		Spec: corev1.PodSpec{NodeName: kw.Node, Containers: []corev1.Container{{Name: "db", Image: "example.com/db:1"}}}}
+	require.NoError(t, cluster.Client.Create(ctx(t), p))
+	t.Cleanup(func() {
+		_ = cluster.Client.Delete(context.Background(), &admissionregv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: coexist.ValidatingConfiguration}})
+		_ = cluster.Client.Delete(context.Background(), p)
+	})
+	return p
+}
+
+// barriers names the containers of p carrying launch priority's barrier env.
+func barriers(p *corev1.Pod) []string {
+	var names []string
+	for _, c := range p.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == "KRUISE_CONTAINER_BARRIER" && e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil &&
+				e.ValueFrom.ConfigMapKeyRef.Name == p.Name+"-barrier" {
+				names = append(names, c.Name)
+			}
+		}
+	}
+	return names
+}
+
+func containerNames(p *corev1.Pod) []string {
+	var names []string
+	for _, c := range p.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+func webhookNames[W any](hooks []W, name func(W) string) []string {
+	var names []string
+	for _, w := range hooks {
+		names = append(names, name(w))
+	}
+	return names
+}
+
+// podDecisions is how many pods the in-process manager's pod webhook has answered.
+func podDecisions(t *testing.T) float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	require.NoError(t, err)
+	var n float64
+	for _, f := range families {
+		if f.GetName() == "sidecarops_webhook_pod_decisions_total" {
+			for _, m := range f.GetMetric() {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
+}
+
+// registerPodWebhook registers sidecarops' pod webhook as config/default does, calling the
+// in-process manager, for the rest of the test.
+func registerPodWebhook(t *testing.T) {
+	objs, err := render.Kustomize("../../config/default")
+	require.NoError(t, err)
+	m := &admissionregv1.MutatingWebhookConfiguration{}
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(objs["MutatingWebhookConfiguration/sidecarops"].Object, m))
+	wio := cluster.Env.WebhookInstallOptions
+	m.Webhooks = m.Webhooks[:1] // the pod webhook; the SidecarSet ones need no API server here
+	m.Webhooks[0].ClientConfig = admissionregv1.WebhookClientConfig{
+		URL:      ptr.To(fmt.Sprintf("https://%s/mutate-pod", net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort)))),
+		CABundle: wio.LocalServingCAData,
+	}
+	require.NoError(t, cluster.Client.Create(ctx(t), m))
+	t.Cleanup(func() { _ = cluster.Client.Delete(context.Background(), m) })
 }
 
 // openKruiseSidecarSetController makes, as OpenKruise's manager, the writes of its SidecarSet
@@ -439,14 +575,12 @@ type kruiseInstall struct {
 	validating *admissionregv1.ValidatingWebhookConfiguration
 }
 
-// installKruise creates (or, after another test, restores) OpenKruise's manager Deployment and
-// webhook registrations. They select no object and ignore failures, so the API server never waits
-// on a Service nobody serves here.
-func installKruise(t *testing.T) *kruiseInstall {
-	c := cluster.Client
-	k := &kruiseInstall{deployment: &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: kruiseNS, Name: "kruise-controller-manager"}}}
-	_, err := controllerutil.CreateOrUpdate(ctx(t), c, k.deployment, func() error {
-		k.deployment.Spec = appsv1.DeploymentSpec{
+// installKruiseManager creates (or restores) OpenKruise's manager Deployment, as its chart installs
+// it; nothing runs it here.
+func installKruiseManager(t *testing.T) *appsv1.Deployment {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: kruiseNS, Name: "kruise-controller-manager"}}
+	_, err := controllerutil.CreateOrUpdate(ctx(t), cluster.Client, d, func() error {
+		d.Spec = appsv1.DeploymentSpec{
 			Replicas: ptr.To(int32(1)),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"control-plane": "controller-manager"}},
 			Template: corev1.PodTemplateSpec{
@@ -460,6 +594,15 @@ func installKruise(t *testing.T) *kruiseInstall {
 		return nil
 	})
 	require.NoError(t, err)
+	return d
+}
+
+// installKruise creates (or, after another test, restores) OpenKruise's manager Deployment and
+// webhook registrations. They select no object and ignore failures, so the API server never waits
+// on a Service nobody serves here.
+func installKruise(t *testing.T) *kruiseInstall {
+	c := cluster.Client
+	k := &kruiseInstall{deployment: installKruiseManager(t)}
 	svc := &admissionregv1.ServiceReference{Namespace: kruiseNS, Name: "kruise-webhook-service", Path: ptr.To("/")}
 	nothing := &metav1.LabelSelector{MatchLabels: map[string]string{"selects": "nothing"}}
 	hook := func(group, resource string) (admissionregv1.RuleWithOperations, admissionregv1.WebhookClientConfig) {
@@ -505,19 +648,6 @@ func (k *kruiseInstall) stop(t *testing.T) {
 	}))
 	require.NoError(t, c.Delete(ctx(t), k.mutating))
 	require.NoError(t, c.Delete(ctx(t), k.validating))
-}
-
-// podWebhookOff does what OpenKruise's manager does when it restarts with PodWebhook=false: its
-// webhook controller registers only the webhooks it serves, so mpod.kb.io goes.
-func (k *kruiseInstall) podWebhookOff(t *testing.T) {
-	c := cluster.Client
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := c.Get(ctx(t), client.ObjectKeyFromObject(k.mutating), k.mutating); err != nil {
-			return err
-		}
-		k.mutating.Webhooks = slices.DeleteFunc(k.mutating.Webhooks, func(w admissionregv1.MutatingWebhook) bool { return w.Name == "mpod.kb.io" })
-		return c.Update(ctx(t), k.mutating)
-	}))
 }
 
 // record creates the ControllerRevision OpenKruise's controller records for ss's current spec:
