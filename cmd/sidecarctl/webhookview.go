@@ -68,7 +68,7 @@ func (f *installFlags) view(ctx context.Context, namespaces []*corev1.Namespace)
 		v, err = valuesWebhookView(f.values, f.namespace)
 	default:
 		v, err = webhookViewOf("assuming the pod webhook as config/default installs it (--install-values or --kubeconfig give yours)",
-			podwebhook.NamespaceSelector(podwebhook.DefaultNamespace, nil, nil), nil, nil)
+			podwebhook.NamespaceSelector("", nil, nil), nil, nil)
 	}
 	if err != nil {
 		return nil, err

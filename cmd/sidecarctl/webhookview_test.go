@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -51,7 +52,7 @@ spec:
 }
 
 const assumedNotice = "note: assuming the pod webhook as config/default installs it (--install-values or --kubeconfig give yours): " +
-	"not seen by the webhook: in namespaces labelled control-plane, pods in namespaces sidecarops-system, in namespaces labelled sidecarops.io/control-plane\n"
+	"not seen by the webhook: in namespaces labelled control-plane, in namespaces labelled sidecarops.io/control-plane\n"
 
 func writeFile(t *testing.T, name, content string) string {
 	t.Helper()
@@ -303,6 +304,25 @@ current-context: c
 	_, errOut, code = sidecarctl(t, "", "explain", "-f", pods, "--kubeconfig", kubeconfig)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "MutatingWebhookConfiguration sidecarops has no webhook mpod.sidecarops.io")
+}
+
+// TestTheDefaultAsConfigWebhookInstallsIt holds the view assumed without --install-values or
+// --kubeconfig to config/webhook's registration.
+func TestTheDefaultAsConfigWebhookInstallsIt(t *testing.T) {
+	raw, err := os.ReadFile("../../config/webhook/manifests.yaml")
+	require.NoError(t, err)
+	objs, err := render.Parse(raw)
+	require.NoError(t, err)
+	u, ok := objs["MutatingWebhookConfiguration/sidecarops"]
+	require.True(t, ok, "config/webhook registers MutatingWebhookConfiguration sidecarops")
+	var mwc admissionregv1.MutatingWebhookConfiguration
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &mwc))
+	registered, err := podwebhook.FromConfiguration(&mwc)
+	require.NoError(t, err)
+	assumed, err := (&installFlags{}).view(context.Background(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, registered.Namespaces.String(), assumed.Namespaces.String(), "namespaceSelector")
+	assert.Equal(t, registered.Objects.String(), assumed.Objects.String(), "objectSelector")
 }
 
 // TestInstallValuesAsTheChartRenders holds --install-values to the chart's template: the pod

@@ -32,18 +32,22 @@ const (
 // (charts/sidecarops/templates/webhooks.yaml) in release namespace releaseNS: never the release
 // namespace nor webhookConfiguration.excludedNamespaces by name, nor a namespace labelled as the
 // manager's or as a control plane; extra (webhookConfiguration.namespaceSelector) narrows it further.
+// With no releaseNS and nothing excluded it is config/webhook's, which leaves out the manager's
+// namespace by its label alone.
 func NamespaceSelector(releaseNS string, excluded []string, extra *metav1.LabelSelector) *metav1.LabelSelector {
-	names := []string{releaseNS}
-	for _, ns := range excluded {
-		if !slices.Contains(names, ns) {
+	var names []string
+	for _, ns := range append([]string{releaseNS}, excluded...) {
+		if ns != "" && !slices.Contains(names, ns) {
 			names = append(names, ns)
 		}
 	}
 	sel := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-		{Key: v1beta1.NamespaceNameLabel, Operator: metav1.LabelSelectorOpNotIn, Values: names},
 		{Key: ControlPlaneLabel, Operator: metav1.LabelSelectorOpDoesNotExist},
 		{Key: KruiseControlPlaneLabel, Operator: metav1.LabelSelectorOpDoesNotExist},
 	}}
+	if len(names) > 0 {
+		sel.MatchExpressions = append([]metav1.LabelSelectorRequirement{{Key: v1beta1.NamespaceNameLabel, Operator: metav1.LabelSelectorOpNotIn, Values: names}}, sel.MatchExpressions...)
+	}
 	if extra != nil {
 		sel.MatchLabels = extra.MatchLabels
 		sel.MatchExpressions = append(sel.MatchExpressions, extra.MatchExpressions...)
@@ -109,15 +113,15 @@ func FromConfiguration(cfg *admissionregv1.MutatingWebhookConfiguration) (*View,
 type Reason int
 
 const (
-	// ExcludedByName: the namespace is named in the namespaceSelector's NotIn on the name label.
+	// ExcludedByName is a namespace named in the namespaceSelector's NotIn on the name label.
 	ExcludedByName Reason = iota
-	// ManagersOwn: the namespace carries ControlPlaneLabel.
+	// ManagersOwn is a namespace carrying ControlPlaneLabel.
 	ManagersOwn
-	// ControlPlane: the namespace carries KruiseControlPlaneLabel.
+	// ControlPlane is a namespace carrying KruiseControlPlaneLabel.
 	ControlPlane
-	// OtherNamespaceRequirement: the namespace fails another requirement of the namespaceSelector.
+	// OtherNamespaceRequirement is a namespace failing another requirement of the namespaceSelector.
 	OtherNamespaceRequirement
-	// ObjectRequirement: the pod fails a requirement of the objectSelector.
+	// ObjectRequirement is a pod failing a requirement of the objectSelector.
 	ObjectRequirement
 )
 
