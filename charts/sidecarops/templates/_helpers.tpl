@@ -43,6 +43,11 @@ come first, all at once, before any template runs.
 {{- with $gates.refused }}
 {{- $problems = append $problems (printf "featureGates: %s: not what sidecarops honours (it takes %s, PodWebhook=true and EnableSortSidecarContainerByName=false); docs/install.md, \"Values from OpenKruise's chart\", says why" (join ", " .) (join ", " $gates.honoured)) }}
 {{- end }}
+{{- with .Values.whitelistNamespace }}
+{{- if and $.Values.patchPodMetadataWhiteList (ne . $.Release.Namespace) }}
+{{- $problems = append $problems (printf "patchPodMetadataWhiteList with whitelistNamespace=%s: the manager reads the whitelist in %s, where the chart makes no ConfigMap; edit the kruise-configuration there, or leave whitelistNamespace empty" . .) }}
+{{- end }}
+{{- end }}
 {{- $m := .Values.monitoring -}}
 {{- if and (or $m.service.enabled $m.serviceMonitor.enabled) (not .Values.manager.metrics.enabled) }}
 {{- $problems = append $problems "monitoring.service and monitoring.serviceMonitor need manager.metrics.enabled" }}
