@@ -139,7 +139,7 @@ func TestInjectExamples(t *testing.T) {
 		var s appsv1.StatefulSet
 		require.NoError(t, yaml.Unmarshal([]byte(out), &s))
 		a := s.Spec.Template.Annotations
-		assert.Equal(t, "Ordered", a["apps.kruise.io/container-launch-priority"], "Retain sets an absent key")
+		assert.Equal(t, "true", a["prometheus.io/scrape"], "Retain sets an absent key")
 		assert.JSONEq(t, `{"path":"/metrics","port":9102}`, a["logging.example.com/scrape"], "MergePatchJson merges into the pod's value (RFC 7386)")
 	})
 }
@@ -307,11 +307,11 @@ func TestCheckWhitelist(t *testing.T) {
 kind: ConfigMap
 metadata: {name: kruise-configuration, namespace: kruise-system}
 data:
-  SidecarSet_PatchPodMetadata_WhiteList: '{"rules":[{"allowedAnnotationKeyExprs":["^apps\\.kruise\\.io/"]}]}'`
+  SidecarSet_PatchPodMetadata_WhiteList: '{"rules":[{"allowedAnnotationKeyExprs":["^prometheus\\.io/"]}]}'`
 	_, errOut, code = sidecarctl(t, cm, "check", "-f", "examples/patch-metadata", "-f", "-")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "spec.patchPodMetadata[1].annotations[logging.example.com/scrape]")
-	assert.NotContains(t, errOut, "container-launch-priority")
+	assert.NotContains(t, errOut, "prometheus.io/scrape")
 }
 
 func TestExplain(t *testing.T) {

@@ -26,16 +26,16 @@ _refused(labels, key) if {
 }
 
 # rules[0].
-test_launch_priority_allowed_for_everyone if {
-	_allowed({}, "apps.kruise.io/container-launch-priority")
-	_allowed({"team": "logging"}, "apps.kruise.io/container-launch-priority")
+test_scrape_allowed_for_everyone if {
+	_allowed({}, "prometheus.io/scrape")
+	_allowed({"team": "logging"}, "prometheus.io/scrape")
 }
 
 # rules[0], anchored at both ends: a longer key is another annotation.
-test_launch_priority_is_exact if {
-	_allowed({}, "apps.kruise.io/container-launch-priority")
-	_refused({}, "apps.kruise.io/container-launch-priority-x")
-	_refused({}, "x-apps.kruise.io/container-launch-priority")
+test_scrape_is_exact if {
+	_allowed({}, "prometheus.io/scrape")
+	_refused({}, "prometheus.io/scrape-x")
+	_refused({}, "x-prometheus.io/scrape")
 }
 
 # rules[1]: only SidecarSets labelled team=logging.

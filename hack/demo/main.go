@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -253,7 +254,11 @@ func waitRunning(ctx context.Context, cl client.Client, p *corev1.Pod) (*corev1.
 }
 
 func printPod(out io.Writer, p *corev1.Pod) error {
-	fmt.Fprintf(out, "\npod %s/%s — %s, injected: %q\n", p.Namespace, p.Name, p.Status.Phase, p.Annotations[v1beta1.SidecarSetListAnnotation])
+	injected := strconv.Quote(p.Annotations[v1beta1.SidecarSetListAnnotation])
+	if p.Annotations[v1beta1.SidecarSetListAnnotation] == "" {
+		injected = "none: no SidecarSet selects it, so the pod webhook's filter (below) kept the API server from sending it"
+	}
+	fmt.Fprintf(out, "\npod %s/%s — %s, injected: %s\n", p.Namespace, p.Name, p.Status.Phase, injected)
 	show := func(kind string, cs []corev1.Container) {
 		for _, c := range cs {
 			fmt.Fprintf(out, "  %-15s %-28s %s\n", kind, c.Name, c.Image)
