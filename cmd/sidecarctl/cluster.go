@@ -75,9 +75,3 @@ func (f clusterFlags) client() (client.Client, error) {
 	}
 	return c, nil
 }
-
-// liveClient is clusterFlags' client for a command that takes --kubeconfig alone (migrate check):
-// without it, $KUBECONFIG or ~/.kube/config.
-func liveClient(kubeconfig string) (client.Client, error) {
-	return clusterFlags{kubeconfig: kubeconfig}.client()
-}

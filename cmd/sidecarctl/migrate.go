@@ -16,11 +16,11 @@ func migrateCmd() *cobra.Command {
 		Short: "Take a cluster over from a running OpenKruise",
 	}
 	var (
-		kubeconfig string
-		opts       migrate.Options
+		cluster clusterFlags
+		opts    migrate.Options
 	)
 	check := &cobra.Command{
-		Use:   "check --kubeconfig FILE",
+		Use:   "check [--kubeconfig FILE] [--context NAME]",
 		Short: "Read-only preflight: what OpenKruise left, and what blocks a safe switch, with the commands that clear it",
 		Long: "check reads the cluster and lists the SidecarSet CRD and its conversion, OpenKruise's webhooks and\n" +
 			"controller, the SidecarSets, their ControllerRevisions and the injected pods. It says which path of\n" +
@@ -32,10 +32,7 @@ func migrateCmd() *cobra.Command {
 			"each with the command that deals with it. It writes nothing. Exit status 1 while anything blocks.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if kubeconfig == "" {
-				return errors.New("--kubeconfig is required")
-			}
-			c, err := liveClient(kubeconfig)
+			c, err := cluster.client()
 			if err != nil {
 				return err
 			}
@@ -50,7 +47,7 @@ func migrateCmd() *cobra.Command {
 			return nil
 		},
 	}
-	check.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the cluster to read")
+	cluster.register(check.Flags(), "the cluster to read")
 	check.Flags().StringVar(&opts.KruiseNamespace, "kruise-namespace", migrate.KruiseNamespace, "OpenKruise's namespace")
 	check.Flags().StringVar(&opts.Namespace, "namespace", "sidecarops-system", "sidecarops' namespace")
 	check.Flags().Int64Var(&opts.PageSize, "page-size", migrate.DefaultPageSize, "pods read per request")
