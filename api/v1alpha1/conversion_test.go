@@ -300,3 +300,72 @@ func TestConvertFromAnswersMetadataTheAPIServerTakes(t *testing.T) {
 		})
 	}
 }
+
+// On migration path B the SidecarSet CRD's conversion is OpenKruise's (docs/decisions.md D10). Both
+// conversions agree on every field as OpenKruise's is specified (docs/openkruise-compat.md §1.2): a
+// non-empty spec.namespace becomes the namespaceSelector on its name label, replacing any other; the
+// custom-version label moves to spec.customVersion and back; every other field is copied. What
+// sidecarops' adds is only its two annotations, which carry what OpenKruise's drops through a round
+// trip: on path B a v1alpha1 client that reads and writes back loses spec.namespace (the selector
+// stays) as it did before the switch.
+func TestAgreesWithOpenKruisesConversion(t *testing.T) {
+	f := randomobjects.Filler(t, 3)
+	ours := func(meta *metav1.ObjectMeta) {
+		delete(meta.Annotations, v1alpha1.V1alpha1FieldsAnnotation)
+		delete(meta.Annotations, v1alpha1.V1beta1FieldsAnnotation)
+		if len(meta.Annotations) == 0 {
+			meta.Annotations = nil
+		}
+	}
+	n := 0
+	for _, label := range []*string{nil, ptr.To("v1")} {
+		for _, namespace := range []string{"", "shop"} {
+			for _, selector := range selectors {
+				alpha := fill[v1alpha1.SidecarSet](f)
+				setLabel(&alpha.ObjectMeta, label)
+				alpha.Spec.Namespace = namespace
+				alpha.Spec.NamespaceSelector = selector.DeepCopy()
+
+				// OpenKruise's v1alpha1 → v1beta1.
+				want := &v1beta1.SidecarSet{ObjectMeta: *alpha.ObjectMeta.DeepCopy(), Status: *alpha.Status.DeepCopy()}
+				s := alpha.Spec.DeepCopy()
+				want.Spec = v1beta1.SidecarSetSpec{Selector: s.Selector, NamespaceSelector: s.NamespaceSelector,
+					InitContainers: s.InitContainers, Containers: s.Containers, Volumes: s.Volumes, UpdateStrategy: s.UpdateStrategy,
+					InjectionStrategy: s.InjectionStrategy, ImagePullSecrets: s.ImagePullSecrets, RevisionHistoryLimit: s.RevisionHistoryLimit,
+					PatchPodMetadata: s.PatchPodMetadata}
+				if namespace != "" {
+					want.Spec.NamespaceSelector = v1beta1.NamespaceNamed(namespace)
+				}
+				if label != nil {
+					want.Spec.CustomVersion = *label
+					delete(want.Labels, v1alpha1.SidecarSetCustomVersionLabel)
+				}
+				var got v1beta1.SidecarSet
+				require.NoError(t, alpha.DeepCopy().ConvertTo(&got))
+				ours(&got.ObjectMeta)
+				require.True(t, apiequality.Semantic.DeepEqual(want, &got), "v1alpha1 → v1beta1, label %v, namespace %q, selector %v:\n%s",
+					ptr.Deref(label, "<none>"), namespace, selector, diff.Diff(want, &got))
+
+				// OpenKruise's v1beta1 → v1alpha1, from what it stores.
+				beta := want
+				back := &v1alpha1.SidecarSet{ObjectMeta: *beta.ObjectMeta.DeepCopy(), Status: *beta.Status.DeepCopy()}
+				b := beta.Spec.DeepCopy()
+				back.Spec = v1alpha1.SidecarSetSpec{Selector: b.Selector, NamespaceSelector: b.NamespaceSelector,
+					InitContainers: b.InitContainers, Containers: b.Containers, Volumes: b.Volumes, UpdateStrategy: b.UpdateStrategy,
+					InjectionStrategy: b.InjectionStrategy, ImagePullSecrets: b.ImagePullSecrets, RevisionHistoryLimit: b.RevisionHistoryLimit,
+					PatchPodMetadata: b.PatchPodMetadata}
+				if b.CustomVersion != "" {
+					metav1.SetMetaDataLabel(&back.ObjectMeta, v1alpha1.SidecarSetCustomVersionLabel, b.CustomVersion)
+				}
+				beta = beta.DeepCopy()
+				var gotAlpha v1alpha1.SidecarSet
+				require.NoError(t, gotAlpha.ConvertFrom(beta))
+				ours(&gotAlpha.ObjectMeta)
+				require.True(t, apiequality.Semantic.DeepEqual(back, &gotAlpha), "v1beta1 → v1alpha1, label %v, namespace %q, selector %v:\n%s",
+					ptr.Deref(label, "<none>"), namespace, selector, diff.Diff(back, &gotAlpha))
+				n++
+			}
+		}
+	}
+	require.Equal(t, 2*2*len(selectors), n)
+}
