@@ -38,11 +38,11 @@ func TestChartNotesForAMigration(t *testing.T) {
 		want, not    []string
 	}{
 		{"path A", "path-a-stop-openkruise", []string{"revisionNamespace=kruise-system"},
-			[]string{"from step 5", "stop OpenKruise now", "a plain `helm uninstall` deletes the SidecarSet CRD", "sidecarctl migrate check",
+			[]string{"from step 6", "stop OpenKruise now", "a plain `helm uninstall` deletes the SidecarSet CRD", "sidecarctl migrate check",
 				`"Path A"`, "unpause", "the SidecarSet CRD (apps.kruise.io"},
 			[]string{"path-b", "fence"}},
 		{"path B", "path-b-keep-openkruise-for-its-other-workloads", []string{"revisionNamespace=kruise-system", "openkruise.fence.enabled=true"},
-			[]string{"\nfrom step 5", "sidecarctl migrate check", "unpause", "the SidecarSet CRD stays OpenKruise's"},
+			[]string{"\nfrom step 6", "sidecarctl migrate check", "unpause", "the SidecarSet CRD stays OpenKruise's"},
 			[]string{"path-a", "Path A", "the SidecarSet CRD (apps.kruise.io"}},
 		{"path B, history in the release's namespace", "path-b-keep-openkruise-for-its-other-workloads", []string{"openkruise.fence.enabled=true"},
 			[]string{"sidecarctl migrate check"}, []string{"path-a"}},
