@@ -94,3 +94,9 @@ Clear: nothing blocks the switch.
 		})
 	}
 }
+
+func TestMigratePageSizeMustBePositive(t *testing.T) {
+	_, errOut, code := sidecarctl(t, "", "migrate", "check", "--page-size", "0")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--page-size 0: must be positive")
+}
