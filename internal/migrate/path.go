@@ -11,6 +11,7 @@ import (
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -90,17 +91,33 @@ func (k *checker) checkKinds(ctx context.Context) error {
 			continue // nothing can be read or written through it
 		}
 		// In the storage version where it is served: no conversion webhook is called.
-		objs := &unstructured.UnstructuredList{}
-		objs.SetGroupVersionKind(schema.GroupVersionKind{Group: group, Version: version, Kind: kind + "List"})
-		if err := k.c.List(ctx, objs); err != nil {
+		n, err := k.count(ctx, schema.GroupVersionKind{Group: group, Version: version, Kind: kind + "List"})
+		if err != nil {
 			return fmt.Errorf("counting OpenKruise's %s (%s/%s): %w", crd.GetName(), group, version, err)
 		}
-		if n := len(objs.Items); n > 0 {
+		if n > 0 {
 			k.r.InUse = append(k.r.InUse, Use{Group: group, Kind: kind, Count: n})
 		}
 	}
 	slices.SortFunc(k.r.InUse, func(a, b Use) int { return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Kind, b.Kind)) })
 	return nil
+}
+
+// count counts the objects of a list kind, their metadata alone and a page at a time: a
+// cluster's CloneSets or Advanced StatefulSets need not be read whole to be counted.
+func (k *checker) count(ctx context.Context, list schema.GroupVersionKind) (int, error) {
+	objs := &metav1.PartialObjectMetadataList{}
+	objs.SetGroupVersionKind(list)
+	n := 0
+	for {
+		if err := k.c.List(ctx, objs, client.Limit(k.o.PageSize), client.Continue(objs.Continue)); err != nil {
+			return 0, err
+		}
+		n += len(objs.Items)
+		if objs.Continue == "" {
+			return n, nil
+		}
+	}
 }
 
 // decidePath takes path B where OpenKruise's other kinds are in use, or where pods rely on what its

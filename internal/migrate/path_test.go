@@ -169,7 +169,26 @@ func fakeCluster(t *testing.T, notServed []string, objs ...client.Object) client
 		}
 		return c.Get(ctx, key, obj, opts...)
 	}
-	return fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{Get: get}).Build()
+	// The fake client cannot list the metadata of a kind its scheme does not know (OpenKruise's);
+	// the API server can: the objects are listed whole, their metadata kept.
+	list := func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		meta, ok := list.(*metav1.PartialObjectMetadataList)
+		if !ok || scheme.Recognizes(meta.GroupVersionKind()) {
+			return c.List(ctx, list, opts...)
+		}
+		whole := &unstructured.UnstructuredList{}
+		whole.SetGroupVersionKind(meta.GroupVersionKind())
+		if err := c.List(ctx, whole, opts...); err != nil {
+			return err
+		}
+		meta.Items = nil
+		for _, u := range whole.Items {
+			meta.Items = append(meta.Items, metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()}, ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace()}})
+		}
+		meta.Continue = whole.GetContinue()
+		return nil
+	}
+	return fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{Get: get, List: list}).Build()
 }
 
 // all joins groups of objects.
