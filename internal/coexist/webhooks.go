@@ -107,10 +107,11 @@ func (k *WebhookKeeper) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if len(removed) == 0 {
 		return reconcile.Result{}, nil
 	}
-	// The cached resourceVersion makes the update fail on a newer object, which is then seen anew.
+	// The cached resourceVersion makes the update fail on a newer object, whose watch event brings
+	// the keeper back.
 	if err := k.Client.Update(ctx, obj); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return reconcile.Result{Requeue: true}, nil
+			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("removing OpenKruise's SidecarSet webhooks from %s: %w", req.Name, err)
 	}

@@ -32,8 +32,8 @@ func TestChartPerMigrationPath(t *testing.T) {
 			sets: []string{"revisionNamespace=kruise-system", "whitelistNamespace=kruise-system"}, crd: true,
 			args: []string{"--configuration-namespace=kruise-system", "--revision-namespace=kruise-system"}, configRole: true},
 		{name: "path B: OpenKruise kept, its pod webhook and CRD with it",
-			sets: []string{"revisionNamespace=kruise-system", "whitelistNamespace=kruise-system", "openkruise.fence.enabled=true"},
-			args: []string{"--openkruise-kept", "--configuration-namespace=kruise-system", "--revision-namespace=kruise-system"},
+			sets:       []string{"revisionNamespace=kruise-system", "whitelistNamespace=kruise-system", "openkruise.fence.enabled=true"},
+			args:       []string{"--openkruise-kept", "--configuration-namespace=kruise-system", "--revision-namespace=kruise-system"},
 			kruiseRule: true, configRole: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
