@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -80,6 +82,23 @@ func TestMigrateCheckLeavesNothingBehind(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
+	// One of OpenKruise's kinds, which the role must let the check count.
+	probes := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"group": "apps.kruise.io", "scope": "Namespaced",
+		"names":    map[string]any{"kind": "PodProbeMarker", "listKind": "PodProbeMarkerList", "plural": "podprobemarkers", "singular": "podprobemarker"},
+		"versions": []any{map[string]any{"name": "v1alpha1", "served": true, "storage": true, "schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+	}}}
+	probes.SetAPIVersion("apiextensions.k8s.io/v1")
+	probes.SetKind("CustomResourceDefinition")
+	probes.SetName("podprobemarkers.apps.kruise.io")
+	require.NoError(t, c.Create(ctx(t), probes))
+	t.Cleanup(func() { _ = c.Delete(context.Background(), probes) })
+	marker := &unstructured.Unstructured{}
+	marker.SetAPIVersion("apps.kruise.io/v1alpha1")
+	marker.SetKind("PodProbeMarker")
+	marker.SetNamespace(shop)
+	marker.SetName("ready")
+	eventually(t, "the PodProbeMarker kind is served", func() error { return c.Create(ctx(t), marker.DeepCopy()) })
 	created := []client.Object{role, binding, whitelist, ss}
 	for _, p := range pods {
 		created = append(created, p)
@@ -89,8 +108,8 @@ func TestMigrateCheckLeavesNothingBehind(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		// Namespaces are never removed without a namespace controller: what is in them goes.
-		for _, o := range append(created, copied) {
-			_ = c.Delete(ctx(t), o, client.GracePeriodSeconds(0))
+		for _, o := range append(created, copied, marker) {
+			_ = c.Delete(context.Background(), o, client.GracePeriodSeconds(0))
 		}
 	})
 
@@ -105,6 +124,9 @@ func TestMigrateCheckLeavesNothingBehind(t *testing.T) {
 	assert.Equal(t, admin, out, "the ClusterRole reads all the administrator reads")
 
 	for _, want := range []string{
+		"Path B: OpenKruise's other workloads are in use;",
+		"  PodProbeMarker.apps.kruise.io: 1\n",
+		"Lost: OpenKruise's pod webhook is not registered, and with it:\n  1 PodProbeMarker(s): pods on serverless (virtual-kubelet) nodes probed",
 		"  the patchPodMetadata whitelist: OpenKruise's ConfigMap kruise-system/kruise-configuration; sidecarops' manager reads none in sidecarops-system\n",
 		"  1 pod(s) with a container launch order (apps.kruise.io/container-launch-priority or env KRUISE_CONTAINER_PRIORITY): their containers started one priority after another",
 		"OpenKruise's patchPodMetadata whitelist (ConfigMap kruise-system/kruise-configuration, key SidecarSet_PatchPodMetadata_WhiteList) is not the one sidecarops' manager reads (in sidecarops-system: none)",
