@@ -85,17 +85,27 @@ images:
 # Pushes the layouts `make images` wrote to $(REGISTRY), with `docker login`/`podman login`
 # credentials, and prints each image by tag and digest. VERSION, when given, must be what they hold.
 # PUSH_ARGS=--insecure allows plain HTTP to a test registry.
+# With a release directory of VERSION (make release VERSION=…), then its chart, to
+# oci://$(REGISTRY)/charts/sidecarops, and each image's SBOM and signatures, which go only where the
+# registry serves the image they name (hack/release; docs/install.md, "Verifying images").
 PUSH_ARGS ?=
+RELEASE_DIR = dist/release/$(VERSION)
 .PHONY: push
 push:
 	$(GO) run ./hack/images push --registry '$(REGISTRY)' --in dist/images $(if $(filter command line environment,$(origin VERSION)),--version '$(VERSION)') $(PUSH_ARGS)
+	@if [ -d '$(RELEASE_DIR)' ]; then \
+	  $(GO) -C hack/release run . push --registry '$(REGISTRY)' $(PUSH_ARGS) $(abspath $(wildcard $(RELEASE_DIR)/sidecarops-chart-*.oci.tar $(RELEASE_DIR)/*.cosign.oci.tar)); \
+	else echo "push: no $(RELEASE_DIR): the images only (make release VERSION=$(VERSION) makes the chart, SBOMs and signatures)"; fi
 
 # Everything a release publishes, into dist/release/$(VERSION) (hack/release.sh: the CLI for linux and
 # darwin, the image archives and digests, the chart, the rendered install YAML, CHANGELOG.md and
-# SHA256SUMS); uploads nothing. VERSION must be given: make release VERSION=v0.1.0.
+# SHA256SUMS); uploads nothing. VERSION must be given: make release VERSION=v0.1.0. COSIGN_KEY names
+# the key that signs the images (COSIGN_PASSWORD in the environment for a cosign key); without it the
+# release is made and says its images are unsigned.
+COSIGN_KEY ?=
 .PHONY: release
 release: $(HELM)
-	VERSION='$(VERSION)' REGISTRY='$(REGISTRY)' GO='$(GO)' HELM='$(HELM)' hack/release.sh
+	VERSION='$(VERSION)' REGISTRY='$(REGISTRY)' GO='$(GO)' HELM='$(HELM)' COSIGN_KEY='$(COSIGN_KEY)' hack/release.sh
 
 # The README's first command: a local control plane, the manager, the examples, injected pods.
 # DEMO_ARGS=--once runs through and exits (CI); -v shows the manager's logs.
@@ -212,6 +222,7 @@ lint: $(OPA) golangci-lint
 GOLANGCI_LINT_ARGS ?=
 golangci-lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run $(GOLANGCI_LINT_ARGS) ./...
+	cd hack/release && $(GOLANGCI_LINT) run $(GOLANGCI_LINT_ARGS) ./...
 
 test: tools verify-generated lint vulncheck test-rego test-go
 
@@ -223,10 +234,14 @@ test-rego: $(OPA)
 	@echo "administrators' example bundles with the built-in policies:"; $(OPA) test policies $(ADMIN_POLICY_DIRS) | tail -n 1
 	rm -f .rego-coverage.json
 
-test-go: $(OPA) $(HELM)
+# hack/release is a module of its own (the release tooling's dependencies stay out of go.mod), which
+# ./... does not reach: its tests run after the others'. SIDECAROPS_HELM3: the chart tests run with
+# Helm 3 too.
+test-go: $(OPA) $(HELM) $(HELM3)
 	hack/kwok-bin.sh >/dev/null
 	assets=$$(hack/envtest-bins.sh | tail -n 1); \
-	KUBEBUILDER_ASSETS=$$assets SIDECAROPS_OPA=$(OPA) SIDECAROPS_HELM=$(HELM) $(GO) test -race -count=1 -timeout 30m ./...
+	KUBEBUILDER_ASSETS=$$assets SIDECAROPS_OPA=$(OPA) SIDECAROPS_HELM=$(HELM) SIDECAROPS_HELM3=$(HELM3) $(GO) test -race -count=1 -timeout 30m ./...
+	SIDECAROPS_HELM=$(HELM) SIDECAROPS_HELM3=$(HELM3) $(GO) -C hack/release test -count=1 -timeout 20m ./...
 
 # The suites that drive a real API server (webhooks, conversion, prefilter, rollout, agent policy,
 # install, takeover) on the oldest Kubernetes minor the manifests support and on the newest; each

@@ -5,13 +5,21 @@
 #   sidecarops-{manager,agent}-vX.Y.Z.oci.tar        the images (OCI layouts, linux/amd64 and arm64)
 #   digests.txt                                      each image by tag and digest
 #   sidecarops-X.Y.Z.tgz                             the Helm chart, its image pinned by tag and digest
+#   sidecarops-chart-X.Y.Z.oci.tar                   the same chart as an OCI layout, for oci://REGISTRY/charts/sidecarops
+#   sidecarops-{manager,agent}-vX.Y.Z.cdx.json       each image's SBOM (CycloneDX): the Go modules of its binary
+#   sidecarops-{manager,agent}-vX.Y.Z.cosign.oci.tar the SBOM as cosign's attachment and, with COSIGN_KEY, the
+#                                                    image's and the SBOM's signatures (cosign verify --key)
+#   cosign.pub                                       with COSIGN_KEY: its public key
 #   install.yaml                                     config/default rendered, image by tag and digest
 # The images are named $REGISTRY/manager and $REGISTRY/agent (REGISTRY: ghcr.io/sidecarops unless set),
 # in digests.txt, the chart and install.yaml alike.
 #   CHANGELOG.md                                     with this release's entry (checked, not written)
 #   SHA256SUMS                                       of every file above
 # Reproducible: the binaries are built with -trimpath and every time in the images and archives is
-# the commit's (SOURCE_DATE_EPOCH), so two runs on one commit give the same files.
+# the commit's (SOURCE_DATE_EPOCH), so two runs on one commit give the same files, signatures aside
+# (an ECDSA signature is new each time). COSIGN_KEY names the signing key (a cosign key, with
+# COSIGN_PASSWORD, or a PEM private key); without it the release is built with its images unsigned.
+# hack/release, a Go module of its own, makes the chart's layout, the SBOMs and the signatures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,6 +46,8 @@ rm -rf "$out"
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# An OCI layout directory as a tar archive whose bytes depend on its files alone.
+archive() { tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner --format=ustar -C "$1" -cf "$2" .; }
 
 ldflags="-X github.com/sidecarops/sidecarops/internal/version.Version=$version -X github.com/sidecarops/sidecarops/internal/version.Commit=$commit"
 for os in linux darwin; do
@@ -51,8 +61,7 @@ echo "images"
 "$go" run ./hack/images --go "$go" --version "$version" --commit "$commit" --registry "$registry" --out "$tmp/images" >/dev/null
 cp "$tmp/images/digests.txt" "$out/"
 for image in manager agent; do
-  tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner --format=ustar \
-    -C "$tmp/images/$image" -cf "$out/sidecarops-$image-$version.oci.tar" .
+  archive "$tmp/images/$image" "$out/sidecarops-$image-$version.oci.tar"
 done
 manager_digest=$(awk -F@ -v name="$registry/manager:$version" '$1 == name {print $2}' "$out/digests.txt")
 [[ $manager_digest =~ ^sha256:[0-9a-f]{64}$ ]] || die "no $registry/manager:$version digest in digests.txt"
@@ -71,6 +80,29 @@ mkdir "$tmp/pkg"
 tar -xzf "$out/sidecarops-$chart_version.tgz" -C "$tmp/pkg"
 tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner -C "$tmp/pkg" -cf - sidecarops |
   gzip -n -9 > "$out/sidecarops-$chart_version.tgz"
+
+"$go" -C hack/release build -o "$tmp/release" .
+
+echo "chart as OCI"
+"$tmp/release" chart --chart "$out/sidecarops-$chart_version.tgz" --registry "$registry" \
+  --epoch "$SOURCE_DATE_EPOCH" --out "$tmp/chart-oci" >/dev/null
+archive "$tmp/chart-oci" "$out/sidecarops-chart-$chart_version.oci.tar"
+
+echo "SBOMs and signatures"
+key=${COSIGN_KEY:-}
+[[ -z $key || -f $key ]] || die "COSIGN_KEY=$key: no such file"
+sign=()
+[[ -z $key ]] || sign=(--key "$key" --public-key-out "$out/cosign.pub")
+for image in manager agent; do
+  "$tmp/release" attach --layout "$tmp/images/$image" --repository "$registry/$image" \
+    --sbom "$out/sidecarops-$image-$version.cdx.json" --out "$tmp/attach-$image" "${sign[@]}"
+  if [[ -n $key ]]; then
+    "$tmp/release" verify --layout "$tmp/images/$image" --repository "$registry/$image" \
+      --attachments "$tmp/attach-$image" --key "$out/cosign.pub" >/dev/null
+  fi
+  archive "$tmp/attach-$image" "$out/sidecarops-$image-$version.cosign.oci.tar"
+done
+[[ -n $key ]] || echo "release: COSIGN_KEY is not set: the images are UNSIGNED (their SBOMs are attached unsigned)" >&2
 
 echo "install.yaml"
 overlay=dist/release/.overlay

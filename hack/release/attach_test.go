@@ -53,7 +53,7 @@ func imageLayout(t *testing.T, exes map[string]string) (string, v1.Hash) {
 	t.Helper()
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for arch, exe := range exes {
-		body, err := os.ReadFile(exe) //nolint:gosec // G304: the test's own build
+		body, err := os.ReadFile(exe)
 		require.NoError(t, err)
 		layer, err := crane.Layer(map[string][]byte{"usr/local/bin/sidecarctl": body})
 		require.NoError(t, err)
@@ -119,7 +119,7 @@ func TestAttachments(t *testing.T) {
 		"--sbom", sbomFile, "--out", att, "--key", key, "--public-key-out", pubOut}))
 
 	t.Run("sbom", func(t *testing.T) {
-		f, err := os.Open(sbomFile) //nolint:gosec // G304: the test's own file
+		f, err := os.Open(sbomFile)
 		require.NoError(t, err)
 		defer func() { _ = f.Close() }()
 		var bom cdx.BOM
@@ -151,9 +151,9 @@ func TestAttachments(t *testing.T) {
 
 	t.Run("signed", func(t *testing.T) {
 		require.NoError(t, run(context.Background(), []string{"verify", "--layout", dir, "--repository", testRepo, "--attachments", att, "--key", pub}))
-		written, err := os.ReadFile(pubOut) //nolint:gosec // G304: the test's own file
+		written, err := os.ReadFile(pubOut)
 		require.NoError(t, err)
-		want, err := os.ReadFile(pub) //nolint:gosec // G304: the test's own file
+		want, err := os.ReadFile(pub)
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(written), "--public-key-out is the key pair's public key")
 	})

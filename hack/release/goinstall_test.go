@@ -37,7 +37,7 @@ func TestGoInstallAtAVersion(t *testing.T) {
 	proxy := t.TempDir()
 	dir := filepath.Join(proxy, modPath, "@v")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	zipFile, err := os.Create(filepath.Join(dir, version+".zip")) //nolint:gosec // G304: the test's own file
+	zipFile, err := os.Create(filepath.Join(dir, version+".zip"))
 	require.NoError(t, err)
 	require.NoError(t, modzip.CreateFromVCS(zipFile, module.Version{Path: modPath, Version: version}, root, "HEAD", ""))
 	require.NoError(t, zipFile.Close())
@@ -64,7 +64,7 @@ func TestGoInstallAtAVersion(t *testing.T) {
 	)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	out, err = exec.CommandContext(ctx, filepath.Join(bin, "sidecarctl"), "version").CombinedOutput() //nolint:gosec // G204: the binary just installed
+	out, err = exec.CommandContext(ctx, filepath.Join(bin, "sidecarctl"), "version").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "sidecarctl")
 }

@@ -69,7 +69,7 @@ func helmBinaries(t *testing.T) map[string]string {
 func helm(t *testing.T, bin string, args ...string) (string, error) {
 	t.Helper()
 	home := t.TempDir()
-	cmd := exec.CommandContext(context.Background(), bin, args...) //nolint:gosec // G204: the test's own Helm
+	cmd := exec.CommandContext(context.Background(), bin, args...)
 	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+home+"/config", "HELM_CACHE_HOME="+home+"/cache", "HELM_DATA_HOME="+home+"/data")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
