@@ -306,6 +306,25 @@ current-context: c
 	assert.Contains(t, errOut, "MutatingWebhookConfiguration sidecarops has no webhook mpod.sidecarops.io")
 }
 
+// registeredView is the view of the pod webhook registered in objs, manifests as parsed or rendered.
+func registeredView(t *testing.T, objs render.Objects) *podwebhook.View {
+	t.Helper()
+	u, ok := objs["MutatingWebhookConfiguration/sidecarops"]
+	require.True(t, ok, "MutatingWebhookConfiguration sidecarops is there")
+	var mwc admissionregv1.MutatingWebhookConfiguration
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &mwc))
+	v, err := podwebhook.FromConfiguration(&mwc)
+	require.NoError(t, err)
+	return v
+}
+
+// sameView says that sidecarctl's view selects what the registered webhook selects.
+func sameView(t *testing.T, registered *podwebhook.View, v *podWebhookView) {
+	t.Helper()
+	assert.Equal(t, registered.Namespaces.String(), v.Namespaces.String(), "namespaceSelector")
+	assert.Equal(t, registered.Objects.String(), v.Objects.String(), "objectSelector")
+}
+
 // TestTheDefaultAsConfigWebhookInstallsIt holds the view assumed without --install-values or
 // --kubeconfig to config/webhook's registration.
 func TestTheDefaultAsConfigWebhookInstallsIt(t *testing.T) {
@@ -313,16 +332,9 @@ func TestTheDefaultAsConfigWebhookInstallsIt(t *testing.T) {
 	require.NoError(t, err)
 	objs, err := render.Parse(raw)
 	require.NoError(t, err)
-	u, ok := objs["MutatingWebhookConfiguration/sidecarops"]
-	require.True(t, ok, "config/webhook registers MutatingWebhookConfiguration sidecarops")
-	var mwc admissionregv1.MutatingWebhookConfiguration
-	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &mwc))
-	registered, err := podwebhook.FromConfiguration(&mwc)
-	require.NoError(t, err)
 	assumed, err := (&installFlags{}).view(context.Background(), nil)
 	require.NoError(t, err)
-	assert.Equal(t, registered.Namespaces.String(), assumed.Namespaces.String(), "namespaceSelector")
-	assert.Equal(t, registered.Objects.String(), assumed.Objects.String(), "objectSelector")
+	sameView(t, registeredView(t, objs), assumed)
 }
 
 // TestInstallValuesAsTheChartRenders holds --install-values to the chart's template: the pod
@@ -342,16 +354,9 @@ func TestInstallValuesAsTheChartRenders(t *testing.T) {
 		t.Run(filepath.Base(values), func(t *testing.T) {
 			objs, err := render.Chart(t.TempDir(), "../../charts/sidecarops", "sidecarops", "ops", []string{values})
 			require.NoError(t, err)
-			u, ok := objs["MutatingWebhookConfiguration/sidecarops"]
-			require.True(t, ok, "the chart renders MutatingWebhookConfiguration sidecarops")
-			var mwc admissionregv1.MutatingWebhookConfiguration
-			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &mwc))
-			rendered, err := podwebhook.FromConfiguration(&mwc)
-			require.NoError(t, err)
 			read, err := valuesWebhookView(values, "ops")
 			require.NoError(t, err)
-			assert.Equal(t, rendered.Namespaces.String(), read.Namespaces.String(), "namespaceSelector")
-			assert.Equal(t, rendered.Objects.String(), read.Objects.String(), "objectSelector")
+			sameView(t, registeredView(t, objs), read)
 		})
 	}
 }
