@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
@@ -28,15 +27,16 @@ import (
 // sends it a pod its namespace or object selector leaves out, so such a pod is created without
 // sidecars whatever matches it.
 type installFlags struct {
-	values     string
-	namespace  string
-	kubeconfig string
+	values    string
+	namespace string
+	cluster   clusterFlags
 }
 
 func (f *installFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.values, "install-values", "", "values file of the sidecarops chart as installed (helm install -f FILE): its webhookConfiguration's excluded namespaces and selectors say which pods the pod webhook never sees")
 	fs.StringVar(&f.namespace, "install-namespace", podwebhook.DefaultNamespace, "with --install-values, the release's namespace, which the pod webhook never sees")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "read the pod webhook's namespace and object selectors and match conditions from the cluster's MutatingWebhookConfiguration "+podwebhook.ConfigurationName+", and Namespaces' labels (read-only)")
+	// Offline unless asked: $KUBECONFIG alone does not make these commands read a cluster.
+	f.cluster.register(fs, "read the pod webhook's namespace and object selectors and match conditions from the cluster's MutatingWebhookConfiguration "+podwebhook.ConfigurationName+", and Namespaces' labels (read-only), with --kubeconfig or --context")
 }
 
 // podWebhookView is which pods the API server sends the pod webhook (podwebhook.View), with the
@@ -60,10 +60,10 @@ func (f *installFlags) view(ctx context.Context, namespaces []*corev1.Namespace)
 		err error
 	)
 	switch {
-	case f.values != "" && f.kubeconfig != "":
-		return nil, usageError{errors.New("--install-values and --kubeconfig: give one, not both")}
-	case f.kubeconfig != "":
-		v, err = liveWebhookView(ctx, f.kubeconfig)
+	case f.values != "" && f.cluster.given():
+		return nil, usageError{errors.New("--install-values and --kubeconfig/--context: give one, not both")}
+	case f.cluster.given():
+		v, err = liveWebhookView(ctx, f.cluster)
 	case f.values != "":
 		v, err = valuesWebhookView(f.values, f.namespace)
 	default:
@@ -126,24 +126,24 @@ func valuesWebhookView(path, releaseNS string) (*podWebhookView, error) {
 
 // liveWebhookView reads the pod webhook's registration from the cluster, and looks up there the
 // Namespaces the input does not give.
-func liveWebhookView(ctx context.Context, kubeconfig string) (*podWebhookView, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+func liveWebhookView(ctx context.Context, cluster clusterFlags) (*podWebhookView, error) {
+	cfg, err := cluster.restConfig()
 	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+		return nil, err
 	}
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+		return nil, fmt.Errorf("%s: %w", cluster, err)
 	}
 	mwc, err := c.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, podwebhook.ConfigurationName, metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: reading the pod webhook: %w", kubeconfig, err)
+		return nil, fmt.Errorf("%s: reading the pod webhook: %w", cluster, err)
 	}
 	pv, err := podwebhook.FromConfiguration(mwc)
 	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+		return nil, fmt.Errorf("%s: %w", cluster, err)
 	}
-	v := &podWebhookView{View: pv, source: "the pod webhook " + podwebhook.WebhookName + " of MutatingWebhookConfiguration " + podwebhook.ConfigurationName + " in the cluster of --kubeconfig " + kubeconfig}
+	v := &podWebhookView{View: pv, source: "the pod webhook " + podwebhook.WebhookName + " of MutatingWebhookConfiguration " + podwebhook.ConfigurationName + " in the cluster of " + cluster.String()}
 	v.lookup = func(ctx context.Context, name string) (map[string]string, error) {
 		ns, err := c.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {

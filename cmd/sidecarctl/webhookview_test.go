@@ -214,7 +214,7 @@ webhookConfiguration:
 	assert.Contains(t, errOut, "--install-values: open ")
 	_, errOut, code = sidecarctl(t, "", "check", "-f", pods, "--install-values", values, "--kubeconfig", values)
 	assert.Equal(t, 2, code)
-	assert.Contains(t, errOut, "--install-values and --kubeconfig: give one, not both")
+	assert.Contains(t, errOut, "--install-values and --kubeconfig/--context: give one, not both")
 }
 
 func podIn(ns, labels string) string {
@@ -277,21 +277,29 @@ clusters:
 - name: c
   cluster:
     server: `+api.URL+`
+- name: x
+  cluster:
+    server: https://127.0.0.1:1
 contexts:
 - name: c
   context:
     cluster: c
     user: u
+- name: x
+  context:
+    cluster: x
+    user: u
 users:
 - name: u
   user:
     token: t
-current-context: c
+current-context: x
 `)
 	pods := writeFile(t, "pods.yaml", strings.Join([]string{podIn("shop", "app: web"), podIn("lab", "app: web"), podIn("platform", "app: web"), podIn("gone", "app: web")}, "---\n"))
-	out, errOut, code := sidecarctl(t, "", "explain", "-f", "examples/logging/sidecarset.yaml", "-f", pods, "--kubeconfig", kubeconfig)
+	// --context picks the cluster, as kubectl's does; the current context names an address nobody serves.
+	out, errOut, code := sidecarctl(t, "", "explain", "-f", "examples/logging/sidecarset.yaml", "-f", pods, "--kubeconfig", kubeconfig, "--context", "c")
 	require.Equal(t, 0, code, errOut)
-	assert.Equal(t, "note: the pod webhook mpod.sidecarops.io of MutatingWebhookConfiguration sidecarops in the cluster of --kubeconfig "+kubeconfig+
+	assert.Equal(t, "note: the pod webhook mpod.sidecarops.io of MutatingWebhookConfiguration sidecarops in the cluster of --kubeconfig "+kubeconfig+" --context c"+
 		": not seen by the webhook: pods in namespaces kube-system, platform, in namespaces not matching team"+
 		"; match condition not-batch (!has(object.metadata.labels.batch)) not evaluated offline: it may leave out pods said to be seen\n", errOut)
 	assert.Equal(t, "Pod/p-shop (namespace shop):\n  logging-agent: matches\n"+
@@ -301,7 +309,7 @@ current-context: c
 
 	// No webhook of that name: said, not guessed.
 	wh.Webhooks = wh.Webhooks[:1]
-	_, errOut, code = sidecarctl(t, "", "explain", "-f", pods, "--kubeconfig", kubeconfig)
+	_, errOut, code = sidecarctl(t, "", "explain", "-f", pods, "--kubeconfig", kubeconfig, "--context", "c")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "MutatingWebhookConfiguration sidecarops has no webhook mpod.sidecarops.io")
 }
