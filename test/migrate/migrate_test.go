@@ -151,6 +151,9 @@ func TestCoexistWithOpenKruise(t *testing.T) {
 		"the fence is not installed")
 	assert.NotContains(t, out, "PodWebhook=false", "path B keeps OpenKruise's pod webhook")
 	assert.NotContains(t, out, "MutatingAdmissionPolicy", "path B needs no Kubernetes 1.36")
+	doc, err := os.ReadFile("../../docs/cli.md")
+	require.NoError(t, err)
+	assert.Contains(t, string(doc), out[strings.Index(out, "Path B:"):]+"```", "docs/cli.md shows this report")
 
 	// Path B: the fence, and sidecarops' manager with --openkruise-kept and its pod webhook.
 	installFence(t)
