@@ -217,6 +217,23 @@ func TestCoexistWithOpenKruise(t *testing.T) {
 	assert.Equal(t, old, count(w.writes()), "each old pod written once")
 	w.stop()
 
+	// OpenKruise's other controllers keep working: a CloneSet's in-place update of a pod's app
+	// container, and its webhook controller's rewrite of the CRD's conversion at its next sync.
+	key := client.ObjectKey{Namespace: coexistNS, Name: "arcade-4"}
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var p corev1.Pod
+		if err := asKruise.Get(ctx(t), key, &p); err != nil {
+			return err
+		}
+		p.Spec.Containers[1].Image = "example.com/game:2"
+		p.Annotations["apps.kruise.io/inplace-update-state"] = `{"revision":"game-2","updateTimestamp":"2026-01-02T00:00:00Z"}`
+		return asKruise.Update(ctx(t), &p)
+	}), "OpenKruise's CloneSet in-place update")
+	var updated corev1.Pod
+	require.NoError(t, c.Get(ctx(t), key, &updated))
+	assert.Equal(t, []string{"example.com/proxy:2", "example.com/game:2"}, []string{updated.Spec.Containers[0].Image, updated.Spec.Containers[1].Image})
+	fenceKeepsTheConversion(t, asKruise)
+
 	// After the switch a new pod gets what it got before from OpenKruise's pod webhook, and its
 	// sidecar from sidecarops' (which answered it).
 	decisions := podDecisions(t)
