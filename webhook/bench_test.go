@@ -148,3 +148,32 @@ func BenchmarkPodInjectorPerPod(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPodInjectorAfterOpenKruise is BenchmarkPodInjector's admission on migration path B: the
+// pod arrives injected by OpenKruise's pod webhook (the same injection) and PodInjector.AfterOpenKruise
+// takes that back, decides and injects again, and answers the difference (none). "alone" is the same
+// handler on the pod as its author sent it, without AfterOpenKruise and without the per-pod cache,
+// which AfterOpenKruise never uses, for comparison.
+func BenchmarkPodInjectorAfterOpenKruise(b *testing.B) {
+	eng := newEngine(b, policyState{sidecarSets: benchFleet(b, 100, 1)})
+	pod := fleet.Pod()
+	res, err := injector.Pod(context.Background(), eng.Current(), fixedInjector(), injector.PodRequest{Pod: pod.DeepCopy(), Namespace: "shop"})
+	require.NoError(b, err)
+	require.Equal(b, injector.Injected, res.Outcome)
+	for _, tc := range []struct {
+		name  string
+		h     *PodInjector
+		body  []byte
+		patch bool
+	}{
+		{"alone", &PodInjector{Snapshots: eng, Injector: fixedInjector(), NoInjectionCache: true}, review(b, podRequest(b, "shop", pod)), true},
+		{"after-openkruise", &PodInjector{Snapshots: eng, Injector: fixedInjector(), AfterOpenKruise: true}, review(b, podRequest(b, "shop", res.Pod)), false},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			resp := post(b, tc.h, tc.body)
+			require.True(b, resp.Allowed)
+			require.Equal(b, tc.patch, len(resp.Patch) > 0)
+			serveLoop(b, tc.h, tc.body)
+		})
+	}
+}

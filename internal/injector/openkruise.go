@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -80,6 +81,14 @@ func AfterOpenKruise(ctx context.Context, snap *engine.Snapshot, m *mutation.Inj
 	if err := restoreEntries(final, received, kept); err != nil {
 		return res, err
 	}
+	res.Pod, res.Patch = final, []jsonpatch.JsonPatchOperation{}
+	if req.PatchOnly {
+		res.Pod = nil
+	}
+	// The common case, both injecting alike, needs no diff: nothing to encode.
+	if reflect.DeepEqual(final, received) {
+		return res, nil
+	}
 	raw := req.Raw
 	if raw == nil {
 		if raw, err = json.Marshal(received); err != nil {
@@ -94,10 +103,7 @@ func AfterOpenKruise(ctx context.Context, snap *engine.Snapshot, m *mutation.Inj
 	if err != nil {
 		return res, fmt.Errorf("diffing the pod OpenKruise injected with sidecarops' answer: %w", err)
 	}
-	res.Pod, res.Patch = final, patch
-	if req.PatchOnly {
-		res.Pod = nil
-	}
+	res.Patch = patch
 	return res, nil
 }
 
