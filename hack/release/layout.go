@@ -17,6 +17,23 @@ import (
 // which the OCI image layout allows, so that push needs nothing but the layout.
 const refNameKey = "org.opencontainers.image.ref.name"
 
+// readLayout is an OCI layout's index.json, and the index to read the manifests it names from.
+func readLayout(dir string) (v1.ImageIndex, *v1.IndexManifest, error) {
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("OCI layout %s: %w", dir, err)
+	}
+	idx, err := p.ImageIndex()
+	if err != nil {
+		return nil, nil, fmt.Errorf("OCI layout %s: %w", dir, err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, nil, fmt.Errorf("OCI layout %s: index.json: %w", dir, err)
+	}
+	return idx, m, nil
+}
+
 // named is a manifest and the reference it is published under.
 type named struct {
 	Ref      string

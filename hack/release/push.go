@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
@@ -36,15 +35,7 @@ func pushArchive(ctx context.Context, o pushOptions, file string) ([]string, err
 	if err := untar(file, dir); err != nil {
 		return nil, err
 	}
-	p, err := layout.FromPath(dir)
-	if err != nil {
-		return nil, fmt.Errorf("%s: not an OCI layout: %w", file, err)
-	}
-	idx, err := p.ImageIndex()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
-	}
-	m, err := idx.IndexManifest()
+	idx, m, err := readLayout(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}

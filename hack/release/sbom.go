@@ -15,7 +15,6 @@ import (
 	cdx "github.com/CycloneDX/cyclonedx-go"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/uuid"
 	"github.com/package-url/packageurl-go"
 )
@@ -36,17 +35,9 @@ type image struct {
 }
 
 func readImage(dir string) (image, error) {
-	p, err := layout.FromPath(dir)
+	top, m, err := readLayout(dir)
 	if err != nil {
-		return image{}, fmt.Errorf("OCI layout %s: %w", dir, err)
-	}
-	top, err := p.ImageIndex()
-	if err != nil {
-		return image{}, fmt.Errorf("OCI layout %s: %w", dir, err)
-	}
-	m, err := top.IndexManifest()
-	if err != nil {
-		return image{}, fmt.Errorf("OCI layout %s: index.json: %w", dir, err)
+		return image{}, err
 	}
 	if len(m.Manifests) != 1 || m.Manifests[0].Annotations[refNameKey] == "" {
 		return image{}, fmt.Errorf("OCI layout %s: index.json must name one tagged image index, as make images writes", dir)

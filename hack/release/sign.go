@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -187,17 +186,9 @@ func verifyLayer(l v1.Layer, annotations map[string]string, repo string, digest 
 
 // attachment is the manifest of an attachments layout published as ref.
 func attachment(dir, ref string) (v1.Image, error) {
-	p, err := layout.FromPath(dir)
+	idx, m, err := readLayout(dir)
 	if err != nil {
-		return nil, fmt.Errorf("OCI layout %s: %w", dir, err)
-	}
-	idx, err := p.ImageIndex()
-	if err != nil {
-		return nil, fmt.Errorf("OCI layout %s: %w", dir, err)
-	}
-	m, err := idx.IndexManifest()
-	if err != nil {
-		return nil, fmt.Errorf("OCI layout %s: %w", dir, err)
+		return nil, err
 	}
 	var held []string
 	for _, desc := range m.Manifests {
