@@ -290,3 +290,23 @@ func TestActionInstallsAndChecks(t *testing.T) {
 		}
 	})
 }
+
+// The install step against a directory make release wrote (SIDECAROPS_RELEASE_DIR, as .ci/run sets it
+// after its release): the file names and SHA256SUMS the action expects are the ones the release has.
+func TestActionInstallsFromARelease(t *testing.T) {
+	dir := os.Getenv("SIDECAROPS_RELEASE_DIR")
+	if dir == "" {
+		t.Skip("SIDECAROPS_RELEASE_DIR is not set: make release VERSION=vX.Y.Z writes one (dist/release/vX.Y.Z)")
+	}
+	dir, err := filepath.Abs(dir)
+	require.NoError(t, err)
+	released := filepath.Base(dir)
+	_, runnerOS, runnerArch := platform(t)
+	srv := httptest.NewServer(http.FileServer(http.Dir(filepath.Dir(dir))))
+	t.Cleanup(srv.Close)
+	r := newRunner(t, "RUNNER_OS="+runnerOS, "RUNNER_ARCH="+runnerArch, "SIDECARCTL_RELEASE_URL="+srv.URL)
+	out, err := r.runStep(t, readAction(t).Runs.Steps[0], map[string]string{"inputs.version": "", "github.action_ref": released})
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, out, "sidecarctl "+released+" ", "the release's binary, stamped with its version")
+	assert.Equal(t, "path="+filepath.Join(r.temp, "sidecarctl-"+released, "sidecarctl")+"\n", readFile(t, r.output))
+}
