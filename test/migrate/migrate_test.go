@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -718,26 +717,13 @@ func update(t *testing.T, name string, change func(*v1beta1.SidecarSet)) {
 // each of wants.
 func preflightSays(t *testing.T, bin, when string, code int, wants ...string) string {
 	t.Helper()
-	out, got := preflight(t, bin)
+	out, got := migrateCheck(t, bin, cluster.Kubeconfig)
 	t.Logf("preflight %s:\n%s", when, out)
 	require.Equal(t, code, got, "exit status")
 	for _, want := range wants {
 		assert.Contains(t, out, want)
 	}
 	return out
-}
-
-func preflight(t *testing.T, bin string) (string, int) {
-	t.Helper()
-	out, err := exec.Command(bin, "migrate", "check", "--kubeconfig", cluster.Kubeconfig, "--namespace", devcluster.Namespace).CombinedOutput() // #nosec G204 -- the test's own build
-	code := 0
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		code = exit.ExitCode()
-	} else {
-		require.NoError(t, err)
-	}
-	return string(out), code
 }
 
 func resourceVersions(t *testing.T, ns string) map[string]string {
