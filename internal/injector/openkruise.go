@@ -38,17 +38,13 @@ import (
 // webhook makes pods of one ReplicaSet differ (the barrier names the pod).
 func AfterOpenKruise(ctx context.Context, snap *engine.Snapshot, m *mutation.Injector, req PodRequest) (PodResult, error) {
 	received := req.Pod
-	injected, err := v1beta1.ParseUpgradeSpecs(received.Annotations[v1beta1.SidecarSetHashAnnotation])
-	if err != nil || len(injected) == 0 {
-		// Nothing of OpenKruise's to take back; a hash annotation that does not parse is refused by
-		// the injection as it would be alone.
-		return Pod(ctx, snap, m, req)
-	}
-	for name := range injected {
-		if _, ok := snap.SidecarSet(name); !ok {
-			delete(injected, name)
-		}
-	}
+	// A hash annotation that does not parse leaves nothing to take back: the injection refuses it
+	// as it would alone.
+	injected, _ := v1beta1.ParseUpgradeSpecs(received.Annotations[v1beta1.SidecarSetHashAnnotation])
+	maps.DeleteFunc(injected, func(name string, _ v1beta1.SidecarSetUpgradeSpec) bool {
+		_, held := snap.SidecarSet(name)
+		return !held
+	})
 	if len(injected) == 0 {
 		return Pod(ctx, snap, m, req)
 	}
