@@ -191,8 +191,12 @@ func (c *Compiler) compileBase(admin []*bundle.Bundle, rules map[string]string) 
 	if err != nil {
 		return nil, err
 	}
+	pod, err := podModules(compiler.Modules)
+	if err != nil {
+		return nil, err
+	}
 	return &base{compiler: compiler, admin: admin, rules: rules,
-		projection: podProjection(nil, compiler.Modules), deterministic: deterministic(compiler.Modules)}, nil
+		projection: podProjection(nil, pod), deterministic: deterministic(pod)}, nil
 }
 
 // policies returns the embedded policies, parsed once per Compiler, under the names Prepare gives

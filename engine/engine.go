@@ -26,6 +26,7 @@ const (
 	explainQuery   = "data.sidecarops.explain.reasons"
 	conflictQuery  = "data.sidecarops.conflict.violations"
 	whitelistQuery = "data.sidecarops.whitelist.violations"
+	governQuery    = "data.sidecarops.governance.findings"
 )
 
 // Engine holds the current Snapshot. The zero value has none; Swap installs one.
@@ -54,6 +55,7 @@ type Snapshot struct {
 	explain       rego.PreparedEvalQuery
 	conflict      rego.PreparedEvalQuery
 	whitelist     rego.PreparedEvalQuery
+	govern        rego.PreparedEvalQuery
 }
 
 // prefixed names modules after the position of their bundle, which keeps two bundles' same-named
@@ -79,7 +81,7 @@ func (s *Snapshot) prepare(ctx context.Context, compiler *ast.Compiler, store st
 	for _, q := range []struct {
 		query string
 		dst   *rego.PreparedEvalQuery
-	}{{matchQuery, &s.match}, {explainQuery, &s.explain}, {conflictQuery, &s.conflict}, {whitelistQuery, &s.whitelist}} {
+	}{{matchQuery, &s.match}, {explainQuery, &s.explain}, {conflictQuery, &s.conflict}, {whitelistQuery, &s.whitelist}, {governQuery, &s.govern}} {
 		pq, err := rego.New(rego.Query(q.query), rego.Compiler(compiler), rego.Store(store)).PrepareForEval(ctx)
 		if err != nil {
 			return fmt.Errorf("engine: preparing %s: %w", q.query, err)

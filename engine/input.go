@@ -137,6 +137,36 @@ func deterministic(modules ...map[string]*ast.Module) bool {
 	return !found
 }
 
+var (
+	sidecarSetPolicies = ast.MustParseRef("data.sidecarsets")
+	governanceRef      = ast.MustParseRef("data.sidecarops.governance")
+)
+
+// podModules are the modules the pod decisions may evaluate: all but the SidecarSet policies
+// (packages under sidecarsets, and ours that gathers them), which run at SidecarSet admission
+// only. The pod path's projection and determinism are the pod modules' alone, which holds only if
+// none of them reads a SidecarSet policy: such a bundle is refused.
+func podModules(modules map[string]*ast.Module) (map[string]*ast.Module, error) {
+	out := make(map[string]*ast.Module, len(modules))
+	for name, m := range modules {
+		if p := m.Package.Path; p.HasPrefix(sidecarSetPolicies) || p.Equal(governanceRef) {
+			continue
+		}
+		var read ast.Ref
+		ast.WalkRefs(m, func(r ast.Ref) bool {
+			if read == nil && (r.HasPrefix(sidecarSetPolicies) || r.HasPrefix(governanceRef)) {
+				read = r
+			}
+			return read != nil
+		})
+		if read != nil {
+			return nil, fmt.Errorf("engine: %s (package %v) reads %v: only SidecarSet policies (packages under sidecarsets) may read them", name, m.Package.Path, read)
+		}
+		out[name] = m
+	}
+	return out, nil
+}
+
 // all iterates the modules of several module maps.
 func all(sets []map[string]*ast.Module) iter.Seq[*ast.Module] {
 	return func(yield func(*ast.Module) bool) {

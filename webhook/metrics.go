@@ -27,6 +27,8 @@ type Metrics struct {
 	decisions *prometheus.CounterVec
 	throttled *prometheus.CounterVec
 	widening  prometheus.Counter
+	findings  *prometheus.CounterVec
+	worsened  prometheus.Counter
 }
 
 // NewMetrics creates the metrics and registers them on reg (nil: controller-runtime's
@@ -67,6 +69,20 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
+	findings, err := promreg.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sidecarops_webhook_sidecarset_policy_findings_total",
+		Help: "Findings of the administrators' SidecarSet policies at SidecarSet admission, by rule and enforcement action (deny, warn, dryrun).",
+	}, []string{"rule", "action"}))
+	if err != nil {
+		return nil, err
+	}
+	worsened, err := promreg.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "sidecarops_webhook_pod_security_violations_total",
+		Help: "Pods that passed their namespace's enforced Pod Security level before injection and fail it after (warned and recorded as an Event; Pod Security then refuses them).",
+	}))
+	if err != nil {
+		return nil, err
+	}
 	// Every series exists from the start, so rate() and absence alerts work before the first event.
 	for _, p := range []string{PodPath, SidecarSetDefaultPath, SidecarSetValidatePath} {
 		latency.WithLabelValues(p)
@@ -77,7 +93,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	for _, r := range []string{ResultPatched, ResultNotMatched, ResultGated, ResultInactive, ResultError} {
 		decisions.WithLabelValues(r)
 	}
-	return &Metrics{latency: latency, decisions: decisions, throttled: throttled, widening: widening}, nil
+	return &Metrics{latency: latency, decisions: decisions, throttled: throttled, widening: widening, findings: findings, worsened: worsened}, nil
 }
 
 // observe records the latency of one admission that started at start.
@@ -107,4 +123,18 @@ func (m *Metrics) countPrefilterFailure() {
 		return
 	}
 	m.widening.Inc()
+}
+
+func (m *Metrics) countPolicyFinding(rule, action string) {
+	if m == nil {
+		return
+	}
+	m.findings.WithLabelValues(rule, action).Inc()
+}
+
+func (m *Metrics) countPodSecurityViolation() {
+	if m == nil {
+		return
+	}
+	m.worsened.Inc()
 }

@@ -3,9 +3,12 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
@@ -13,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/engine"
+	"github.com/sidecarops/sidecarops/internal/impact"
 	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 )
@@ -65,6 +70,17 @@ type SidecarSetValidator struct {
 	Prefilter interface {
 		Widen(ctx context.Context, ss, old *v1beta1.SidecarSet) error
 	}
+	// Impacts, when not nil, gives the SidecarSet policies the impact view (the manager's caches);
+	// nil: the policies see none.
+	Impacts Impacts
+	// DecisionLog receives one line per SidecarSet the policies were asked about; the zero Logger
+	// turns it off.
+	DecisionLog logr.Logger
+}
+
+// Impacts computes a SidecarSet's impact view (docs/governing.md, "Input").
+type Impacts interface {
+	Impact(ctx context.Context, ss *v1beta1.SidecarSet) (*impact.View, error)
 }
 
 // Handle implements admission.Handler.
@@ -97,6 +113,15 @@ func (h *SidecarSetValidator) Handle(ctx context.Context, req admission.Request)
 		status := apierrors.NewInvalid(sidecarSetKind.GroupKind(), ss.Name, errs).Status()
 		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
 	}
+	gov, err := h.govern(ctx, snap, req, ss, old)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	if refusal := gov.Refusal(); refusal != "" {
+		status := apierrors.NewForbidden(sidecarSetResource, ss.Name, errors.New(refusal)).Status()
+		resp := admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
+		return resp.WithWarnings(gov.Warnings()...)
+	}
 	// A dry run must have no side effects (the registration says sideEffects: NoneOnDryRun).
 	if h.Prefilter != nil && !ptr.Deref(req.DryRun, false) {
 		if err := h.Prefilter.Widen(ctx, ss, old); err != nil {
@@ -105,5 +130,39 @@ func (h *SidecarSetValidator) Handle(ctx context.Context, req admission.Request)
 			return admission.Errored(http.StatusServiceUnavailable, err)
 		}
 	}
-	return admission.Allowed("")
+	return admission.Allowed("").WithWarnings(gov.Warnings()...)
+}
+
+var sidecarSetResource = v1beta1.GroupVersion.WithResource("sidecarsets").GroupResource()
+
+// govern asks the SidecarSet policies about ss (defaulted; old too on UPDATE), counts their
+// findings and logs the decision with the policy revisions it was made with.
+func (h *SidecarSetValidator) govern(ctx context.Context, snap *engine.Snapshot, req admission.Request, ss, old *v1beta1.SidecarSet) (injector.Governance, error) {
+	r := engine.Review{Operation: string(req.Operation), UserInfo: req.UserInfo, SidecarSet: ss, OldSidecarSet: old}
+	if h.Impacts != nil {
+		view, err := h.Impacts.Impact(ctx, ss)
+		if err != nil {
+			return injector.Governance{}, fmt.Errorf("SidecarSet/%s impact view: %w", ss.Name, err)
+		}
+		r.Impact = view
+	}
+	gov, err := injector.GovernSidecarSet(ctx, snap, r)
+	if err != nil {
+		return gov, err
+	}
+	for _, fs := range [][]engine.Finding{gov.Deny, gov.Warn, gov.DryRun} {
+		for _, f := range fs {
+			h.Metrics.countPolicyFinding(f.Rule, f.Action)
+		}
+	}
+	if log := h.DecisionLog; log.Enabled() {
+		kv := []any{"sidecarSet", ss.Name, "operation", req.Operation, "uid", req.UID, "user", req.UserInfo.Username,
+			"allowed", len(gov.Deny) == 0, "deny", gov.Deny, "warn", gov.Warn, "dryrun", gov.DryRun,
+			"podSecurity", gov.PodSecurity, "revision", snap.Revision(), "adminRevisions", snap.AdminRevisions()}
+		if r.Impact != nil {
+			kv = append(kv, "namespaces", len(r.Impact.Namespaces), "pods", r.Impact.Pods)
+		}
+		log.Info("sidecarset admission", kv...)
+	}
+	return gov, nil
 }
