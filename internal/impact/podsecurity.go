@@ -3,6 +3,7 @@ package impact
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -123,4 +124,50 @@ func (p *sidecarPod) podSecurity(labels map[string]string) PodSecurity {
 		p.known[lv] = vs
 	}
 	return PodSecurity{Enforce: string(lv.Level), EnforceVersion: lv.Version.String(), Violations: vs}
+}
+
+// PodFinding is what injection did to a pod's standing with its namespace's enforced level: the pod
+// passed it before and fails it after.
+type PodFinding struct {
+	Level psaapi.LevelVersion
+	// SidecarSets are those whose sidecars fail the level on their own; all injected ones when
+	// only their combination with the pod does.
+	SidecarSets []string
+	Violations  []Violation
+}
+
+// String is the admission warning and Event message.
+func (f PodFinding) String() string {
+	checks := make([]string, len(f.Violations))
+	for i, v := range f.Violations {
+		checks[i] = v.String()
+	}
+	return fmt.Sprintf("sidecarops: injecting SidecarSet %s makes the pod violate PodSecurity %q: %s",
+		strings.Join(f.SidecarSets, ", "), f.Level.String(), strings.Join(checks, ", "))
+}
+
+// Worsened reports whether injecting injected turned before, which passed the level namespaceLabels
+// enforce, into after, which fails it; nil when it did not (the pod failed already, or still
+// passes).
+func Worsened(namespaceLabels map[string]string, before, after *corev1.Pod, injected []*v1beta1.SidecarSet) *PodFinding {
+	lv := Enforced(namespaceLabels)
+	if lv.Level == psaapi.LevelPrivileged || len(injected) == 0 {
+		return nil
+	}
+	vs := Check(lv, &after.ObjectMeta, &after.Spec)
+	if len(vs) == 0 || len(Check(lv, &before.ObjectMeta, &before.Spec)) > 0 {
+		return nil
+	}
+	f := &PodFinding{Level: lv, Violations: vs}
+	for _, ss := range injected {
+		if len(newSidecarPod(ss).podSecurity(namespaceLabels).Violations) > 0 {
+			f.SidecarSets = append(f.SidecarSets, ss.Name)
+		}
+	}
+	if len(f.SidecarSets) == 0 {
+		for _, ss := range injected {
+			f.SidecarSets = append(f.SidecarSets, ss.Name)
+		}
+	}
+	return f
 }
