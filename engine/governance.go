@@ -19,13 +19,35 @@ type Review struct {
 	// Operation is the admission operation: CREATE or UPDATE.
 	Operation string `json:"operation"`
 	// UserInfo is the requester's, as the API server authenticated it.
-	UserInfo authenticationv1.UserInfo `json:"userInfo"`
+	UserInfo UserInfo `json:"userInfo"`
 	// SidecarSet is the object as it will be stored: defaulted, in v1beta1.
 	SidecarSet *v1beta1.SidecarSet `json:"sidecarSet"`
 	// OldSidecarSet is the stored object an UPDATE replaces (defaulted, v1beta1); nil on CREATE.
 	OldSidecarSet *v1beta1.SidecarSet `json:"oldSidecarSet,omitempty"`
 	// Impact is SidecarSet's impact view; nil where none is known.
 	Impact *impact.View `json:"impact,omitempty"`
+}
+
+// UserInfo is authentication/v1's, every field present: a policy testing a group against a
+// requester without groups then reads an empty list, not an undefined one that would make its
+// whole rule undefined.
+type UserInfo struct {
+	Username string                                 `json:"username"`
+	UID      string                                 `json:"uid"`
+	Groups   []string                               `json:"groups"`
+	Extra    map[string]authenticationv1.ExtraValue `json:"extra"`
+}
+
+// NewUserInfo is u as the policies read it.
+func NewUserInfo(u authenticationv1.UserInfo) UserInfo {
+	out := UserInfo{Username: u.Username, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
+	if out.Groups == nil {
+		out.Groups = []string{}
+	}
+	if out.Extra == nil {
+		out.Extra = map[string]authenticationv1.ExtraValue{}
+	}
+	return out
 }
 
 // The enforcement actions of SidecarSet policy findings.

@@ -20,8 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
@@ -36,6 +38,7 @@ import (
 	"github.com/sidecarops/sidecarops/controller"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/coexist"
+	"github.com/sidecarops/sidecarops/internal/impact"
 	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/loader"
 	"github.com/sidecarops/sidecarops/webhook"
@@ -273,6 +276,9 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	if !o.NoPodWebhookPrefilter {
 		handlers.Validator.Prefilter = &prefilter.Widener{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Configuration: WebhookConfigurationName, Webhook: PodWebhookName}
 	}
+	if err := addClusterView(mgr, handlers); err != nil {
+		return nil, err
+	}
 	webhook.Register(server, handlers)
 
 	if err := addWebhookServer(mgr, server, o); err != nil {
@@ -472,4 +478,37 @@ func loopbackOnly(addr string) (string, error) {
 		return "", fmt.Errorf("--pprof-bind-address %q: %w", addr, err)
 	}
 	return addr, nil
+}
+
+// addClusterView gives the webhooks what they read of the cluster beyond the policy state, from the
+// manager's informers on every replica: the namespaces and a census of the pods for the SidecarSet
+// policies' impact view, and the namespaces' Pod Security levels for the pod webhook.
+func addClusterView(mgr ctrlmanager.Manager, h webhook.Handlers) error {
+	ctx := context.Background()
+	namespaces, census := impact.NewNamespaces(), impact.NewCensus()
+	for _, w := range []struct {
+		obj     client.Object
+		handler toolscache.ResourceEventHandler
+	}{{&corev1.Namespace{}, namespaces}, {&corev1.Pod{}, census}} {
+		inf, err := mgr.GetCache().GetInformer(ctx, w.obj)
+		if err != nil {
+			return fmt.Errorf("informer for %T: %w", w.obj, err)
+		}
+		if _, err := inf.AddEventHandler(w.handler); err != nil {
+			return fmt.Errorf("handler for %T: %w", w.obj, err)
+		}
+	}
+	h.Validator.Impacts = clusterImpacts{namespaces, census}
+	h.PodInjector.PodSecurity = &webhook.PodSecurity{Namespaces: namespaces, Recorder: mgr.GetEventRecorder("sidecarops-webhook")}
+	return nil
+}
+
+// clusterImpacts computes impact views over the cluster's namespaces and pod census.
+type clusterImpacts struct {
+	namespaces *impact.Namespaces
+	census     *impact.Census
+}
+
+func (c clusterImpacts) Impact(_ context.Context, ss *v1beta1.SidecarSet) (*impact.View, error) {
+	return impact.Of(ss, c.namespaces.List(), c.census)
 }

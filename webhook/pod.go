@@ -49,6 +49,9 @@ type PodInjector struct {
 	// put in its place, keeping OpenKruise's containers where both agree (injector.AfterOpenKruise).
 	// No pod is answered from the per-pod cache.
 	AfterOpenKruise bool
+	// PodSecurity, when not nil, warns about and records pods that injection makes fail their
+	// namespace's enforced Pod Security level. Their pods are injected without the per-pod cache.
+	PodSecurity *PodSecurity
 
 	// panics, when set, lets a panic of the handler through instead of answering 500 (tests).
 	panics bool
@@ -89,7 +92,8 @@ func (p *PodInjector) admitPod(ctx context.Context, req *reviewRequest, start ti
 	if inj == nil {
 		inj = defaultInjector
 	}
-	if snap != nil && !p.AfterOpenKruise {
+	enforced := p.PodSecurity.enforced(req.Namespace)
+	if snap != nil && !p.AfterOpenKruise && enforced == nil {
 		// A ReplicaSet's pods after the first are answered before they are decoded, which costs
 		// more than deciding and injecting.
 		res, ok, next := p.podCache().Answer(snap, inj, req.Namespace, req.Object)
@@ -104,12 +108,13 @@ func (p *PodInjector) admitPod(ctx context.Context, req *reviewRequest, start ti
 		d := podDecision{namespace: req.Namespace, pod: req.Name, result: ResultError, err: err}
 		return p.finish(req, d, start, errored(http.StatusBadRequest, err))
 	}
-	resp, d := p.admit(ctx, req, pod, snap, inj)
+	resp, d := p.admit(ctx, req, pod, snap, inj, enforced)
 	return p.finish(req, d, start, resp)
 }
 
 // admit runs the one injection path with one snapshot and turns its result into the answer.
-func (p *PodInjector) admit(ctx context.Context, req *reviewRequest, pod *corev1.Pod, snap *engine.Snapshot, inj *mutation.Injector) (reviewResponse, podDecision) {
+// enforced is the labels of a namespace enforcing a Pod Security level (PodSecurity.enforced).
+func (p *PodInjector) admit(ctx context.Context, req *reviewRequest, pod *corev1.Pod, snap *engine.Snapshot, inj *mutation.Injector, enforced map[string]string) (reviewResponse, podDecision) {
 	d := podDecision{namespace: pod.Namespace, pod: podName(pod), result: ResultError}
 	if snap == nil {
 		d.err = errNotLoaded
@@ -121,14 +126,23 @@ func (p *PodInjector) admit(ctx context.Context, req *reviewRequest, pod *corev1
 		return errored(http.StatusServiceUnavailable, errNotLoaded), d
 	}
 	d.revision = snap.Revision()
-	// The answer is the patch; the injected pod itself is never read here.
-	pr := injector.PodRequest{Pod: pod, Raw: req.Object, Decoded: true, Namespace: req.Namespace, PatchOnly: true}
-	if p.AfterOpenKruise {
-		res, err := injector.AfterOpenKruise(ctx, snap, inj, pr)
-		return respond(res, err, d)
+	// The answer is the patch; the injected pod itself is read only to check it against Pod Security.
+	pr := injector.PodRequest{Pod: pod, Raw: req.Object, Decoded: true, Namespace: req.Namespace, PatchOnly: enforced == nil}
+	var res injector.PodResult
+	var err error
+	switch {
+	case p.AfterOpenKruise:
+		res, err = injector.AfterOpenKruise(ctx, snap, inj, pr)
+	case enforced != nil:
+		res, err = injector.Pod(ctx, snap, inj, pr)
+	default:
+		res, err = p.podCache().Pod(ctx, snap, inj, pr)
 	}
-	res, err := p.podCache().Pod(ctx, snap, inj, pr)
-	return respond(res, err, d)
+	resp, d := respond(res, err, d)
+	if err == nil && resp.allowed {
+		p.PodSecurity.check(p.Metrics, snap, enforced, pod, res, &resp)
+	}
+	return resp, d
 }
 
 // podCache is the per-pod cache, nil (which caches nothing) when it is turned off.

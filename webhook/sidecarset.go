@@ -138,7 +138,7 @@ var sidecarSetResource = v1beta1.GroupVersion.WithResource("sidecarsets").GroupR
 // govern asks the SidecarSet policies about ss (defaulted; old too on UPDATE), counts their
 // findings and logs the decision with the policy revisions it was made with.
 func (h *SidecarSetValidator) govern(ctx context.Context, snap *engine.Snapshot, req admission.Request, ss, old *v1beta1.SidecarSet) (injector.Governance, error) {
-	r := engine.Review{Operation: string(req.Operation), UserInfo: req.UserInfo, SidecarSet: ss, OldSidecarSet: old}
+	r := engine.Review{Operation: string(req.Operation), UserInfo: engine.NewUserInfo(req.UserInfo), SidecarSet: ss, OldSidecarSet: old}
 	if h.Impacts != nil {
 		view, err := h.Impacts.Impact(ctx, ss)
 		if err != nil {

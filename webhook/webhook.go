@@ -65,13 +65,14 @@ type Handlers struct {
 }
 
 // NewHandlers wires the three handlers to one snapshot source and one set of metrics (nil: none).
-// decisionLog receives one line per pod decision; the zero Logger turns it off. Pod injection uses
+// decisionLog receives one line per pod decision and per SidecarSet the policies were asked about;
+// the zero Logger turns it off. Pod injection uses
 // the wall clock and math/rand/v2.
 func NewHandlers(snapshots Snapshots, m *Metrics, decisionLog logr.Logger) Handlers {
 	return Handlers{
 		PodInjector: &PodInjector{Snapshots: snapshots, Metrics: m, DecisionLog: decisionLog},
 		Defaulter:   &SidecarSetDefaulter{Metrics: m},
-		Validator:   &SidecarSetValidator{Snapshots: snapshots, Metrics: m},
+		Validator:   &SidecarSetValidator{Snapshots: snapshots, Metrics: m, DecisionLog: decisionLog},
 		Metrics:     m,
 	}
 }
