@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/bundle"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/open-policy-agent/opa/v1/bundle"
 	authenticationv1 "k8s.io/api/authentication/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"

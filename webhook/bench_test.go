@@ -57,12 +57,24 @@ func serveLoop(b *testing.B, h http.Handler, body []byte) {
 
 // BenchmarkPodInjector is one pod admission through the http.Handler Register mounts (the
 // PodInjector itself): AdmissionReview decoding, pod decoding, the decision among 100 SidecarSets (1 matching), the
-// injection, the patch and the response encoding, with metrics on and the decision log off.
+// injection, the patch and the response encoding, with metrics on and the decision log off. As in the
+// manager, the namespace's Pod Security labels are looked up; it enforces none.
 func BenchmarkPodInjector(b *testing.B) {
+	benchmarkPodInjector(b, map[string]string{})
+}
+
+// BenchmarkPodInjectorPodSecurity is BenchmarkPodInjector in a namespace enforcing restricted: the
+// injected pod is built and checked before and after injection, and no pod is answered from the cache.
+func BenchmarkPodInjectorPodSecurity(b *testing.B) {
+	benchmarkPodInjector(b, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+}
+
+func benchmarkPodInjector(b *testing.B, shop map[string]string) {
 	eng := newEngine(b, policyState{sidecarSets: benchFleet(b, 100, 1)})
 	m, err := NewMetrics(prometheus.NewRegistry())
 	require.NoError(b, err)
-	h := &PodInjector{Snapshots: eng, Injector: fixedInjector(), Metrics: m}
+	h := &PodInjector{Snapshots: eng, Injector: fixedInjector(), Metrics: m,
+		PodSecurity: &PodSecurity{Namespaces: namespaceLabels{"shop": shop}}}
 	body := review(b, podRequest(b, "shop", fleet.Pod()))
 
 	resp := post(b, h, body)

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
@@ -108,7 +110,7 @@ func TestSidecarSetValidatorGoverns(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var lines []string
-			log := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{})
+			log := funcr.New(func(_, args string) { lines = append(lines, args) }, funcr.Options{})
 			resp := admit(t, &SidecarSetValidator{Snapshots: eng, Impacts: impacts, DecisionLog: log}, tc.req)
 			require.NotNil(t, resp.Result)
 			assert.Equal(t, tc.code, resp.Result.Code, resp.Result.Message)
@@ -118,6 +120,67 @@ func TestSidecarSetValidatorGoverns(t *testing.T) {
 			require.Len(t, lines, 1, "one decision log line per review")
 			assert.Contains(t, lines[0], `"revision"=`)
 			assert.Contains(t, lines[0], tc.logged)
+		})
+	}
+}
+
+// namespaceLabels answers PodSecurity's namespace lookups from a map.
+type namespaceLabels map[string]map[string]string
+
+func (n namespaceLabels) Labels(ns string) (map[string]string, bool) {
+	l, ok := n[ns]
+	return l, ok
+}
+
+// recorded keeps the Events a recorder was asked for.
+type recorded struct{ events []string }
+
+func (r *recorded) Eventf(regarding, _ runtime.Object, eventtype, reason, action, note string, args ...any) {
+	ss := regarding.(*v1beta1.SidecarSet)
+	r.events = append(r.events, fmt.Sprintf("%s %s %s %s: %s", eventtype, reason, action, ss.Name, fmt.Sprintf(note, args...)))
+}
+
+// A pod that passes its namespace's enforced level and fails it once injected gets a warning naming
+// the SidecarSet and the check, and the SidecarSet an Event; the pod is still admitted (patched):
+// refusing it is Pod Security's part.
+func TestPodInjectorPodSecurity(t *testing.T) {
+	privileged := minimalSidecarSet("mesh", "web", "proxy")
+	privileged.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+	eng := newEngine(t, policyState{sidecarSets: []*v1beta1.SidecarSet{privileged}})
+	namespaces := namespaceLabels{
+		"bank": {"pod-security.kubernetes.io/enforce": "baseline"},
+		"shop": {},
+	}
+	app := func() *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Labels: map[string]string{"app": "web"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	}
+	hostNetwork := app()
+	hostNetwork.Spec.HostNetwork = true
+	for _, tc := range []struct {
+		name, ns string
+		pod      *corev1.Pod
+		warnings []string
+		events   []string
+	}{{
+		name: "baseline enforced, passed before: warned and recorded", ns: "bank", pod: app(),
+		warnings: []string{`sidecarops: injecting SidecarSet mesh makes the pod violate PodSecurity "baseline:latest": privileged (container "proxy" must not set securityContext.privileged=true)`},
+		events:   []string{`Warning PodSecurityViolation Inject mesh: sidecarops: injecting SidecarSet mesh makes the pod violate PodSecurity "baseline:latest": privileged (container "proxy" must not set securityContext.privileged=true) (pod bank/web-1)`},
+	}, {
+		name: "the pod failed already: nothing of ours to say", ns: "bank", pod: hostNetwork,
+	}, {
+		name: "nothing enforced", ns: "shop", pod: app(),
+	}, {
+		name: "a namespace not known yet", ns: "new", pod: app(),
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recorded{}
+			p := &PodInjector{Snapshots: eng, PodSecurity: &PodSecurity{Namespaces: namespaces, Recorder: rec}}
+			resp := admit(t, p, podRequest(t, tc.ns, tc.pod))
+			require.True(t, resp.Allowed, resp.Result)
+			require.NotNil(t, resp.Patch, "injected either way")
+			assert.Equal(t, tc.warnings, resp.Warnings)
+			assert.Equal(t, tc.events, rec.events)
 		})
 	}
 }

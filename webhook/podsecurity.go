@@ -2,8 +2,8 @@ package webhook
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/client-go/tools/events"
+	psaapi "k8s.io/pod-security-admission/api"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/engine"
