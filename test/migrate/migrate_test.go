@@ -61,7 +61,12 @@ func ctx(t *testing.T) context.Context {
 
 func eventually(t *testing.T, what string, f func() error) {
 	t.Helper()
-	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.NoError(c, f(), what) }, 90*time.Second, 100*time.Millisecond, what)
+	eventuallyWithin(t, 90*time.Second, what, f)
+}
+
+func eventuallyWithin(t *testing.T, d time.Duration, what string, f func() error) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.NoError(c, f(), what) }, d, 100*time.Millisecond, what)
 }
 
 // TestTakeOverFromOpenKruise is docs/migration.md's path A: it builds what a cluster running only
