@@ -53,6 +53,9 @@ VULN_DB := $(CACHE_DIR)/vulndb-$(VULNDB_VERSION)
 # Rego test coverage below this fails `make test` (issue: >= 90%).
 REGO_COVERAGE_MIN := 90
 ADMIN_POLICY_DIRS := examples/policies examples/whitelist-bundle
+# The strict policy sidecarctl check embeds: a bundle of its own (root sidecarsets/strict), whose
+# data.json is placed for `opa test policies/strict`, so the core bundle's runs leave it out.
+STRICT_POLICY_DIR := policies/strict
 BENCH ?= .
 BENCHTIME ?= 1s
 
@@ -227,11 +230,14 @@ golangci-lint: $(GOLANGCI_LINT)
 test: tools verify-generated lint vulncheck test-rego test-go
 
 test-rego: $(OPA)
-	$(OPA) test -v policies | tail -n 3
-	$(OPA) test --coverage --threshold $(REGO_COVERAGE_MIN) policies > .rego-coverage.json || \
+	$(OPA) test -v policies --ignore strict | tail -n 3
+	$(OPA) test --coverage --threshold $(REGO_COVERAGE_MIN) policies --ignore strict > .rego-coverage.json || \
 	  { echo "Rego coverage below $(REGO_COVERAGE_MIN)%:"; grep -o '"coverage": [0-9.]*' .rego-coverage.json | tail -n 1; exit 1; }
 	@echo "policies/ Rego $$(grep -o '"coverage": [0-9.]*' .rego-coverage.json | tail -n 1)"
-	@echo "administrators' example bundles with the built-in policies:"; $(OPA) test policies $(ADMIN_POLICY_DIRS) | tail -n 1
+	$(OPA) test --coverage --threshold 100 $(STRICT_POLICY_DIR) > .rego-coverage.json || \
+	  { echo "$(STRICT_POLICY_DIR) Rego coverage below 100%:"; grep -o '"coverage": [0-9.]*' .rego-coverage.json | tail -n 1; exit 1; }
+	@echo "$(STRICT_POLICY_DIR) Rego $$(grep -o '"coverage": [0-9.]*' .rego-coverage.json | tail -n 1)"
+	@echo "administrators' example bundles with the built-in policies:"; $(OPA) test policies --ignore strict $(ADMIN_POLICY_DIRS) | tail -n 1
 	rm -f .rego-coverage.json
 
 # hack/release is a module of its own (the release tooling's dependencies stay out of go.mod), which
