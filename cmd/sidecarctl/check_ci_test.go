@@ -29,8 +29,8 @@ spec:
     partition: -1`
 	want := []string{
 		`<stdin>:9: document 1 (SidecarSet/proxy): spec.updateStrategy.type: Unsupported value: "RollingUpdates": supported values: "NotUpdate", "RollingUpdate": OpenKruise admits it and upgrades pods as with RollingUpdate, without validating the strategy [strict/update-strategy-type]`,
-		`<stdin>:11: document 1 (SidecarSet/proxy): spec.updateStrategy.partition: Invalid value: -1: must be greater than or equal to 0 (as RollingUpdate would require) [strict/unchecked-strategy]`,
 		`<stdin>:10: document 1 (SidecarSet/proxy): spec.updateStrategy.maxUnavailable: Invalid value: "150%": over 100%: every pod may be upgraded at once [strict/max-unavailable]`,
+		`<stdin>:11: document 1 (SidecarSet/proxy): spec.updateStrategy.partition: Invalid value: -1: must be greater than or equal to 0 (as RollingUpdate would require) [strict/unchecked-strategy]`,
 	}
 	out, errOut, code := sidecarctlWithLines(t, in, "check", "-f", "-")
 	assert.Equal(t, 0, code, "OpenKruise's verdict stands without --strict")

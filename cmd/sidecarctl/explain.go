@@ -1,15 +1,22 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sidecarops/sidecarops/internal/impact"
+	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/manifest"
+	"github.com/sidecarops/sidecarops/mutation"
 )
 
 func explainCmd() *cobra.Command {
@@ -27,7 +34,9 @@ func explainCmd() *cobra.Command {
 			"A pod the installed pod webhook never sees (an excluded namespace; its namespace or object selector) is\n" +
 			"said to be \"not seen by the webhook\", and why: it is created without sidecars whatever matches it. The\n" +
 			"installation is the chart's with --install-values, the cluster's with --kubeconfig, else config/default's;\n" +
-			"a note on stderr says which.",
+			"a note on stderr says which. A pod the injection makes fail the Pod Security level its Namespace enforces\n" +
+			"(its pod-security.kubernetes.io/enforce labels, in the input or, with --kubeconfig, the cluster) is said\n" +
+			"to, in the webhook's words.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w, err := src.load(cmd, "ignored")
@@ -63,6 +72,11 @@ func explainCmd() *cobra.Command {
 					w.fail(o, err)
 					continue
 				}
+				warning, err := w.podSecurityOf(cmd.Context(), view, unseen, pod)
+				if err != nil {
+					w.fail(o, err)
+					continue
+				}
 				fmt.Fprintf(out, "%s/%s (namespace %s):\n", o.Obj.GetObjectKind().GroupVersionKind().Kind, name, pod.Namespace)
 				if unseen != "" {
 					fmt.Fprintf(out, "  %s\n", unseen)
@@ -82,6 +96,9 @@ func explainCmd() *cobra.Command {
 					}
 					fmt.Fprintf(out, "  %s: %s\n", n, why)
 				}
+				if warning != nil {
+					fmt.Fprintf(out, "  warning: %s\n", warning)
+				}
 			}
 			if podName != "" && !found {
 				return errors.Join(w.err(), fmt.Errorf("--pod %q: no workload of that name in the input", podName))
@@ -93,4 +110,22 @@ func explainCmd() *cobra.Command {
 	install.register(cmd.Flags())
 	cmd.Flags().StringVar(&podName, "pod", "", "explain only the workload (pod) of this name")
 	return cmd
+}
+
+// podSecurityOf is what the pod webhook would warn of pod, which it sees unless unseen says why
+// not, once injected: nil unless its namespace enforces a Pod Security level. explain injects only
+// for that.
+func (w *workspace) podSecurityOf(ctx context.Context, view *podWebhookView, unseen string, pod *corev1.Pod) (*impact.PodFinding, error) {
+	if unseen != "" {
+		return nil, nil
+	}
+	enforced, err := view.enforced(ctx, pod.Namespace)
+	if err != nil || enforced == nil {
+		return nil, err
+	}
+	res, err := injector.Pod(ctx, w.snapshot, &mutation.Injector{Now: time.Now, Rand: rand.Float64}, injector.PodRequest{Pod: pod.DeepCopy()})
+	if err != nil {
+		return nil, err
+	}
+	return w.podSecurity(enforced, pod, res), nil
 }

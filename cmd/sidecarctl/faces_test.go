@@ -145,6 +145,17 @@ func webhookFor(t *testing.T, paths []string, adminBundle string) http.Handler {
 // admitPod sends pod's creation to h as the API server would and returns the answered patch.
 func admitPod(t *testing.T, h http.Handler, pod *corev1.Pod) json.RawMessage {
 	t.Helper()
+	resp := podResponse(t, h, pod)
+	if resp.Patch == nil {
+		return json.RawMessage("[]")
+	}
+	return resp.Patch
+}
+
+// podResponse sends pod's creation to h as the API server would and returns the answer, which
+// must admit it.
+func podResponse(t *testing.T, h http.Handler, pod *corev1.Pod) *admissionv1.AdmissionResponse {
+	t.Helper()
 	raw, err := json.Marshal(pod)
 	require.NoError(t, err)
 	review := admissionv1.AdmissionReview{
@@ -170,10 +181,7 @@ func admitPod(t *testing.T, h http.Handler, pod *corev1.Pod) json.RawMessage {
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &resp))
 	require.NotNil(t, resp.Response)
 	require.True(t, resp.Response.Allowed, "%+v", resp.Response.Result)
-	if resp.Response.Patch == nil {
-		return json.RawMessage("[]")
-	}
-	return resp.Response.Patch
+	return resp.Response
 }
 
 // atPath moves a pod's patch to where a workload keeps its pod template, leaving every value's

@@ -5,23 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/manifest"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/lint"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/versions"
 	"github.com/sidecarops/sidecarops/mutation"
 )
@@ -30,32 +25,54 @@ import (
 const (
 	severityError   = "error"
 	severityWarning = "warning"
+	// severityNotice: said, never failing the run, --strict or not (a policy's dryrun finding).
+	severityNotice = "notice"
 )
 
 // finding is one problem check reports. also is the other object it is about, if any, whose
-// disable annotation silences it as its own object's does.
+// disable annotation silences it as its own object's does. refusal marks what a cluster refuses,
+// which nothing silences.
 type finding struct {
 	*manifest.Error
 	severity string
 	rule     string
 	also     *manifest.Object
+	refusal  bool
+}
+
+// checkOptions are what check's flags say beside the input.
+type checkOptions struct {
+	// strict makes advice errors: the strict findings and the warnings a cluster admits with.
+	strict  bool
+	rules   ruleSet
+	enabled map[string]bool
+	// namespace is that of the workloads that name none.
+	namespace string
+	view      *podWebhookView
+	review    *reviewer
+}
+
+// advice is the severity of what a cluster admits but check calls a mistake, or warns about.
+func (o checkOptions) advice() string {
+	if o.strict {
+		return severityError
+	}
+	return severityWarning
 }
 
 // findings is everything check reports about w, in input order and by line within a document:
 // what reading found, the SidecarSets refused (and what else is wrong with those that did not
-// decode), the workloads whose pods would be refused once injected, and the strict findings,
-// errors when strict. A workload view says the installed webhook never sees is validated as
-// written: its pods are created so. Only the rules enabled are reported, and silenced says how
-// many findings the flags and annotations left out.
-func (w *workspace) findings(ctx context.Context, strict bool, enabled map[string]bool, namespace string, view *podWebhookView) (out []finding, silenced int, err error) {
-	disabledOn := w.disabledOn()
-	lintSeverity := severityWarning
-	if strict {
-		lintSeverity = severityError
-	}
+// decode), the workloads whose pods would be refused once injected or fail their namespace's Pod
+// Security level, and what the SidecarSet policies say, the strict policy's included. A workload
+// view says the installed webhook never sees is validated as written: its pods are created so.
+// Only the rules enabled are reported, and silenced says how many findings the flags and
+// annotations left out.
+func (w *workspace) findings(ctx context.Context, opts checkOptions) (out []finding, silenced int, err error) {
+	disabledOn := w.disabledOn(opts.rules)
+	// check's own errors are all what a cluster refuses.
 	add := func(severity, rule string, es ...*manifest.Error) {
 		for _, e := range es {
-			out = append(out, finding{Error: e, severity: severity, rule: rule})
+			out = append(out, finding{Error: e, severity: severity, rule: rule, refusal: severity == severityError})
 		}
 	}
 	read := map[*manifest.Error]bool{}
@@ -72,17 +89,14 @@ func (w *workspace) findings(ctx context.Context, strict bool, enabled map[strin
 		}
 	}
 
-	sets := slices.Clone(w.input.Objects)
-	var pods []*corev1.Pod
 	m := &mutation.Injector{Now: time.Now, Rand: rand.Float64}
 	for _, o := range w.workloads {
-		pod, ok := manifest.PodTemplate(o.Obj, namespace)
+		pod, ok := manifest.PodTemplate(o.Obj, opts.namespace)
 		if !ok {
 			continue
 		}
-		pods = append(pods, pod)
 		written := pod.DeepCopy()
-		unseen, err := view.unseen(ctx, pod.Namespace, pod)
+		unseen, err := opts.view.unseen(ctx, pod.Namespace, pod)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -97,8 +111,15 @@ func (w *workspace) findings(ctx context.Context, strict bool, enabled map[strin
 		}
 		add(severityError, rulePod, w.podProblems(o, written, res.Pod, res.Injected)...)
 		for _, s := range w.shadowedVolumes(o, written, res.Injected) {
-			s.severity = lintSeverity
+			s.severity = opts.advice()
 			out = append(out, s)
+		}
+		enforced, err := opts.view.enforced(ctx, pod.Namespace)
+		if err != nil {
+			return nil, 0, err
+		}
+		if f := w.podSecurity(enforced, written, res); f != nil {
+			out = append(out, finding{Error: o.Report("", f.String()), severity: opts.advice(), rule: rulePodSecurity})
 		}
 	}
 	// What did not decode is refused already; what did is checked on, so that one run reports
@@ -107,42 +128,24 @@ func (w *workspace) findings(ctx context.Context, strict bool, enabled map[strin
 	for _, o := range w.input.Rejected {
 		switch {
 		case isSidecarSet(o):
-			sets = append(sets, o)
 			errs, err := w.validateRejected(ctx, o)
 			if err != nil {
 				return nil, 0, err
 			}
 			add(severityError, ruleSidecarSet, errs...)
 		case manifest.IsWorkload(o.Obj):
-			if pod, ok := manifest.PodTemplate(o.Obj, namespace); ok {
-				pods = append(pods, pod)
+			if pod, ok := manifest.PodTemplate(o.Obj, opts.namespace); ok {
 				add(severityError, rulePod, w.podProblems(o, pod, pod, nil)...)
 			}
 		}
 	}
-
-	for _, o := range sets {
-		if !isSidecarSet(o) {
-			continue
-		}
-		obj, err := o.Written()
-		if err != nil {
-			continue // reported when it was read
-		}
-		written, err := versions.Of(obj)
-		if err != nil {
-			continue // reported when it was loaded
-		}
-		fs := lint.SidecarSet(written.Hub)
-		if enabled[strictPrefix+lint.RuleSelectorMatchesNothing] {
-			fs = append(fs, lint.Selector(written.Hub, w.inScope(written.Hub, pods))...)
-		}
-		for _, f := range fs {
-			add(lintSeverity, strictPrefix+f.Rule, o.Report(f.Field, f.Message))
-		}
+	governed, err := w.governance(ctx, opts.review, opts.advice())
+	if err != nil {
+		return nil, 0, err
 	}
+	out = append(out, governed...)
 	out = slices.DeleteFunc(out, func(f finding) bool {
-		if f.silenced(enabled, disabledOn) {
+		if f.silenced(opts.enabled, disabledOn) {
 			silenced++
 			return true
 		}
@@ -153,33 +156,6 @@ func (w *workspace) findings(ctx context.Context, strict bool, enabled map[strin
 		out[i].Error = w.anchors.anchor(out[i].Error)
 	}
 	return out, silenced, nil
-}
-
-// inScope are the pods of pods in the namespaces ss's namespace scope takes (all when it has
-// none), by the labels of the Namespaces of the input, else the name label alone, which the API
-// server gives every Namespace. A SidecarSet whose namespaces hold no pod of the input is not
-// judged by its label selector: the input is about other teams' namespaces.
-func (w *workspace) inScope(ss *v1beta1.SidecarSet, pods []*corev1.Pod) []*corev1.Pod {
-	if ss.Spec.NamespaceSelector == nil {
-		return pods
-	}
-	sel, err := metav1.LabelSelectorAsSelector(ss.Spec.NamespaceSelector)
-	if err != nil {
-		return nil // OpenKruise's to refuse
-	}
-	given := map[string]map[string]string{}
-	for _, ns := range w.namespaces {
-		given[ns.Name] = ns.Labels
-	}
-	var out []*corev1.Pod
-	for _, p := range pods {
-		set := labels.Set{v1beta1.NamespaceNameLabel: p.Namespace}
-		maps.Copy(set, given[p.Namespace])
-		if sel.Matches(set) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 func isSidecarSet(o *manifest.Object) bool {
@@ -217,7 +193,7 @@ func (w *workspace) validateRejected(ctx context.Context, o *manifest.Object) (m
 
 // sortFindings puts the findings in input order — by source as read, document, List item — each
 // document's in the order they were found: what reading found (by line), then OpenKruise's rules
-// in OpenKruise's order, the pods, the strict findings.
+// in OpenKruise's order, the pods, the SidecarSet policies' findings by line.
 func (w *workspace) sortFindings(fs []finding) {
 	rank := map[string]int{}
 	note := func(source string) {
@@ -238,22 +214,25 @@ func (w *workspace) sortFindings(fs []finding) {
 }
 
 // report prints the findings as output says and ends check: with exit status 1 when any is an
-// error (a warning is one with --strict already). silenced counts those left out.
+// error (advice is one with --strict already). silenced counts those left out.
 func (w *workspace) report(cmd *cobra.Command, fs []finding, silenced int, output string, strict bool) error {
-	errs, warnings := 0, 0
+	var n checkSummary
 	for _, f := range fs {
-		if f.severity == severityError {
-			errs++
-		} else {
-			warnings++
+		switch f.severity {
+		case severityError:
+			n.Errors++
+		case severityWarning:
+			n.Warnings++
+		default:
+			n.Notices++
 		}
 	}
-	summary := w.summary(fs, warnings, silenced)
+	n.Silenced, n.SidecarSets, n.Workloads = silenced, w.sidecarSetsGiven, len(w.workloads)
+	n.Text = w.summary(fs, n)
 	out := cmd.OutOrStdout()
 	switch output {
 	case "json":
-		doc := checkReport{Schema: checkSchema, Strict: strict, Findings: []jsonFinding{}, Summary: checkSummary{
-			Errors: errs, Warnings: warnings, Silenced: silenced, SidecarSets: w.sidecarSetsGiven, Workloads: len(w.workloads), Text: summary}}
+		doc := checkReport{Schema: checkSchema, Strict: strict, Findings: []jsonFinding{}, Summary: n}
 		for _, f := range fs {
 			doc.Findings = append(doc.Findings, newJSONFinding(f))
 		}
@@ -266,36 +245,44 @@ func (w *workspace) report(cmd *cobra.Command, fs []finding, silenced int, outpu
 		for _, f := range fs {
 			fmt.Fprintln(out, githubAnnotation(f))
 		}
-		fmt.Fprintln(out, summary)
+		fmt.Fprintln(out, n.Text)
 	default:
 		for _, f := range fs {
-			switch {
-			case f.severity == severityWarning && !strings.HasPrefix(f.rule, strictPrefix):
-				// As the other commands print them: the rule is in -o json and -o github.
-				fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+f.Error.Error())
-			case f.severity == severityWarning:
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s [%s]\n", f.Error.Error(), f.rule)
-			case strings.HasPrefix(f.rule, strictPrefix):
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s [%s]\n", f.Error.Error(), f.rule)
-			default:
-				fmt.Fprintln(cmd.ErrOrStderr(), f.Error.Error())
+			line := f.Error.Error()
+			// As the other commands print check's own: the rule is in -o json and -o github.
+			if f.tagged() {
+				line += " [" + f.rule + "]"
 			}
+			switch f.severity {
+			case severityWarning:
+				line = "warning: " + line
+			case severityNotice:
+				line = "note: " + line
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), line)
 		}
-		if errs == 0 {
-			fmt.Fprintln(out, summary)
+		if n.Errors == 0 {
+			fmt.Fprintln(out, n.Text)
 			return nil
 		}
-		fmt.Fprintln(cmd.ErrOrStderr(), summary)
+		fmt.Fprintln(cmd.ErrOrStderr(), n.Text)
 	}
-	if errs > 0 {
+	if n.Errors > 0 {
 		return exitStatus(1)
 	}
 	return nil
 }
 
+// tagged reports whether f's text line names its rule: that of a policy, strict or not, and Pod
+// Security's, which the line does not tell from another.
+func (f finding) tagged() bool {
+	return strings.HasPrefix(f.rule, strictPrefix) || strings.HasPrefix(f.rule, policyPrefix) || f.rule == rulePodSecurity
+}
+
 // summary counts the errors and the SidecarSets they refuse, e.g. "4 error(s) in 2 of 3
-// SidecarSet(s); 1 more elsewhere in the input; 2 warning(s); 1 silenced", or says there are none.
-func (w *workspace) summary(fs []finding, warnings, silenced int) string {
+// SidecarSet(s); 1 more elsewhere in the input; 2 warning(s); 1 note(s); 1 silenced", or says
+// there are none.
+func (w *workspace) summary(fs []finding, n checkSummary) string {
 	refused := map[string]bool{}
 	inSidecarSets, other := 0, 0
 	for _, f := range fs {
@@ -317,11 +304,13 @@ func (w *workspace) summary(fs []finding, warnings, silenced int) string {
 			s += fmt.Sprintf("; %d more elsewhere in the input", other)
 		}
 	}
-	if warnings > 0 {
-		s += fmt.Sprintf("; %d warning(s)", warnings)
-	}
-	if silenced > 0 {
-		s += fmt.Sprintf("; %d silenced", silenced)
+	for _, c := range []struct {
+		count int
+		what  string
+	}{{n.Warnings, "warning(s)"}, {n.Notices, "note(s)"}, {n.Silenced, "silenced"}} {
+		if c.count > 0 {
+			s += fmt.Sprintf("; %d %s", c.count, c.what)
+		}
 	}
 	return s
 }
@@ -341,6 +330,7 @@ type checkReport struct {
 type checkSummary struct {
 	Errors      int    `json:"errors"`
 	Warnings    int    `json:"warnings"`
+	Notices     int    `json:"notices"`
 	Silenced    int    `json:"silenced"`
 	SidecarSets int    `json:"sidecarSets"`
 	Workloads   int    `json:"workloads"`
@@ -372,7 +362,8 @@ func newJSONFinding(f finding) jsonFinding {
 }
 
 // githubAnnotation is f as a GitHub Actions workflow command, which the run shows on the line of
-// the file: "::error file=F,line=L,title=RULE::MESSAGE", escaped as the runner expects.
+// the file: "::error file=F,line=L,title=RULE::MESSAGE" (::warning, ::notice by its severity),
+// escaped as the runner expects.
 func githubAnnotation(f finding) string {
 	// A finding about no file (the kinds not read) is shown on the run rather than on a file.
 	var props []string

@@ -34,7 +34,9 @@ func injectCmd() *cobra.Command {
 			"would answer for such a pod, its paths leading into the workload's pod template.\n\n" +
 			"A document that does not decode, a SidecarSet a cluster would refuse and a workload whose pods it would\n" +
 			"refuse are reported on stderr and left out; the rest is printed, injected with the SidecarSets a cluster\n" +
-			"would have admitted, and the exit status is 1.",
+			"would have admitted, and the exit status is 1. A workload whose pods the injection makes fail the Pod\n" +
+			"Security level their Namespace enforces (its pod-security.kubernetes.io/enforce labels, in the input or,\n" +
+			"with --kubeconfig, the cluster) is warned about on stderr, as the webhook warns.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			format, err := outputFormat(output)
@@ -101,6 +103,14 @@ func injectCmd() *cobra.Command {
 				if problems := w.podProblems(o, written, res.Pod, res.Injected); len(problems) > 0 {
 					w.problems = append(w.problems, problems...) // so would the API server
 					continue
+				}
+				enforced, err := view.enforced(cmd.Context(), pod.Namespace)
+				if err != nil {
+					w.fail(o, err)
+					continue
+				}
+				if f := w.podSecurity(enforced, written, res); f != nil {
+					w.warn(rulePodSecurity, o.Report("", f.String()))
 				}
 				for _, reason := range res.Denied {
 					fmt.Fprintf(cmd.ErrOrStderr(), "%s: not injected: denied by gate: %s\n", w.name(o), reason)

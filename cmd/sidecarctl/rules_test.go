@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sidecarops/sidecarops/policies/strict"
 )
 
 // rulesInput holds one finding of each kind a rule can silence, and one a cluster refuses: a
@@ -71,6 +73,14 @@ kind: Ingress
 metadata: {name: web}`
 }
 
+// shippedRules are check's rules with those of the shipped strict policy.
+func shippedRules(t *testing.T) ruleSet {
+	t.Helper()
+	b, err := strict.Bundle()
+	require.NoError(t, err)
+	return newRuleSet(strict.Rules(b))
+}
+
 // Issue 36 item 7: per-rule control. Warnings and strict findings can be silenced by --disable or
 // by the annotation on either object a finding is about; what a cluster refuses cannot. The kinds
 // not read are one finding about no file, after those about files.
@@ -101,7 +111,7 @@ func TestRuleControl(t *testing.T) {
 			[]string{
 				typo,
 				`warning: <stdin>:19: document 2 (Deployment/web): metadata.annotations[sidecarctl.sidecarops.io/disable]: pod: what a cluster refuses cannot be disabled`,
-				`warning: <stdin>:19: document 2 (Deployment/web): metadata.annotations[sidecarctl.sidecarops.io/disable]: "no-such-rule": no such rule, nothing silenced (the rules: ` + knownRules() + `)`,
+				`warning: <stdin>:19: document 2 (Deployment/web): metadata.annotations[sidecarctl.sidecarops.io/disable]: "no-such-rule": no such rule, nothing silenced (the rules: ` + shippedRules(t).known() + `)`,
 				refused, notRead, "1 error(s) in 1 of 1 SidecarSet(s); 1 more elsewhere in the input; 3 warning(s); 1 silenced",
 			}},
 	} {
@@ -136,9 +146,9 @@ func TestRuleFlagsUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--disable", "pod"}, "--disable pod: what a cluster refuses cannot be disabled (the rules that can: " + silenceableRules() + ")"},
+		{[]string{"--disable", "pod"}, "--disable pod: what a cluster refuses cannot be disabled (the rules that can: " + shippedRules(t).silenceable() + ")"},
 		{[]string{"--disable", "sidecarset"}, "--disable sidecarset: what a cluster refuses cannot be disabled"},
-		{[]string{"--disable", "selector-matches-nothin"}, `--disable "selector-matches-nothin": no such rule (the rules: ` + knownRules() + ")"},
+		{[]string{"--disable", "selector-matches-nothin"}, `--disable "selector-matches-nothin": no such rule (the rules: ` + shippedRules(t).known() + ")"},
 		{[]string{"--enable", "nope"}, `--enable "nope": no such rule`},
 		{[]string{"--enable", "selector-matches-nothing", "--disable", "strict/selector-matches-nothing"}, "--enable strict/selector-matches-nothing and --disable strict/selector-matches-nothing: give one"},
 	} {
@@ -149,9 +159,9 @@ func TestRuleFlagsUsage(t *testing.T) {
 			assert.Contains(t, errOut, tc.want)
 		})
 	}
-	assert.Contains(t, knownRules(), "strict/selector-matches-nothing")
-	assert.NotContains(t, silenceableRules(), "pod")
-	assert.Contains(t, silenceableRules(), "input", "its warnings, never its errors")
+	assert.Contains(t, shippedRules(t).known(), "strict/selector-matches-nothing")
+	assert.NotContains(t, strings.Split(shippedRules(t).silenceable(), ", "), "pod")
+	assert.Contains(t, shippedRules(t).silenceable(), "input", "its warnings, never its errors")
 }
 
 // strict/selector-matches-nothing is reported only with --enable, and judges a SidecarSet only on the

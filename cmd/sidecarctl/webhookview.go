@@ -197,20 +197,30 @@ func (v *podWebhookView) unseen(ctx context.Context, ns string, pod *corev1.Pod)
 // the input nor found in the cluster has the one label the API server gives every Namespace, its
 // name.
 func (v *podWebhookView) namespaceUnseen(ctx context.Context, ns string) (string, error) {
+	nsLabels, err := v.labels(ctx, ns)
+	if err != nil {
+		return "", err
+	}
+	if e := v.NamespaceExcluded(ns, nsLabels); e != nil {
+		return "not seen by the webhook: " + e.Why(ns), nil
+	}
+	return "", nil
+}
+
+// labels are the labels of the Namespace ns: the input's, else (live) the cluster's; none when
+// neither has it.
+func (v *podWebhookView) labels(ctx context.Context, ns string) (map[string]string, error) {
 	nsLabels, ok := v.namespaceLabels[ns]
 	if !ok && v.lookup != nil {
 		var err error
 		switch nsLabels, err = v.lookup(ctx, ns); {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return "", fmt.Errorf("reading namespace %s: %w", ns, err)
+			return nil, fmt.Errorf("reading namespace %s: %w", ns, err)
 		}
 		v.namespaceLabels[ns] = nsLabels
 	}
-	if e := v.NamespaceExcluded(ns, nsLabels); e != nil {
-		return "not seen by the webhook: " + e.Why(ns), nil
-	}
-	return "", nil
+	return nsLabels, nil
 }
 
 // noticeOnce writes the view's notice to the workspace's stderr the first time it is called.

@@ -248,29 +248,20 @@ func TestKubeconfigReadsTheLiveWebhook(t *testing.T) {
 		"shop": {ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"kubernetes.io/metadata.name": "shop", "team": "shop"}}},
 		"lab":  {ObjectMeta: metav1.ObjectMeta{Name: "lab", Labels: map[string]string{"kubernetes.io/metadata.name": "lab"}}},
 	}
-	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		var body any
+	api := fakeAPI(t, func(r *http.Request) any {
 		switch {
-		case r.Method == http.MethodGet && r.URL.Path == "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/sidecarops":
-			body = wh
-		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/v1/namespaces/"):
+		case r.URL.Path == "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/sidecarops":
+			return wh
+		case strings.HasPrefix(r.URL.Path, "/api/v1/namespaces/"):
 			ns, ok := namespaces[strings.TrimPrefix(r.URL.Path, "/api/v1/namespaces/")]
 			if !ok {
-				w.WriteHeader(http.StatusNotFound)
-				body = metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: metav1.StatusFailure, Reason: metav1.StatusReasonNotFound, Code: http.StatusNotFound}
-				break
+				return notFound
 			}
 			ns.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}
-			body = ns
-		default:
-			t.Errorf("unexpected request %s %s", r.Method, r.URL)
-			w.WriteHeader(http.StatusForbidden)
-			return
+			return ns
 		}
-		require.NoError(t, json.NewEncoder(w).Encode(body))
-	}))
-	defer api.Close()
+		return nil
+	})
 	kubeconfig := writeFile(t, "kubeconfig", `apiVersion: v1
 kind: Config
 clusters:
@@ -312,6 +303,31 @@ current-context: x
 	_, errOut, code = sidecarctl(t, "", "explain", "-f", pods, "--kubeconfig", kubeconfig, "--context", "c")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "MutatingWebhookConfiguration sidecarops has no webhook mpod.sidecarops.io")
+}
+
+// notFound is the API server's answer about an object it does not hold.
+var notFound = metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: metav1.StatusFailure,
+	Reason: metav1.StatusReasonNotFound, Code: http.StatusNotFound}
+
+// fakeAPI is an API server that answers each GET with what answer returns for it: an object, or a
+// Status, with its code. nil is a request the test does not expect, which fails it.
+func fakeAPI(t *testing.T, answer func(r *http.Request) any) *httptest.Server {
+	t.Helper()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		body := answer(r)
+		if r.Method != http.MethodGet || body == nil {
+			t.Errorf("unexpected request %s %s", r.Method, r.URL)
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		if status, ok := body.(metav1.Status); ok {
+			w.WriteHeader(int(status.Code))
+		}
+		assert.NoError(t, json.NewEncoder(w).Encode(body))
+	}))
+	t.Cleanup(api.Close)
+	return api
 }
 
 // registeredView is the view of the pod webhook registered in objs, manifests as parsed or rendered.

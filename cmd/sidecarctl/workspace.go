@@ -25,6 +25,7 @@ import (
 	"github.com/sidecarops/sidecarops/internal/manifest"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/versions"
+	"github.com/sidecarops/sidecarops/policies/strict"
 )
 
 // maxDocumentBytesFlag bounds what one document of -f may cost to decode, maxInputBytesFlag what
@@ -49,13 +50,16 @@ type sourceFlags struct {
 	// keepWarnings keeps warnings for the command to report rather than printing them as they are
 	// found: check, which prints each with its rule, or not at all when the rule is silenced.
 	keepWarnings bool
+	// strictPolicy adds the shipped strict policy to the administrators' bundles unless one of them
+	// provides its root: check, which reports its findings.
+	strictPolicy bool
 }
 
 func (f *sourceFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file, directory (recursive *.yaml, *.yml, *.json; kustomization files skipped) or - for stdin; repeatable")
 	fs.Int64Var(&f.maxDocumentBytes, maxDocumentBytesFlag, manifest.DefaultMaxDocumentBytes, "largest size of one document of -f, as written and as JSON with its YAML aliases and escapes expanded; a larger one is reported and skipped")
 	fs.Int64Var(&f.maxInputBytes, maxInputBytesFlag, manifest.DefaultMaxInputBytes, "largest size of all documents of -f together, each counted as for --"+maxDocumentBytesFlag+"; the document that goes over is reported and nothing after it is read")
-	fs.StringArrayVar(&f.adminBundles, "bundle", nil, "administrators' bundle (directory or .tar.gz) with roots whitelist and/or gates; repeatable")
+	fs.StringArrayVar(&f.adminBundles, "bundle", nil, "administrators' bundle (directory or .tar.gz) with roots whitelist, gates and/or under sidecarsets (SidecarSet policies, which check evaluates); repeatable")
 	fs.StringArrayVar(&f.verificationKeys, "verification-key", nil, "PEM public key that --bundle signatures must verify against (key id: file name without extension); repeatable. When given, unsigned bundles are refused")
 	fs.StringVar(&f.verificationAlg, "verification-alg", "RS256", "signature algorithm of the verification keys")
 	fs.StringVar(&f.verificationScp, "verification-scope", "", "required scope claim of bundle signatures")
@@ -72,14 +76,17 @@ const stdinFilenameFlag = "stdin-filename"
 type workspace struct {
 	objects []*manifest.Object
 	// sidecarSets are those a cluster would have admitted, in input order; the snapshot holds
-	// exactly these.
+	// exactly these. decoded are those that decoded, defaulted and hashed, the refused included.
 	sidecarSets []*v1beta1.SidecarSet
+	decoded     []*v1beta1.SidecarSet
 	origin      map[*v1beta1.SidecarSet]*manifest.Object
 	// written is each SidecarSet as written (a v1alpha1 one names its errors by its own fields).
 	written    map[*v1beta1.SidecarSet]versions.Written
 	namespaces []*corev1.Namespace
 	revisions  []*appsv1.ControllerRevision
 	workloads  []*manifest.Object
+	// strictRules are the rules of the strict policy in force (strictPolicy), without their prefix.
+	strictRules []string
 	// compiler prepared snapshot; its Bundle is what `sidecarctl compile` writes.
 	compiler *engine.Compiler
 	snapshot *engine.Snapshot
@@ -178,6 +185,11 @@ func (f *sourceFlags) load(cmd *cobra.Command, others string) (*workspace, error
 	if err != nil {
 		return nil, err
 	}
+	if f.strictPolicy {
+		if admin, w.strictRules, err = withStrictPolicy(admin); err != nil {
+			return nil, err
+		}
+	}
 	var configMap *manifest.Object
 	if len(configMaps) > 0 {
 		configMap = configMaps[0]
@@ -192,6 +204,7 @@ func (f *sourceFlags) load(cmd *cobra.Command, others string) (*workspace, error
 		})
 		return snap, c, err
 	}
+	w.decoded = candidates
 	if err := w.admit(cmd.Context(), candidates, build); err != nil {
 		return nil, err
 	}
@@ -410,6 +423,21 @@ func (f *sourceFlags) whitelist(cm *manifest.Object) (*bundle.Bundle, error) {
 		return nil, err
 	}
 	return bundles.DataBundle(bundles.WhitelistRoot, "configmap", wl), nil
+}
+
+// withStrictPolicy adds the shipped strict policy to admin unless a bundle of admin provides its
+// root, an administrator's copy, which replaces it; and names the rules of the one in force.
+func withStrictPolicy(admin []*bundle.Bundle) ([]*bundle.Bundle, []string, error) {
+	for _, b := range admin {
+		if bundles.OwnsRoot(b, strict.Root) {
+			return admin, strict.Rules(b), nil
+		}
+	}
+	b, err := strict.Bundle()
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(admin, b), strict.Rules(b), nil
 }
 
 func (f *sourceFlags) adminBundleList() ([]*bundle.Bundle, error) {
