@@ -99,7 +99,7 @@ func (s *Snapshot) Govern(ctx context.Context, r Review) ([]Finding, error) {
 	}
 	order := map[string]int{ActionDeny: 0, ActionWarn: 1, ActionDryRun: 2}
 	slices.SortFunc(out, func(a, b Finding) int {
-		return cmp.Or(cmp.Compare(order[a.Action], order[b.Action]), cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Message, b.Message))
+		return cmp.Or(cmp.Compare(order[a.Action], order[b.Action]), cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Message, b.Message), cmp.Compare(a.Field, b.Field))
 	})
 	return out, nil
 }

@@ -8,7 +8,10 @@
 //	sidecarops.explain    data.sidecarops.explain.reasons: why each SidecarSet does or does not
 //	sidecarops.conflict   data.sidecarops.conflict.violations: collisions with other SidecarSets
 //	sidecarops.whitelist  data.sidecarops.whitelist.violations: patchPodMetadata keys refused
+//	sidecarops.governance data.sidecarops.governance.findings: the SidecarSet policies' findings
 //
-// Administrators read and test the same files with `opa test policies`; `go test ./policies` runs
-// those tests too and enforces their coverage. Go code must not re-implement these decisions.
+// Administrators read and test the same files with `opa test policies --ignore strict`; `go test
+// ./policies` runs those tests too and enforces their coverage. policies/strict is a bundle of its
+// own (sidecarctl's strict findings, a SidecarSet policy), tested from its directory: `opa test
+// policies/strict`, which places its data.json. Go code must not re-implement these decisions.
 package policies
