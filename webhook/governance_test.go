@@ -157,15 +157,20 @@ func TestPodInjectorPodSecurity(t *testing.T) {
 	}
 	hostNetwork := app()
 	hostNetwork.Spec.HostNetwork = true
+	warning := `sidecarops: injecting SidecarSet mesh makes the pod violate PodSecurity "baseline:latest": privileged (container "proxy" must not set securityContext.privileged=true)`
 	for _, tc := range []struct {
 		name, ns string
 		pod      *corev1.Pod
+		dryRun   bool
 		warnings []string
 		events   []string
 	}{{
 		name: "baseline enforced, passed before: warned and recorded", ns: "bank", pod: app(),
-		warnings: []string{`sidecarops: injecting SidecarSet mesh makes the pod violate PodSecurity "baseline:latest": privileged (container "proxy" must not set securityContext.privileged=true)`},
-		events:   []string{`Warning PodSecurityViolation Inject mesh: sidecarops: injecting SidecarSet mesh makes the pod violate PodSecurity "baseline:latest": privileged (container "proxy" must not set securityContext.privileged=true) (pod bank/web-1)`},
+		warnings: []string{warning},
+		events:   []string{`Warning PodSecurityViolation Inject mesh: ` + warning + ` (pod bank/web-1)`},
+	}, {
+		name: "a dry run is warned, and records nothing (sideEffects: NoneOnDryRun)", ns: "bank", pod: app(), dryRun: true,
+		warnings: []string{warning},
 	}, {
 		name: "the pod failed already: nothing of ours to say", ns: "bank", pod: hostNetwork,
 	}, {
@@ -176,7 +181,9 @@ func TestPodInjectorPodSecurity(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &recorded{}
 			p := &PodInjector{Snapshots: eng, PodSecurity: &PodSecurity{Namespaces: namespaces, Recorder: rec}}
-			resp := admit(t, p, podRequest(t, tc.ns, tc.pod))
+			req := podRequest(t, tc.ns, tc.pod)
+			req.DryRun = ptr.To(tc.dryRun)
+			resp := admit(t, p, req)
 			require.True(t, resp.Allowed, resp.Result)
 			require.NotNil(t, resp.Patch, "injected either way")
 			assert.Equal(t, tc.warnings, resp.Warnings)

@@ -140,7 +140,7 @@ func (p *PodInjector) admit(ctx context.Context, req *reviewRequest, pod *corev1
 	}
 	resp, d := respond(res, err, d)
 	if err == nil && resp.allowed {
-		p.PodSecurity.check(p.Metrics, snap, enforced, pod, res, &resp)
+		p.PodSecurity.check(p.Metrics, snap, enforced, pod, res, &resp, req.DryRun)
 	}
 	return resp, d
 }

@@ -39,8 +39,9 @@ func (p *PodSecurity) enforced(namespace string) map[string]string {
 	return labels
 }
 
-// check warns, counts and records when res made before fail the level labels enforce.
-func (p *PodSecurity) check(m *Metrics, snap *engine.Snapshot, labels map[string]string, before *corev1.Pod, res injector.PodResult, resp *reviewResponse) {
+// check warns, counts and (but on a dry run) records when res made before fail the level labels
+// enforce.
+func (p *PodSecurity) check(m *Metrics, snap *engine.Snapshot, labels map[string]string, before *corev1.Pod, res injector.PodResult, resp *reviewResponse, dryRun bool) {
 	if labels == nil || res.Outcome != injector.Injected || res.Pod == nil {
 		return
 	}
@@ -57,7 +58,7 @@ func (p *PodSecurity) check(m *Metrics, snap *engine.Snapshot, labels map[string
 	msg := f.String()
 	resp.warnings = append(resp.warnings, msg)
 	m.countPodSecurityViolation()
-	if p.Recorder == nil {
+	if p.Recorder == nil || dryRun {
 		return
 	}
 	for _, name := range f.SidecarSets {

@@ -40,8 +40,8 @@ const maxReviewSize = 7 << 20
 var reviewGVK = admissionv1.SchemeGroupVersion.WithKind("AdmissionReview")
 
 // podReview is what the pod webhook reads of an AdmissionReview. Fields it does not read (userInfo,
-// oldObject, options, dryRun — the webhook has no side effects, so a dry run is answered as any
-// other request) are skipped by the decoder, not decoded.
+// oldObject, options) are skipped by the decoder, not decoded. A dry run is answered as any other
+// request, without its one side effect (PodSecurity's Event).
 type podReview struct {
 	APIVersion string         `json:"apiVersion"`
 	Kind       string         `json:"kind"`
@@ -57,6 +57,7 @@ type reviewRequest struct {
 	Name        string                      `json:"name"`
 	Namespace   string                      `json:"namespace"`
 	Operation   admissionv1.Operation       `json:"operation"`
+	DryRun      bool                        `json:"dryRun"`
 	Span        span                        `json:"object"`
 	Object      []byte                      `json:"-"`
 }

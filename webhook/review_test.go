@@ -174,8 +174,8 @@ func TestPodReviewRefused(t *testing.T) {
 	}
 }
 
-// A dry run (kubectl --dry-run=server) is answered as any other creation: the webhook has no side
-// effects (sideEffects: None), and the API server shows the injected pod.
+// A dry run (kubectl --dry-run=server) is answered as any other creation, and the API server shows
+// the injected pod (the one side effect, PodSecurity's Event, is skipped: TestPodInjectorPodSecurity).
 func TestPodInjectorDryRun(t *testing.T) {
 	req := podRequest(t, "default", podP1())
 	req.DryRun = ptrTo(true)
