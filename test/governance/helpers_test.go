@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -71,14 +72,19 @@ func createNamespace(t *testing.T, name string, labels map[string]string) {
 func mayWriteSidecarSets(t *testing.T, group string) {
 	t.Helper()
 	name := "sidecarset-writers-" + group
-	require.NoError(t, cluster.Client.Create(ctx(t), &rbacv1.ClusterRole{
+	create := func(o client.Object) {
+		if err := cluster.Client.Create(ctx(t), o); !apierrors.IsAlreadyExists(err) {
+			require.NoError(t, err)
+		}
+	}
+	create(&rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"apps.kruise.io"}, Resources: []string{"sidecarsets"},
 			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}},
-	}))
-	require.NoError(t, cluster.Client.Create(ctx(t), &rbacv1.ClusterRoleBinding{
+	})
+	create(&rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, Name: group}},
-	}))
+	})
 }
