@@ -93,4 +93,3 @@ func BenchmarkSidecarSetValidator(b *testing.B) {
 		})
 	}
 }
-

@@ -126,7 +126,7 @@ func TestPodSecurityImpactIsVisible(t *testing.T) {
 	eventually(t, "the pod is injected, and refused by Pod Security", func() error {
 		err := owner.Create(ctx(t), pod.DeepCopy())
 		if err == nil || !strings.Contains(err.Error(), `violates PodSecurity "restricted:latest"`) {
-			return fmt.Errorf("want Pod Security's refusal, got %v", err)
+			return fmt.Errorf("want Pod Security's refusal, got %w", err)
 		}
 		return nil
 	})
