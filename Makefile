@@ -254,7 +254,7 @@ test-go: $(OPA) $(HELM) $(HELM3)
 # kube-apiserver is built and cached like envtest-bins (the first run of a new version: 10-20 minutes).
 # Not part of `make test`; docs/install.md, "Supported Kubernetes versions", holds the results.
 K8S_VERSIONS ?= v1.30.14 $(K8S_VERSION)
-K8S_VERSION_SUITES := ./test/e2e/ ./test/rollout/ ./test/agent/ ./test/install/ ./test/migrate/
+K8S_VERSION_SUITES := ./test/e2e/ ./test/rollout/ ./test/agent/ ./test/install/ ./test/migrate/ ./test/governance/
 .PHONY: test-k8s-versions
 test-k8s-versions: $(HELM)
 	hack/kwok-bin.sh >/dev/null
