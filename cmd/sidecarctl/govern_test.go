@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/internal/testing/testfiles"
 )
 
 // policyBundle is the SidecarSet policies of the tests, relative to the repository root.
@@ -310,4 +311,24 @@ func TestCheckReadsTheClusterForThePolicies(t *testing.T) {
 	for _, f := range report.Findings {
 		assert.NotEqual(t, "policy/platform/image-change", f.Rule)
 	}
+}
+
+// A bundle whose root covers all of sidecarsets replaces the built-in strict policy though it holds
+// none: check says the strict findings are off rather than dropping them silently.
+func TestCheckSaysWhenABundleTurnsTheStrictPolicyOff(t *testing.T) {
+	dir := t.TempDir()
+	testfiles.Write(t, dir, map[string]string{
+		".manifest":            `{"roots": ["sidecarsets"]}`,
+		"sidecarsets/p/p.rego": "package sidecarsets.p\n\nwarn contains \"seen\" if input.sidecarSet\n",
+	})
+	report, _ := checkJSON(t, governed, "-f", "-", "--bundle", dir, "--as", "bob", "--as-group", "platform")
+	var said []string
+	for _, f := range report.Findings {
+		if f.Rule == ruleInput {
+			said = append(said, f.File+": "+f.Message)
+		}
+	}
+	assert.Equal(t, []string{dir + ": its roots cover sidecarsets/strict but it holds no strict policy there: the built-in strict findings are off (give each of its SidecarSet policies a root of its own, sidecarsets/NAME, to keep them)"}, said)
+	assert.NotContains(t, ruled(report), "SidecarSet strict/max-unavailable warning", "the shipped policy is replaced")
+	assert.Contains(t, ruled(report), "SidecarSet policy/p warning", "the bundle's own policy runs")
 }

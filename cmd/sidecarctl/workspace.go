@@ -186,8 +186,14 @@ func (f *sourceFlags) load(cmd *cobra.Command, others string) (*workspace, error
 		return nil, err
 	}
 	if f.strictPolicy {
-		if admin, w.strictRules, err = withStrictPolicy(admin); err != nil {
+		var owner int
+		if admin, w.strictRules, owner, err = withStrictPolicy(admin); err != nil {
 			return nil, err
+		}
+		// A bundle whose roots cover the strict policy's replaces it, though it may hold none.
+		if owner >= 0 && len(w.strictRules) == 0 && owner < len(f.adminBundles) {
+			w.warn(ruleInput, &manifest.Error{Position: manifest.Position{Source: f.adminBundles[owner]},
+				Reason: "its roots cover " + strict.Root + " but it holds no strict policy there: the built-in strict findings are off (give each of its SidecarSet policies a root of its own, sidecarsets/NAME, to keep them)"})
 		}
 	}
 	var configMap *manifest.Object
@@ -426,18 +432,19 @@ func (f *sourceFlags) whitelist(cm *manifest.Object) (*bundle.Bundle, error) {
 }
 
 // withStrictPolicy adds the shipped strict policy to admin unless a bundle of admin provides its
-// root, an administrator's copy, which replaces it; and names the rules of the one in force.
-func withStrictPolicy(admin []*bundle.Bundle) ([]*bundle.Bundle, []string, error) {
-	for _, b := range admin {
+// root, an administrator's copy, which replaces it; and names the rules of the one in force, and
+// the index in admin of the bundle that replaced it (-1: none did).
+func withStrictPolicy(admin []*bundle.Bundle) ([]*bundle.Bundle, []string, int, error) {
+	for i, b := range admin {
 		if bundles.OwnsRoot(b, strict.Root) {
-			return admin, strict.Rules(b), nil
+			return admin, strict.Rules(b), i, nil
 		}
 	}
 	b, err := strict.Bundle()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, -1, err
 	}
-	return append(admin, b), strict.Rules(b), nil
+	return append(admin, b), strict.Rules(b), -1, nil
 }
 
 func (f *sourceFlags) adminBundleList() ([]*bundle.Bundle, error) {
