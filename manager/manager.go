@@ -498,17 +498,7 @@ func addClusterView(mgr ctrlmanager.Manager, h webhook.Handlers) error {
 			return fmt.Errorf("handler for %T: %w", w.obj, err)
 		}
 	}
-	h.Validator.Impacts = clusterImpacts{namespaces, census}
+	h.Validator.Impacts = impact.Over{Namespaces: namespaces, Pods: census}
 	h.PodInjector.PodSecurity = &webhook.PodSecurity{Namespaces: namespaces, Recorder: mgr.GetEventRecorder("sidecarops-webhook")}
 	return nil
-}
-
-// clusterImpacts computes impact views over the cluster's namespaces and pod census.
-type clusterImpacts struct {
-	namespaces *impact.Namespaces
-	census     *impact.Census
-}
-
-func (c clusterImpacts) Impact(_ context.Context, ss *v1beta1.SidecarSet) (*impact.View, error) {
-	return impact.Of(ss, c.namespaces.List(), c.census)
 }

@@ -20,40 +20,30 @@ import (
 	"github.com/sidecarops/sidecarops/internal/impact"
 )
 
-// censusImpacts is the manager's impact view: namespaces and a pod census fed as informers feed them.
-type censusImpacts struct {
-	namespaces *impact.Namespaces
-	census     *impact.Census
-}
-
-func (c censusImpacts) Impact(_ context.Context, ss *v1beta1.SidecarSet) (*impact.View, error) {
-	return impact.Of(ss, c.namespaces.List(), c.census)
-}
-
 // benchCluster is 100 namespaces of 10 teams, every fifth enforcing restricted, and 10,000 pods: in
 // each namespace 8 Deployments of 10 replicas (one label set each) and 20 StatefulSet pods (a label
 // set each).
-func benchCluster() censusImpacts {
-	c := censusImpacts{impact.NewNamespaces(), impact.NewCensus()}
+func benchCluster() impact.Over {
+	namespaces, census := impact.NewNamespaces(), impact.NewCensus()
 	for i := range 100 {
 		name := fmt.Sprintf("ns-%03d", i)
 		labels := map[string]string{"team": fmt.Sprintf("team-%d", i%10), v1beta1.NamespaceNameLabel: name}
 		if i%5 == 0 {
 			labels["pod-security.kubernetes.io/enforce"] = "restricted"
 		}
-		c.namespaces.OnAdd(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, true)
+		namespaces.OnAdd(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, true)
 		for d := range 8 {
 			for r := range 10 {
-				c.census.OnAdd(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: fmt.Sprintf("d%d-%d", d, r),
+				census.OnAdd(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: fmt.Sprintf("d%d-%d", d, r),
 					Labels: map[string]string{"app": fmt.Sprintf("app-%d", d), "pod-template-hash": fmt.Sprintf("h%d", d)}}}, true)
 			}
 		}
 		for p := range 20 {
-			c.census.OnAdd(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: fmt.Sprintf("db-%d", p),
+			census.OnAdd(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: fmt.Sprintf("db-%d", p),
 				Labels: map[string]string{"app": "db", "statefulset.kubernetes.io/pod-name": fmt.Sprintf("db-%d", p)}}}, true)
 		}
 	}
-	return c
+	return impact.Over{Namespaces: namespaces, Pods: census}
 }
 
 // BenchmarkSidecarSetValidator is one SidecarSet admission with the example SidecarSet policies

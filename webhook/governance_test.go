@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"testing"
@@ -22,16 +21,6 @@ import (
 	"github.com/sidecarops/sidecarops/internal/impact"
 	"github.com/sidecarops/sidecarops/internal/testing/testfiles"
 )
-
-// staticImpacts computes impact views over fixed namespaces and pods.
-type staticImpacts struct {
-	namespaces []*corev1.Namespace
-	pods       impact.Static
-}
-
-func (s staticImpacts) Impact(_ context.Context, ss *v1beta1.SidecarSet) (*impact.View, error) {
-	return impact.Of(ss, s.namespaces, s.pods)
-}
 
 // blastRadius refuses a SidecarSet selecting more than 2 pods, warns about one selecting every
 // namespace, and only logs what it would say about requesters outside group platform.
@@ -54,12 +43,12 @@ func TestSidecarSetValidatorGoverns(t *testing.T) {
 	require.NoError(t, err)
 	eng := newEngine(t, policyState{admin: []*bundle.Bundle{b}})
 	restricted := map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}
-	impacts := staticImpacts{
-		namespaces: []*corev1.Namespace{
+	impacts := impact.Over{
+		Namespaces: impact.NamespaceList{
 			{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"team": "shop"}}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "bank", Labels: restricted}},
 		},
-		pods: impact.Static{{Namespace: "shop", Labels: map[string]string{"app": "web"}, Count: 2}, {Namespace: "bank", Labels: map[string]string{"app": "web"}, Count: 1}},
+		Pods: impact.Static{{Namespace: "shop", Labels: map[string]string{"app": "web"}, Count: 2}, {Namespace: "bank", Labels: map[string]string{"app": "web"}, Count: 1}},
 	}
 	shopOnly := func(ss *v1beta1.SidecarSet) *v1beta1.SidecarSet {
 		ss.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "shop"}}

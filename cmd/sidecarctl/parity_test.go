@@ -36,17 +36,6 @@ type fixedSnapshot struct{ snap *engine.Snapshot }
 
 func (f fixedSnapshot) Current() *engine.Snapshot { return f.snap }
 
-// fixedImpacts computes impact views over fixed namespaces and pods, as the manager's caches do
-// over a cluster's.
-type fixedImpacts struct {
-	namespaces []*corev1.Namespace
-	pods       impact.Pods
-}
-
-func (f fixedImpacts) Impact(_ context.Context, ss *v1beta1.SidecarSet) (*impact.View, error) {
-	return impact.Of(ss, f.namespaces, f.pods)
-}
-
 // governedInput reads governed as the tests of the webhook are given it: the SidecarSet as the
 // defaulting webhook stores it, and the Namespaces.
 func governedInput(t *testing.T) (*v1beta1.SidecarSet, []*corev1.Namespace) {
@@ -88,9 +77,9 @@ func governedSnapshot(t *testing.T, state bundles.State) *engine.Snapshot {
 // document describes; the Pod in bank), not as check builds them.
 func TestCheckAndAdmissionGiveTheSameVerdict(t *testing.T) {
 	ss, namespaces := governedInput(t)
-	impacts := fixedImpacts{
-		namespaces: append(namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}),
-		pods: impact.Static{
+	impacts := impact.Over{
+		Namespaces: append(impact.NamespaceList(namespaces), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}),
+		Pods: impact.Static{
 			{Namespace: "shop", Labels: map[string]string{"app": "web"}, Count: 3},
 			{Namespace: "bank", Labels: map[string]string{"app": "web"}, Count: 1},
 		},

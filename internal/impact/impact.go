@@ -1,6 +1,7 @@
 package impact
 
 import (
+	"context"
 	"fmt"
 	"maps"
 
@@ -78,3 +79,22 @@ func namespaceLabels(ns *corev1.Namespace) map[string]string {
 	out[v1beta1.NamespaceNameLabel] = ns.Name
 	return out
 }
+
+// Over computes impact views over a set of namespaces and a count of pods: the manager's informers
+// (Namespaces and Census), or fixed ones (NamespaceList and Static). It is the SidecarSet
+// webhook's Impacts.
+type Over struct {
+	Namespaces interface{ List() []*corev1.Namespace }
+	Pods       Pods
+}
+
+// Impact is ss's impact view.
+func (o Over) Impact(_ context.Context, ss *v1beta1.SidecarSet) (*View, error) {
+	return Of(ss, o.Namespaces.List(), o.Pods)
+}
+
+// NamespaceList is a fixed set of namespaces.
+type NamespaceList []*corev1.Namespace
+
+// List returns the namespaces.
+func (l NamespaceList) List() []*corev1.Namespace { return l }
