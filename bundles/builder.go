@@ -20,7 +20,7 @@ import (
 
 // Builder compiles successive States, remembering what it made of each object. Objects are
 // recognised by identity: callers replace an object when it changes and never modify one they have
-// handed over (the policy loader keeps its own defaulted copies), so a State that differs from the
+// handed over (the policy loader hands over the informer cache's own), so a State that differs from the
 // previous one in a few objects costs normalising, hashing and rendering only those few. The zero
 // value is ready; a Builder is not safe for concurrent use.
 type Builder struct {

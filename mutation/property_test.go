@@ -184,7 +184,7 @@ func TestInjectIdempotent(t *testing.T) {
 	injected := 0
 	for i := 0; i < runs; i++ {
 		pod, sets := g.pod(), g.sidecarSets()
-		before := mustJSON(t, pod)
+		before, setsBefore := mustJSON(t, pod), mustJSON(t, sets)
 		res, err := first.Inject(Input{Pod: pod, SidecarSets: sets})
 		if err != nil {
 			t.Fatalf("run %d: %v", i, err)
@@ -208,6 +208,24 @@ func TestInjectIdempotent(t *testing.T) {
 		}
 		if a, b := mustJSON(t, res.Pod), mustJSON(t, again.Pod); !bytes.Equal(a, b) || len(again.Patch) != 0 {
 			t.Fatalf("run %d: not idempotent\nfirst:  %s\nsecond: %s\npatch: %s\nsets: %s", i, a, b, mustJSON(t, again.Patch), mustJSON(t, sets))
+		}
+		// SidecarSets and what is prepared from them are shared with the manager's informer cache
+		// (internal/loader holds its objects): no injection may write through them.
+		prepared := make([]*Prepared, len(sets))
+		for j, ss := range sets {
+			prepared[j] = Prepare(ss)
+		}
+		for range 2 {
+			shared, err := first.Inject(Input{Pod: pod, SidecarSets: sets, Prepared: prepared})
+			if err != nil {
+				t.Fatalf("run %d: with prepared SidecarSets: %v", i, err)
+			}
+			if a, b := mustJSON(t, res.Pod), mustJSON(t, shared.Pod); !bytes.Equal(a, b) {
+				t.Fatalf("run %d: prepared SidecarSets inject another pod\nfresh:    %s\nprepared: %s", i, a, b)
+			}
+		}
+		if after := mustJSON(t, sets); !bytes.Equal(setsBefore, after) {
+			t.Fatalf("run %d: injection wrote into the SidecarSets\nbefore: %s\nafter:  %s", i, setsBefore, after)
 		}
 	}
 	if injected < runs/2 {

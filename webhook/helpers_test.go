@@ -28,6 +28,7 @@ import (
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/internal/testing/readonly"
 	"github.com/sidecarops/sidecarops/internal/testing/testfiles"
 	"github.com/sidecarops/sidecarops/mutation"
 	"github.com/sidecarops/sidecarops/test/bench/perfinputs"
@@ -126,6 +127,8 @@ func newEngine(tb testing.TB, st policyState) *engine.Engine {
 	for _, ss := range st.sidecarSets {
 		require.NoError(tb, defaults.SidecarSetAndHash(ss))
 	}
+	readonly.Guard(tb, st.sidecarSets...)
+	readonly.Guard(tb, st.revisions...)
 	snap, err := new(engine.Compiler).Snapshot(context.Background(), bundles.State{SidecarSets: st.sidecarSets, ControllerRevisions: st.revisions}, st.admin)
 	require.NoError(tb, err)
 	var e engine.Engine

@@ -29,6 +29,7 @@ import (
 	"github.com/sidecarops/sidecarops/internal/loader"
 	"github.com/sidecarops/sidecarops/internal/manifest"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/versions"
+	"github.com/sidecarops/sidecarops/internal/testing/readonly"
 	"github.com/sidecarops/sidecarops/mutation"
 	"github.com/sidecarops/sidecarops/webhook"
 )
@@ -116,10 +117,12 @@ func webhookFor(t *testing.T, paths []string, adminBundle string) http.Handler {
 			// The API server stores either as v1beta1, which is what the manager's cache holds.
 			w, err := versions.Of(obj)
 			require.NoError(t, err)
+			readonly.Guard(t, w.Hub) // held as the informer's object is: read-only
 			require.NoError(t, l.SetSidecarSet(w.Hub))
 		case *corev1.Namespace:
 			l.SetNamespace(obj)
 		case *appsv1.ControllerRevision:
+			readonly.Guard(t, obj)
 			l.SetRevision(obj)
 		case *corev1.ConfigMap:
 			l.SetConfigMap(obj)

@@ -246,7 +246,8 @@ func TestCachePreparesPerSnapshot(t *testing.T) {
 	require.Equal(t, "proxy:1", image(first))
 	require.Equal(t, "proxy:1", image(first), "prepared once, the same for the next pod")
 
-	ss.Spec.Containers[0].Image = "proxy:2"
-	require.NoError(t, defaults.SidecarSetAndHash(ss))
-	require.Equal(t, "proxy:2", image(snapshotOf(t, nil, ss)))
+	changed := ss.DeepCopy() // what a snapshot holds is never modified: a change is a new object
+	changed.Spec.Containers[0].Image = "proxy:2"
+	require.NoError(t, defaults.SidecarSetAndHash(changed))
+	require.Equal(t, "proxy:2", image(snapshotOf(t, nil, changed)))
 }

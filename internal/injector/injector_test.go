@@ -22,6 +22,7 @@ import (
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/internal/testing/readonly"
 	"github.com/sidecarops/sidecarops/mutation"
 )
 
@@ -63,6 +64,7 @@ func gateBundle(t *testing.T, body string) *bundle.Bundle {
 
 func snapshotOf(t *testing.T, admin []*bundle.Bundle, sets ...*v1beta1.SidecarSet) *engine.Snapshot {
 	t.Helper()
+	readonly.Guard(t, sets...)
 	var c engine.Compiler
 	snap, err := Snapshot(context.Background(), Policies{State: bundles.State{SidecarSets: sets}, Admin: admin, Compiler: &c})
 	require.NoError(t, err)

@@ -191,7 +191,8 @@ func newHandlers(st *Loader, namespace, revisionNamespace string) []kindHandler 
 }
 
 // handlerFor adapts typed set/delete functions to an informer's event handler. Objects come from the
-// cache and are shared: the Loader copies what it keeps and never modifies them.
+// cache and are shared: the Loader keeps them as they are (SetSidecarSet, SetRevision) and nobody
+// may modify them.
 func handlerFor[T client.Object](set, del func(T)) toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -187,10 +188,13 @@ func (s *Loader) changedLocked() {
 	}
 }
 
-// SetSidecarSet stores a defaulted, hashed copy of ss. Objects read from the API server were
-// defaulted by the defaulting webhook, but not those created before it existed; defaulting a copy
-// keeps the hashes right either way. An update that changes nothing the policies or the injection
-// read (status counters, resourceVersion, managed fields) does not recompile.
+// SetSidecarSet stores ss, defaulted and hashed. Objects read from the API server were defaulted
+// and hashed by the defaulting webhook (ours or OpenKruise's, which agree), except those created
+// before it existed: ss itself is kept when defaulting changes nothing, else a defaulted copy, so
+// that each SidecarSet is held once, by the informer. What the Loader keeps is shared with the
+// informer's cache and read-only for everyone it reaches (the builder, snapshots, the faces).
+// An update that changes nothing the policies or the injection read (status counters,
+// resourceVersion, managed fields) does not recompile.
 func (s *Loader) SetSidecarSet(ss *v1beta1.SidecarSet) error {
 	if ss == nil {
 		return errors.New("loader: nil SidecarSet")
@@ -199,6 +203,9 @@ func (s *Loader) SetSidecarSet(ss *v1beta1.SidecarSet) error {
 	c.ManagedFields = nil
 	if err := defaults.SidecarSetAndHash(c); err != nil {
 		return fmt.Errorf("SidecarSet/%s: %w", ss.Name, err)
+	}
+	if reflect.DeepEqual(c, ss) {
+		c = ss
 	}
 	put(s, s.sidecarSets, c.Name, c, sameSidecarSet)
 	return nil
@@ -229,14 +236,18 @@ func (s *Loader) SetNamespace(ns *corev1.Namespace) {
 // DeleteNamespace removes a Namespace by name.
 func (s *Loader) DeleteNamespace(name string) { remove(s, s.namespaces, name) }
 
-// SetRevision stores a copy of a SidecarSet's ControllerRevision.
+// SetRevision stores a SidecarSet's ControllerRevision: cr itself, shared with the informer's
+// cache and read-only, unless it carries managed fields (a cache without the manager's transform),
+// which a copy leaves out.
 func (s *Loader) SetRevision(cr *appsv1.ControllerRevision) {
 	if cr == nil {
 		return
 	}
-	c := cr.DeepCopy()
-	c.ManagedFields = nil
-	put(s, s.revisions, c.Name, c, func(a, b *appsv1.ControllerRevision) bool {
+	if len(cr.ManagedFields) > 0 {
+		cr = cr.DeepCopy()
+		cr.ManagedFields = nil
+	}
+	put(s, s.revisions, cr.Name, cr, func(a, b *appsv1.ControllerRevision) bool {
 		return maps.Equal(a.Labels, b.Labels) && a.Revision == b.Revision && apiequality.Semantic.DeepEqual(a.Data, b.Data)
 	})
 }

@@ -457,3 +457,33 @@ func TestPartialCompileFoldedAfterChangesStop(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ss-007"}, d.MatchedNames())
 }
+
+// TestHoldsTheInformersObjects: a SidecarSet as the API server stores it once the defaulting
+// webhook admitted it (decoded from its JSON, as the informer does) is held as the informer's very
+// object, not a copy; one stored without defaults or hashes (created while no webhook ran) is held
+// as a defaulted copy, the informer's object left as it was. A ControllerRevision is held as it is.
+func TestHoldsTheInformersObjects(t *testing.T) {
+	h := newHarness(t, Options{})
+	cache, err := informerCache(apiServerJSON(t, 2))
+	require.NoError(t, err)
+	stored := cache.List()
+	admitted := stored[0].(*v1beta1.SidecarSet)
+	bare := stored[1].(*v1beta1.SidecarSet)
+	bare.Annotations = nil
+	bare.Spec.UpdateStrategy = v1beta1.SidecarSetUpdateStrategy{}
+	before := bare.DeepCopy()
+	require.NoError(t, h.st.SetSidecarSet(admitted))
+	require.NoError(t, h.st.SetSidecarSet(bare))
+	cr := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: admitted.Name + "-1", Labels: map[string]string{v1beta1.SidecarSetNameLabel: admitted.Name}}, Revision: 1}
+	h.st.SetRevision(cr)
+
+	h.st.mu.Lock()
+	defer h.st.mu.Unlock()
+	assert.Same(t, admitted, h.st.sidecarSets[admitted.Name], "an admitted SidecarSet is held once")
+	held := h.st.sidecarSets[bare.Name]
+	assert.NotSame(t, bare, held)
+	assert.NotEmpty(t, held.Annotations[v1beta1.SidecarSetHashAnnotation], "the copy is hashed")
+	assert.Equal(t, v1beta1.RollingUpdateSidecarSetStrategyType, held.Spec.UpdateStrategy.Type, "the copy is defaulted")
+	assert.Equal(t, before, bare, "the informer's object is left as it was")
+	assert.Same(t, cr, h.st.revisions[cr.Name])
+}
