@@ -182,7 +182,7 @@ func (b *Builder) Build(st State) (*Build, error) {
 }
 
 func newSetPart(ss *v1beta1.SidecarSet) (*setPart, error) {
-	doc, err := Normalize(ss)
+	doc, err := Document(ss)
 	if err != nil {
 		return nil, err
 	}

@@ -107,5 +107,13 @@ func TestBuildBundle(t *testing.T) {
 	assert.Equal(t, IndexModule(IndexPackage, build.Rules), index)
 	assert.Contains(t, index, `matches contains "a" if {`)
 	sets := b.Data[Root].(map[string]any)["state"].(map[string]any)["sidecarsets"].(map[string]any)
-	assert.Equal(t, "a", sets["a"].(map[string]any)["name"])
+	// The data holds, per SidecarSet, what the policies read of it beside others and nothing more
+	// (docs/design.md, "Bundle contract"); the input of a review adds its name, labels and volume
+	// names.
+	assert.ElementsMatch(t, []string{"created", "canary", "base", "selector", "namespaceSelector", "injectionPaused",
+		"containers", "initContainers", "volumeHashes", "patchPodMetadata"}, slices.Collect(maps.Keys(sets["a"].(map[string]any))))
+	in, err := Normalize(st.SidecarSets[0])
+	require.NoError(t, err)
+	assert.Equal(t, "a", in["name"])
+	assert.Subset(t, slices.Collect(maps.Keys(in)), []string{"name", "labels", "volumeNames"})
 }

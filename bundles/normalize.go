@@ -14,24 +14,18 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
-// Normalize turns a defaulted SidecarSet into the document the policies read as
-// data.sidecarops.state.sidecarsets[name] and as the input of the conflict and whitelist decisions.
-// The shape is fixed and explicit (no omitted keys) so policies never need defaults for absent fields.
-func Normalize(ss *v1beta1.SidecarSet) (map[string]any, error) {
-	volumes := make(map[string]any, len(ss.Spec.Volumes))
-	volumeNames := make([]any, 0, len(ss.Spec.Volumes))
+// Document turns a defaulted SidecarSet into the document the policies read of it beside others,
+// as data.sidecarops.state.sidecarsets[name]: only what they read (docs/design.md, "Bundle
+// contract"), as the data holds one per SidecarSet. The shape is fixed and explicit (no omitted
+// keys) so policies never need defaults for absent fields.
+func Document(ss *v1beta1.SidecarSet) (map[string]any, error) {
 	volumeHashes := make(map[string]any, len(ss.Spec.Volumes))
 	for i := range ss.Spec.Volumes {
-		name := ss.Spec.Volumes[i].Name
-		volumeNames = append(volumeNames, name)
-		v, err := toGeneric(&ss.Spec.Volumes[i])
+		digest, err := volumeDigest(&ss.Spec.Volumes[i])
 		if err != nil {
 			return nil, fmt.Errorf("SidecarSet/%s: spec.volumes[%d]: %w", ss.Name, i, err)
 		}
-		volumes[name] = v
-		if volumeHashes[name], err = volumeDigest(&ss.Spec.Volumes[i]); err != nil {
-			return nil, fmt.Errorf("SidecarSet/%s: spec.volumes[%d]: %w", ss.Name, i, err)
-		}
+		volumeHashes[ss.Spec.Volumes[i].Name] = digest
 	}
 	patches := make([]any, 0, len(ss.Spec.PatchPodMetadata))
 	for _, p := range ss.Spec.PatchPodMetadata {
@@ -43,22 +37,33 @@ func Normalize(ss *v1beta1.SidecarSet) (map[string]any, error) {
 	}
 	base, canary := canaryBase(ss)
 	return map[string]any{
-		"name":              ss.Name,
 		"created":           created(ss),
-		"labels":            stringMap(ss.Labels),
 		"canary":            canary,
 		"base":              base,
 		"selector":          selectorDoc(ss.Spec.Selector),
 		"namespaceSelector": selectorDoc(ss.Spec.NamespaceSelector),
 		"injectionPaused":   ss.Spec.InjectionStrategy.Paused,
-		"updateType":        string(ss.Spec.UpdateStrategy.Type),
 		"containers":        containerNames(ss.Spec.Containers),
 		"initContainers":    containerNames(ss.Spec.InitContainers),
-		"volumes":           volumes,
-		"volumeNames":       volumeNames,
 		"volumeHashes":      volumeHashes,
 		"patchPodMetadata":  patches,
 	}, nil
+}
+
+// Normalize is the document of a SidecarSet under review, the input of the conflict and whitelist
+// decisions: its Document, with its name, its labels (the whitelist's rules select on them) and its
+// volumes' names in spec order (the conflict policy's field paths).
+func Normalize(ss *v1beta1.SidecarSet) (map[string]any, error) {
+	doc, err := Document(ss)
+	if err != nil {
+		return nil, err
+	}
+	volumeNames := make([]any, 0, len(ss.Spec.Volumes))
+	for _, v := range ss.Spec.Volumes {
+		volumeNames = append(volumeNames, v.Name)
+	}
+	doc["name"], doc["labels"], doc["volumeNames"] = ss.Name, stringMap(ss.Labels), volumeNames
+	return doc, nil
 }
 
 // created is the creation time as RFC 3339 in UTC, which orders as text ("" when unset, as in
@@ -141,16 +146,4 @@ func stringMap(m map[string]string) map[string]any {
 		out[k] = v
 	}
 	return out
-}
-
-func toGeneric(v any) (any, error) {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var out any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
