@@ -16,6 +16,7 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -40,12 +41,15 @@ import (
 // times slower; the figures do not depend on CPU load:
 //
 //	go test ./internal/loader/ -run '^$' -bench HeapPerSidecarSet -benchtime 1x -count 3
+//
+// With revisions=1 each SidecarSet also has the ControllerRevision of its spec, as the controller
+// writes it, held by the informer and the Loader like the SidecarSets.
 func BenchmarkHeapPerSidecarSet(b *testing.B) {
-	for _, n := range []int{1000, 10000} {
-		b.Run(fmt.Sprintf("sidecarsets=%d", n), func(b *testing.B) {
+	for _, c := range []struct{ n, revisions int }{{1000, 0}, {10000, 0}, {1000, 1}} {
+		b.Run(fmt.Sprintf("sidecarsets=%d/revisions=%d", c.n, c.revisions), func(b *testing.B) {
 			var per heapShares
 			for b.Loop() {
-				per = measureHeapShares(b, n)
+				per = measureHeapShares(b, c.n, c.revisions > 0)
 			}
 			for _, h := range heapHolders {
 				b.ReportMetric(per.bytes[h.name], h.name+"-B/ss")
@@ -85,8 +89,12 @@ var heapHolders = []struct {
 		"github.com/sidecarops/sidecarops/engine.(*Compiler).compileDelta",
 		"github.com/sidecarops/sidecarops/engine.(*Snapshot).prepare",
 	}},
-	// The loader's defaulted and hashed copy, and its map of them.
-	{"loader", []string{"github.com/sidecarops/sidecarops/internal/loader.(*Loader).SetSidecarSet"}},
+	// The loader's defaulted and hashed copies (of a SidecarSet stored without defaults), and its
+	// maps of what it holds.
+	{"loader", []string{
+		"github.com/sidecarops/sidecarops/internal/loader.(*Loader).SetSidecarSet",
+		"github.com/sidecarops/sidecarops/internal/loader.(*Loader).SetRevision",
+	}},
 	{"informer", []string{"github.com/sidecarops/sidecarops/internal/loader.informerCache"}},
 }
 
@@ -96,14 +104,18 @@ type heapShares struct {
 	total, heapAlloc float64
 }
 
-// measureHeapShares brings up a Loader with no SidecarSet, then one fed n SidecarSets, each serving a
-// snapshot, and returns what the second holds more, per SidecarSet.
-func measureHeapShares(tb testing.TB, n int) heapShares {
+// measureHeapShares brings up a Loader with no SidecarSet, then one fed n SidecarSets (and, with
+// revisions, a ControllerRevision of each), each serving a snapshot, and returns what the second
+// holds more, per SidecarSet.
+func measureHeapShares(tb testing.TB, n int, revisions bool) heapShares {
 	tb.Helper()
 	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
 	runtime.MemProfileRate = 1
 	served := func(sets int) (map[string]int64, uint64) {
 		raws := apiServerJSON(tb, sets)
+		if revisions {
+			raws = append(raws, revisionsJSON(tb, raws)...)
+		}
 		store, err := informerCache(raws)
 		require.NoError(tb, err)
 		stop := serveLoader(tb, store)
@@ -160,12 +172,40 @@ func apiServerJSON(tb testing.TB, n int) [][]byte {
 	return raws
 }
 
-// informerCache stores SidecarSets as the manager's informer does: decoded by the scheme's codec,
+// revisionsJSON is a ControllerRevision of each SidecarSet of raws as the API server sends it: as
+// the controller writes it (rollout.NewRevision), in the manager's namespace.
+func revisionsJSON(tb testing.TB, raws [][]byte) [][]byte {
+	tb.Helper()
+	out := make([][]byte, len(raws))
+	for i, raw := range raws {
+		var ss v1beta1.SidecarSet
+		require.NoError(tb, json.Unmarshal(raw, &ss))
+		cr, err := fleet.Revision(&ss, heapBenchNamespace)
+		require.NoError(tb, err)
+		cr.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ControllerRevision"}
+		cr.UID = types.UID(fmt.Sprintf("7a2d0e3f-0000-4000-8000-%012d", i))
+		cr.ResourceVersion = fmt.Sprint(200000 + i)
+		cr.CreationTimestamp = ss.CreationTimestamp
+		if out[i], err = json.Marshal(cr); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return out
+}
+
+// heapBenchNamespace is the manager's namespace in the benchmark: the ControllerRevisions' and the
+// Loader's revision namespace.
+const heapBenchNamespace = "sidecarops-system"
+
+// informerCache stores objects as the manager's informers do: decoded by the scheme's codec,
 // stripped of managedFields by the cache's DefaultTransform (manager.go), in a client-go indexer with
-// controller-runtime's namespace index.
+// controller-runtime's namespace index (one for every kind, as the figures do not depend on it).
 func informerCache(raws [][]byte) (toolscache.Indexer, error) {
 	scheme := kruntime.NewScheme()
 	if err := v1beta1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := appsv1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	decoder := serializer.NewCodecFactory(scheme).UniversalDeserializer()
@@ -196,10 +236,12 @@ func serveLoader(tb testing.TB, store toolscache.Indexer) (stop func()) {
 	eng := &engine.Engine{}
 	st, err := New(eng, Options{Metrics: metrics, Logger: funcr.New(func(string, string) {}, funcr.Options{})})
 	require.NoError(tb, err)
-	handler := newHandlers(st, "sidecarops-system", "sidecarops-system")[0].handler
+	handlers := newHandlers(st, heapBenchNamespace, heapBenchNamespace)
 	objs := store.List()
 	for _, obj := range objs {
-		handler.OnAdd(obj, true)
+		for _, h := range handlers {
+			h.handler.OnAdd(obj, true) // each handler takes its kind
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -222,10 +264,17 @@ func serveLoader(tb testing.TB, store toolscache.Indexer) (stop func()) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	for _, obj := range objs {
-		name := obj.(*v1beta1.SidecarSet).Name
-		if _, ok := eng.Current().SidecarSet(name); !ok {
-			stop()
-			tb.Fatalf("the snapshot lacks SidecarSet %s", name)
+		switch o := obj.(type) {
+		case *v1beta1.SidecarSet:
+			if _, ok := eng.Current().SidecarSet(o.Name); !ok {
+				stop()
+				tb.Fatalf("the snapshot lacks SidecarSet %s", o.Name)
+			}
+		case *appsv1.ControllerRevision:
+			if _, ok := eng.Current().History().ByName(o.Name); !ok {
+				stop()
+				tb.Fatalf("the snapshot lacks ControllerRevision %s", o.Name)
+			}
 		}
 	}
 	return stop

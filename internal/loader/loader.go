@@ -18,7 +18,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -188,13 +187,10 @@ func (s *Loader) changedLocked() {
 	}
 }
 
-// SetSidecarSet stores ss, defaulted and hashed. Objects read from the API server were defaulted
-// and hashed by the defaulting webhook (ours or OpenKruise's, which agree), except those created
-// before it existed: ss itself is kept when defaulting changes nothing, else a defaulted copy, so
-// that each SidecarSet is held once, by the informer. What the Loader keeps is shared with the
-// informer's cache and read-only for everyone it reaches (the builder, snapshots, the faces).
-// An update that changes nothing the policies or the injection read (status counters,
-// resourceVersion, managed fields) does not recompile.
+// SetSidecarSet stores ss defaulted and hashed: ss itself, shared with the informer's cache and
+// read-only, when the defaulting webhook (ours or OpenKruise's, which agree) already made it so,
+// else a defaulted copy (one created while no webhook ran). An update that changes nothing the
+// policies or the injection read (status counters, resourceVersion) does not recompile.
 func (s *Loader) SetSidecarSet(ss *v1beta1.SidecarSet) error {
 	if ss == nil {
 		return errors.New("loader: nil SidecarSet")
@@ -224,21 +220,19 @@ func sameSidecarSet(a, b *v1beta1.SidecarSet) bool {
 // DeleteSidecarSet removes a SidecarSet by name.
 func (s *Loader) DeleteSidecarSet(name string) { remove(s, s.sidecarSets, name) }
 
-// SetNamespace stores a Namespace's labels, the only part namespaceSelector reads.
+// SetNamespace stores ns, shared with the informer's cache and read-only: namespaceSelector reads
+// its labels.
 func (s *Loader) SetNamespace(ns *corev1.Namespace) {
-	if ns == nil {
-		return
+	if ns != nil {
+		put(s, s.namespaces, ns.Name, ns, func(a, b *corev1.Namespace) bool { return maps.Equal(a.Labels, b.Labels) })
 	}
-	slim := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name, Labels: maps.Clone(ns.Labels)}}
-	put(s, s.namespaces, ns.Name, slim, func(a, b *corev1.Namespace) bool { return maps.Equal(a.Labels, b.Labels) })
 }
 
 // DeleteNamespace removes a Namespace by name.
 func (s *Loader) DeleteNamespace(name string) { remove(s, s.namespaces, name) }
 
-// SetRevision stores a SidecarSet's ControllerRevision: cr itself, shared with the informer's
-// cache and read-only, unless it carries managed fields (a cache without the manager's transform),
-// which a copy leaves out.
+// SetRevision stores cr itself, shared with the informer's cache and read-only; a copy without the
+// managed fields of a cache that keeps them.
 func (s *Loader) SetRevision(cr *appsv1.ControllerRevision) {
 	if cr == nil {
 		return

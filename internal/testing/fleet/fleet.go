@@ -3,10 +3,12 @@ package fleet
 import (
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/controller/rollout"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 )
 
@@ -78,4 +80,9 @@ func Pod() *corev1.Pod {
 			Volumes: []corev1.Volume{{Name: "logs", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 		},
 	}
+}
+
+// Revision is the ControllerRevision of ss's spec as the controller writes it first, in namespace.
+func Revision(ss *v1beta1.SidecarSet, namespace string) (*appsv1.ControllerRevision, error) {
+	return rollout.NewRevision(ss, namespace, 1, 0)
 }
