@@ -11,7 +11,6 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
@@ -26,7 +25,6 @@ import (
 type Builder struct {
 	sets       map[string]*setPart
 	namespaces map[string]*docPart[*corev1.Namespace]
-	revisions  map[string]*docPart[*appsv1.ControllerRevision]
 	owners     ast.Object // of sets
 	collidable ast.Object // of owners
 }
@@ -132,10 +130,6 @@ func (b *Builder) Build(st State) (*Build, error) {
 	if err != nil {
 		return nil, err
 	}
-	revisions, err := reuseDocs(b.revisions, st.ControllerRevisions, func(cr *appsv1.ControllerRevision) string { return cr.Name }, revisionDoc)
-	if err != nil {
-		return nil, err
-	}
 	names := make([]string, 0, len(st.SidecarSets))
 	for _, ss := range st.SidecarSets {
 		names = append(names, ss.Name)
@@ -148,7 +142,7 @@ func (b *Builder) Build(st State) (*Build, error) {
 		b.collidable = collidable(b.owners)
 	}
 	// Only now, when nothing can fail: a failed Build leaves the Builder as it was.
-	b.sets, b.namespaces, b.revisions = sets, namespaces, revisions
+	b.sets, b.namespaces = sets, namespaces
 
 	out := &Build{Rules: make(map[string]string, len(sets))}
 	setDocs := ast.NewObject()
@@ -167,12 +161,10 @@ func (b *Builder) Build(st State) (*Build, error) {
 		h.Write(p.digest[:])
 	}
 	nsDocs := docsObject(h, "n", namespaces)
-	revDocs := docsObject(h, "r", revisions)
 	out.Revision = hex.EncodeToString(h.Sum(nil))[:20]
 	state := ast.NewObject(
 		ast.Item(ast.StringTerm("sidecarsets"), ast.NewTerm(setDocs)),
 		ast.Item(ast.StringTerm("namespaces"), ast.NewTerm(nsDocs)),
-		ast.Item(ast.StringTerm("revisions"), ast.NewTerm(revDocs)),
 		ast.Item(ast.StringTerm("owners"), ast.NewTerm(b.owners)),
 		ast.Item(ast.StringTerm("collidable"), ast.NewTerm(b.collidable)),
 		ast.Item(ast.StringTerm("canaries"), ast.NewTerm(canaries)),

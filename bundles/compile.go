@@ -32,6 +32,8 @@ type State struct {
 	// SidecarSets must already be defaulted and hashed (package defaults).
 	SidecarSets         []*v1beta1.SidecarSet
 	Namespaces          []*corev1.Namespace
+	// ControllerRevisions are not data (no policy reads them): the engine's snapshot hands them to
+	// injection, which restores a SidecarSet's older revision from them.
 	ControllerRevisions []*appsv1.ControllerRevision
 }
 

@@ -1,4 +1,4 @@
-// Package bundles compiles SidecarSets, Namespaces and ControllerRevisions into an OPA bundle that
+// Package bundles compiles SidecarSets and Namespaces into an OPA bundle that
 // stock `opa` can read, signs bundles, and reads administrators' bundles with signature verification.
 //
 // A Builder compiles successive States, converting each object once (the policy engine recompiles

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -120,16 +119,6 @@ func namespaceDoc(ns *corev1.Namespace) map[string]any {
 	labels := stringMap(ns.Labels)
 	labels[v1beta1.NamespaceNameLabel] = ns.Name
 	return map[string]any{"labels": labels}
-}
-
-// revisionDoc is the slim view of a ControllerRevision that administrators' policies may read; the
-// revision content itself is restored in Go (internal/sidecarset/history).
-func revisionDoc(cr *appsv1.ControllerRevision) map[string]any {
-	return map[string]any{
-		"sidecarSet":    cr.Labels[v1beta1.SidecarSetNameLabel],
-		"customVersion": cr.Labels[v1beta1.SidecarSetCustomVersionLabel],
-		"revision":      cr.Revision,
-	}
 }
 
 func containerNames(cs []v1beta1.SidecarContainer) []any {
