@@ -95,7 +95,7 @@ type Options struct {
 	// EnableHTTP2 lets the webhook server speak HTTP/2. Off by default, as kubebuilder projects
 	// have it since CVE-2023-44487 (HTTP/2 rapid reset); it is also slower here: Go's HTTP/2
 	// server hands every request's body and response through one goroutine per connection, which
-	// on a busy node adds scheduling delay to the tail (docs/loadgen.md).
+	// on a busy node adds scheduling delay to the tail (docs/benchmarks.md).
 	EnableHTTP2 bool
 	// FailOpen admits pods unchanged, with a warning, while this replica has no policy snapshot
 	// yet, instead of answering 503 (config/components/fail-open sets it with failurePolicy Ignore).

@@ -28,7 +28,7 @@ import (
 // AdmissionReview three times (an encoding/json pass to sniff apiVersion and kind, the decode of the
 // review, then the handler's decode of the pod) and encodes the answer by reflection; on the pod
 // path, the hottest of sidecarops, that was more CPU than the decision and the injection together
-// (docs/loadgen.md). This handler decodes the review once, the pod staying raw bytes for the
+// (docs/benchmarks.md). This handler decodes the review once, the pod staying raw bytes for the
 // decision, and writes the answer by hand. It serves admission.k8s.io/v1 only, as the webhook
 // configurations ask (config/webhook: admissionReviewVersions ["v1"]).
 

@@ -26,7 +26,7 @@ const (
 	// manager's live heap is small (the policy snapshot, the informer caches) while every pod
 	// admission allocates tens of kilobytes, so with Go's default of 100 the GC runs every few
 	// hundred admissions and took a large share of the webhook's CPU; at 400 the pod webhook
-	// serves more admissions per CPU (docs/loadgen.md). The heap may then grow to 5× the live
+	// serves more admissions per CPU (docs/benchmarks.md). The heap may then grow to 5× the live
 	// heap between collections, which --gc-heap-target bounds once the live heap grows.
 	DefaultGCPercent = 400
 	// DefaultGCHeapTarget (--gc-heap-target) is the heap size at which the GC percent starts to

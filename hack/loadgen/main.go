@@ -32,7 +32,7 @@ import (
 const maxDuration = 5 * time.Minute
 
 // inFlightPerCPU is the default number of requests in flight per CPU (GOMAXPROCS); see
-// docs/loadgen.md for the runs that chose it.
+// docs/benchmarks.md ("The webhook over HTTPS") for the runs that chose it.
 const inFlightPerCPU = 2
 
 // config is the command line.
