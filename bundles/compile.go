@@ -30,8 +30,8 @@ const IndexModulePath = "sidecarops/index.rego"
 // State is everything the decisions depend on besides the pod itself.
 type State struct {
 	// SidecarSets must already be defaulted and hashed (package defaults).
-	SidecarSets         []*v1beta1.SidecarSet
-	Namespaces          []*corev1.Namespace
+	SidecarSets []*v1beta1.SidecarSet
+	Namespaces  []*corev1.Namespace
 	// ControllerRevisions are not data (no policy reads them): the engine's snapshot hands them to
 	// injection, which restores a SidecarSet's older revision from them.
 	ControllerRevisions []*appsv1.ControllerRevision
