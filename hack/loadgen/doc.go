@@ -5,5 +5,5 @@
 // Without --url it starts the webhook server in-process, configured like the manager's, on a snapshot
 // of a generated fleet (internal/testing/fleet); with --url it targets a manager already running on
 // this machine (loopback only). Every answer is checked, and any failure makes the exit status 1.
-// docs/loadgen.md says how to run it; docs/benchmarks.md has the figures.
+// docs/benchmarks.md, "Load generator", says how to run it and has the figures.
 package main
