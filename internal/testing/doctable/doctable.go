@@ -1,5 +1,6 @@
 // Package doctable reads the reference tables of docs/*.md and what the code defines that they
-// list, so that tests can hold the two equal: metrics with their labels, and Event reasons.
+// list, so that tests can hold the two equal: metrics with their labels, and Event reasons. It also
+// finds the performance figures a document states (Figures), which belong in docs/benchmarks.md alone.
 package doctable
 
 import (
