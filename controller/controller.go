@@ -55,9 +55,12 @@ type Reconciler struct {
 	RecountInterval time.Duration
 	// Metrics records what the controller does (NewMetrics); nil records nothing.
 	Metrics *Metrics
+	// Pods is the pod cache the manager's cache was built with (its NewInformer); SetupWithManager
+	// requires it.
+	Pods *Pods
 
 	exp *expectations
-	// tr keeps the status counts from pod events (SetupWithManager makes it; without it every
+	// tr keeps the status counts from pod events (Pods', set by SetupWithManager; without it every
 	// round counts every pod).
 	tr *tracker
 	// indexed: the pod cache has the podsBySidecarSet index.
@@ -85,23 +88,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		workers = 3
 	}
 	r.conflicts = newConflicts(r.Metrics)
-	r.tr = newTracker()
-	// The cache calls the index function for every version of a pod it stores, old and new, before
-	// any reader can see that version: marking the pod there means no round can list a version of
-	// a pod that is not marked for counting (the recount's check relies on it).
-	index := func(o client.Object) []string {
-		names := injectedBy(o)
-		r.tr.touch(client.ObjectKeyFromObject(o), names)
-		return names
+	if r.Pods == nil {
+		return errors.New("controller: Reconciler.Pods is required")
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podsBySidecarSet, index); err != nil {
+	r.tr = r.Pods.tr
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podsBySidecarSet, injectedBy); err != nil {
 		return fmt.Errorf("indexing pods by SidecarSet: %w", err)
+	}
+	// Indexing made the pod informer: without Pods.NewInformer no pod version would be marked.
+	if !r.Pods.made.Load() {
+		return errors.New("controller: the manager's cache must build informers with Reconciler.Pods.NewInformer")
 	}
 	r.indexed = true
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		For(&v1beta1.SidecarSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Pod{}, podEvents{get: cachedSidecarSets(mgr.GetCache()), exp: r.exp}).
+		Watches(&corev1.Pod{}, podEvents{get: cachedSidecarSets(mgr.GetCache()), exp: r.exp, tr: r.tr}).
 		Watches(&corev1.Namespace{}, namespaceEvents{r.tr}).
 		WatchesRawSource(source.Channel(r.conflicts.enqueue, &handler.TypedEnqueueRequestForObject[*v1beta1.SidecarSet]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
@@ -398,17 +400,17 @@ func (r *Reconciler) settle(ctx context.Context, ss *v1beta1.SidecarSet) (settle
 	if err != nil {
 		return settled{}, false, err
 	}
-	c, revision, collisionCount, at, ok, err := r.tr.settle(ss, func(key types.NamespacedName) (*counted, error) {
+	c, revision, collisionCount, at, ok, err := r.tr.settle(ss, func(key types.NamespacedName) (string, *counted, error) {
 		var pod corev1.Pod
 		if err := r.Client.Get(ctx, key, &pod, client.UnsafeDisableDeepCopy); apierrors.IsNotFound(err) {
-			return nil, nil
+			return "", nil, nil
 		} else if err != nil {
-			return nil, fmt.Errorf("reading pod %s: %w", key, err)
+			return "", nil, fmt.Errorf("reading pod %s: %w", key, err)
 		}
 		if ok, err := managed(&pod); err != nil || !ok {
-			return nil, err
+			return pod.ResourceVersion, nil, err
 		}
-		return &counted{pod.ResourceVersion, rollout.PodCounts(&pod, ss)}, nil
+		return pod.ResourceVersion, &counted{pod.ResourceVersion, rollout.PodCounts(&pod, ss)}, nil
 	})
 	return settled{c, revision, collisionCount, at}, ok, err
 }

@@ -2,7 +2,7 @@
 // the pods it injected — ControllerRevisions, status, in-place sidecar upgrades (cold and hot) as the
 // update strategy allows — and says with Events why pods wait.
 //
-// It owns how pods are cached (NewInformer: client-go's shared informer, whose transform stores each
+// It owns how pods are cached (Pods.NewInformer: client-go's shared informer, whose transform stores each
 // pod as a compact record of what the controller reads, and which gives readers pods again), the
 // status counts kept from pod events (tracker) and the side effects: reading the informer caches,
 // writing pods, pod conditions, ControllerRevisions, SidecarSet status and Events, and the

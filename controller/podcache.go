@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unique"
 	"weak"
@@ -16,6 +17,22 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
+// Pods is the pod cache as the controller needs it: the manager's cache builds its informers with
+// Pods.NewInformer, and the Reconciler, given the same Pods, learns of every pod version from the
+// pod informer's transform. client-go calls the transform for each object about to be stored,
+// before any other actor sees it (SharedIndexInformer.SetTransform, TransformFunc): a pod is
+// marked for counting before any list can show its new version, which keeps the status counts'
+// recount check exact (tracker.reset). TestTransformSeesEveryVersionFirst holds client-go to it.
+type Pods struct {
+	tr *tracker
+	// made is set once the pod informer was built here: a cache built without Pods.NewInformer
+	// would leave the counts unmarked, and SetupWithManager refuses it.
+	made atomic.Bool
+}
+
+// NewPods is a pod cache for one Reconciler.
+func NewPods() *Pods { return &Pods{tr: newTracker()} }
+
 // NewInformer is the manager cache's informer constructor (cache.Options.NewInformer): client-go's
 // shared informer over the ListerWatcher the cache gives it, and for pods one that keeps each pod
 // compacted in its store. A *corev1.Pod is a 1,240-byte struct before any of its fields, and its
@@ -23,12 +40,18 @@ import (
 // Everything that reads the informer — the cache's client, its index lookups, the event handlers —
 // still gets a *corev1.Pod, made from the compact record when it is read
 // (compactPod.pod), so nothing of the controller changes.
-func NewInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+func (p *Pods) NewInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 	inf := toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
 	if _, ok := obj.(*corev1.Pod); !ok {
 		return inf
 	}
-	return &podInformer{SharedIndexInformer: inf}
+	p.made.Store(true)
+	return &podInformer{SharedIndexInformer: inf, seen: p.seen}
+}
+
+// seen marks a pod version the informer is about to store for the SidecarSets it names.
+func (p *Pods) seen(pod *corev1.Pod) {
+	p.tr.touch(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, mark{resourceVersion: pod.ResourceVersion}, injectedBy(pod))
 }
 
 // compactPod is a pod as the pod informer stores it: what the controller reads of it (the
@@ -146,6 +169,8 @@ func expandedAll(objs []any) []any {
 type podInformer struct {
 	toolscache.SharedIndexInformer
 	labels labelPool
+	// seen hears of each pod version before it is stored (nil: nobody listens).
+	seen func(*corev1.Pod)
 }
 
 // interned is the record with what pods have in common held once: its labels map shared with
@@ -268,6 +293,9 @@ func (i *podInformer) transform(f toolscache.TransformFunc) toolscache.Transform
 			}
 		}
 		if pod, ok := obj.(*corev1.Pod); ok {
+			if i.seen != nil {
+				i.seen(pod)
+			}
 			return compact(pod).interned(&i.labels), nil
 		}
 		return obj, nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	goruntime "runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,8 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
+	fcache "k8s.io/client-go/tools/cache/testing"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
+	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/testing/randomobjects"
 )
 
@@ -137,7 +140,7 @@ func TestPodInformer(t *testing.T) {
 			return w, nil
 		},
 	}
-	inf := NewInformer(lw, &corev1.Pod{}, 0, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+	inf := NewPods().NewInformer(lw, &corev1.Pod{}, 0, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 	require.IsType(t, &podInformer{}, inf)
 	require.NoError(t, inf.SetTransform(cache.TransformStripManagedFields()))
 	require.NoError(t, inf.AddIndexers(toolscache.Indexers{"by-list": func(obj any) ([]string, error) {
@@ -230,7 +233,7 @@ func TestPodInformer(t *testing.T) {
 
 // Informers of other kinds are client-go's own.
 func TestNewInformerOtherKinds(t *testing.T) {
-	_, isPods := NewInformer(&toolscache.ListWatch{}, &corev1.Namespace{}, 0, toolscache.Indexers{}).(*podInformer)
+	_, isPods := NewPods().NewInformer(&toolscache.ListWatch{}, &corev1.Namespace{}, 0, toolscache.Indexers{}).(*podInformer)
 	assert.False(t, isPods)
 }
 
@@ -275,7 +278,7 @@ func BenchmarkPodRecord(b *testing.B) {
 		}
 		wire[i] = data
 	}
-	inf := NewInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0, toolscache.Indexers{}).(*podInformer)
+	inf := NewPods().NewInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0, toolscache.Indexers{}).(*podInformer)
 	transform := inf.transform(cache.TransformStripManagedFields())
 	b.ReportAllocs()
 	i := 0
@@ -288,5 +291,149 @@ func BenchmarkPodRecord(b *testing.B) {
 		if _, err := transform(pod); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Pods relies on client-go calling the informer's transform for every pod version before the store
+// holds it and before any handler sees it (SetTransform's and TransformFunc's documented contract),
+// except for a deletion found by relisting, which only the Delete handler reports (as a tombstone).
+// This runs a real shared informer through add, update, delete and a relist that finds a pod gone,
+// and fails if client-go stops keeping to that order.
+func TestTransformSeesEveryVersionFirst(t *testing.T) {
+	ss := &v1beta1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "log", UID: "u", Generation: 1}}
+	pods := NewPods()
+	pods.tr.reset(ss, nil, "rev-1", 0, time.Unix(0, 0)) // tracked: marks are kept
+	source := fcache.NewFakeControllerSource()
+	inf := pods.NewInformer(source, &corev1.Pod{}, 0, toolscache.Indexers{}).(*podInformer)
+	require.NoError(t, inf.SetTransform(nil))
+
+	var mu sync.Mutex
+	transformed := map[string]bool{} // the versions the transform saw, by "name@resourceVersion"
+	calls := map[string]int{}        // the transform's calls, by pod name
+	var problems []string
+	marks := inf.seen
+	inf.seen = func(p *corev1.Pod) {
+		mu.Lock()
+		defer mu.Unlock()
+		if stored, ok, _ := inf.GetStore().GetByKey(p.Namespace + "/" + p.Name); ok && stored.(*corev1.Pod).ResourceVersion == p.ResourceVersion {
+			problems = append(problems, "the store held "+p.Name+"@"+p.ResourceVersion+" before the transform saw it")
+		}
+		transformed[p.Name+"@"+p.ResourceVersion] = true
+		calls[p.Name]++
+		marks(p)
+	}
+	events := make(chan string, 16)
+	handled := func(kind string, obj any) {
+		tombstone := ""
+		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj, tombstone = d.Obj, " (tombstone)"
+		}
+		p := obj.(*corev1.Pod)
+		mu.Lock()
+		seen := transformed[p.Name+"@"+p.ResourceVersion]
+		mu.Unlock()
+		events <- fmt.Sprintf("%s %s transformed first: %v%s", kind, p.Name, seen, tombstone)
+	}
+	_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { handled("add", obj) },
+		UpdateFunc: func(_, obj any) { handled("update", obj) },
+		DeleteFunc: func(obj any) { handled("delete", obj) },
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go inf.RunWithContext(ctx)
+	require.True(t, toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced))
+
+	pod := func(name, image string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: map[string]string{v1beta1.SidecarSetListAnnotation: ss.Name}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "sidecar", Image: image}}},
+		}
+	}
+	next := func() string {
+		select {
+		case e := <-events:
+			return e
+		case <-time.After(10 * time.Second):
+			return "no event"
+		}
+	}
+	source.Add(pod("a", "s:1"))
+	assert.Equal(t, "add a transformed first: true", next())
+	source.Modify(pod("a", "s:2"))
+	assert.Equal(t, "update a transformed first: true", next())
+	last := pod("a", "s:2")
+	source.Delete(last)
+	assert.Equal(t, "delete a transformed first: true", next())
+	// The transform marked each version for the SidecarSet the pod names, the deletion's last.
+	assert.Equal(t, mark{resourceVersion: last.ResourceVersion}, pods.tr.sets[ss.Name].dirty[types.NamespacedName{Namespace: "ns", Name: "a"}])
+
+	source.Add(pod("b", "s:1"))
+	assert.Equal(t, "add b transformed first: true", next())
+	source.DeleteDropWatch(pod("b", "s:1"))
+	source.ResetWatch() // the informer relists, and finds b gone
+	// The tombstone holds the version stored last; the transform saw nothing of the deletion,
+	// which is why the Delete handler marks pods.
+	assert.Equal(t, "delete b transformed first: true (tombstone)", next())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, 1, calls["b"], "the transform saw b's deletion")
+	assert.Empty(t, problems)
+}
+
+// The pod informer and its store wrap client-go's interfaces, overriding the methods that hand
+// out stored objects (which would otherwise be compact records) or take what is handed them (event
+// handlers, the transform); every other method is promoted from client-go's informer. A method
+// client-go adds that hands out objects would be promoted too, and fail only when called: this
+// fails instead, naming it. A method is covered when the wrapper declares it itself (a promoted
+// method is a compiler-generated wrapper, whose source file is "<autogenerated>").
+func TestPodInformerCoversClientGo(t *testing.T) {
+	safe := map[reflect.Type]bool{ // interfaces that hand out no stored object
+		reflect.TypeFor[error](): true,
+		reflect.TypeFor[toolscache.ResourceEventHandlerRegistration](): true,
+		reflect.TypeFor[toolscache.Controller]():                       true,
+		reflect.TypeFor[toolscache.DoneChecker]():                      true,
+	}
+	handsOut := func(m reflect.Method) bool {
+		for i := range m.Type.NumOut() {
+			out := m.Type.Out(i)
+			if out.Kind() == reflect.Slice {
+				out = out.Elem()
+			}
+			if out.Kind() == reflect.Interface && !safe[out] {
+				return true
+			}
+		}
+		for i := range m.Type.NumIn() {
+			in := m.Type.In(i)
+			if in == reflect.TypeFor[toolscache.ResourceEventHandler]() || in == reflect.TypeFor[toolscache.TransformFunc]() {
+				return true
+			}
+		}
+		return false
+	}
+	for _, tc := range []struct {
+		iface, wrapper reflect.Type
+	}{
+		{reflect.TypeFor[toolscache.SharedIndexInformer](), reflect.TypeFor[*podInformer]()},
+		{reflect.TypeFor[toolscache.Indexer](), reflect.TypeFor[podIndexer]()},
+	} {
+		var covered, found []string
+		for i := range tc.iface.NumMethod() {
+			m := tc.iface.Method(i)
+			if !handsOut(m) {
+				continue
+			}
+			found = append(found, m.Name)
+			impl, ok := tc.wrapper.MethodByName(m.Name)
+			require.True(t, ok, "%v has no %s", tc.wrapper, m.Name)
+			fn := goruntime.FuncForPC(impl.Func.Pointer())
+			if file, _ := fn.FileLine(fn.Entry()); strings.HasSuffix(file, "podcache.go") {
+				covered = append(covered, m.Name)
+			}
+		}
+		assert.Equal(t, found, covered, "%v: methods of %v that hand out stored objects or take handlers, and those it declares", tc.wrapper, tc.iface)
+		assert.NotEmpty(t, found, "the rule finds nothing in %v", tc.iface)
 	}
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +25,8 @@ type podEvents struct {
 	// get reads a SidecarSet from the informer cache.
 	get func(ctx context.Context, name string) (*v1beta1.SidecarSet, bool)
 	exp *expectations
+	// tr hears what the pod informer's transform cannot tell it (Update, Delete).
+	tr *tracker
 }
 
 // cachedSidecarSets reads SidecarSets through r, a missing or unreadable one as absent: there is
@@ -62,6 +65,11 @@ func (h podEvents) Update(ctx context.Context, e event.UpdateEvent, q workqueue.
 	if !ok1 || !ok2 || old.ResourceVersion == pod.ResourceVersion {
 		return
 	}
+	// The transform marked the new version for the SidecarSets it names; those only the old one
+	// named count the pod no more.
+	if left := slices.DeleteFunc(injectedBy(old), func(name string) bool { return slices.Contains(injectedBy(pod), name) }); len(left) > 0 {
+		h.tr.touch(client.ObjectKeyFromObject(pod), mark{}, left)
+	}
 	for _, ss := range h.sidecarSets(ctx, pod) {
 		switch {
 		case !podChangeMatters(old, pod, ss):
@@ -98,7 +106,11 @@ func (h podEvents) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.
 	if !ok {
 		return
 	}
-	h.exp.forgetPod(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
+	key := client.ObjectKeyFromObject(pod)
+	h.exp.forgetPod(key)
+	// The transform cannot tell a deletion from an update, and never sees a deletion found by
+	// relisting: the pod's mark is met by its absence too.
+	h.tr.touch(key, mark{resourceVersion: pod.ResourceVersion, absent: true}, injectedBy(pod))
 	for _, ss := range h.sidecarSets(ctx, pod) {
 		q.Add(request(ss.Name))
 	}

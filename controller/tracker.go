@@ -56,7 +56,7 @@ type tracked struct {
 	// notUpdated are the counted pods not on the SidecarSet's hash: a rollout's candidates, from
 	// which its rounds are planned (rollout.NextRoundOf) without reading the other pods.
 	notUpdated map[types.NamespacedName]struct{}
-	dirty      map[types.NamespacedName]struct{}
+	dirty      map[types.NamespacedName]mark
 	// counted is when the counts were last computed over every pod.
 	counted time.Time
 	// revision and collisionCount are the revision decision for version.
@@ -96,25 +96,51 @@ func (t *tracker) versionOf(ss *v1beta1.SidecarSet) trackedVersion {
 	return v
 }
 
+// mark is what a dirty pod waits for before a round may clear it: the cache showing the version
+// the pod informer's transform saw, which it sees before the cache stores it (or, with absent, the
+// pod gone as well: a deletion the handlers report once the cache dropped the pod). A mark without a
+// version is met by whatever the cache shows.
+type mark struct {
+	resourceVersion string
+	absent          bool
+}
+
+// met reports whether the cache showing version ("" for no pod) meets m.
+func (m mark) met(version string) bool {
+	return m.resourceVersion == "" || version == m.resourceVersion || m.absent && version == ""
+}
+
+// replaces reports whether m takes the place of held, pod's mark already: a version the transform
+// saw is the newest there is; an event handler's mark, which comes after the cache stored the
+// version, only widens a mark of the same version, and must not clear what a later one asks for.
+func (m mark) replaces(held mark) bool {
+	return m.resourceVersion != "" && !m.absent || m.resourceVersion == held.resourceVersion
+}
+
 // touch marks pod dirty for every SidecarSet in names. A nil tracker (a Reconciler used without
 // SetupWithManager) counts in full every round and needs no marks.
-func (t *tracker) touch(pod types.NamespacedName, names ...[]string) {
+func (t *tracker) touch(pod types.NamespacedName, m mark, names []string) {
 	if t == nil {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, list := range names {
-		for _, name := range list {
-			s := t.sets[name]
-			if s == nil {
-				continue // never counted: its first round counts every pod
-			}
-			if s.dirty == nil {
-				s.dirty = map[types.NamespacedName]struct{}{}
-			}
-			s.dirty[pod] = struct{}{}
+	for _, name := range names {
+		s := t.sets[name]
+		if s == nil {
+			continue // never counted: its first round counts every pod
 		}
+		s.mark(pod, m)
+	}
+}
+
+// mark records m for pod unless a mark it must not replace is there.
+func (s *tracked) mark(pod types.NamespacedName, m mark) {
+	if s.dirty == nil {
+		s.dirty = map[types.NamespacedName]mark{}
+	}
+	if held, ok := s.dirty[pod]; !ok || m.replaces(held) {
+		s.dirty[pod] = m
 	}
 }
 
@@ -134,11 +160,12 @@ func (t *tracker) forget(name string) {
 	delete(t.sets, name)
 }
 
-// settle brings ss's counts up to date with its dirty pods, counting each with count (nil for a pod
-// that is gone or no longer managed), and from now on records pod events for ss even before it was
-// ever counted. ok reports whether the counts are valid for ss as it is now; then c is them, with the
+// settle brings ss's counts up to date with its dirty pods, counting each with count (the version the
+// cache shows, "" for none, and the pod's counts, nil for a pod that is gone or no longer managed),
+// and from now on records pod events for ss even before it was ever counted. A pod whose mark the
+// cache does not meet yet stays dirty: the cache is still behind the informer's transform. ok reports whether the counts are valid for ss as it is now; then c is them, with the
 // revision decision recorded with them and when they were last counted over every pod.
-func (t *tracker) settle(ss *v1beta1.SidecarSet, count func(types.NamespacedName) (*counted, error)) (c rollout.Counts, revision string, collisionCount int32, at time.Time, ok bool, err error) {
+func (t *tracker) settle(ss *v1beta1.SidecarSet, count func(types.NamespacedName) (string, *counted, error)) (c rollout.Counts, revision string, collisionCount int32, at time.Time, ok bool, err error) {
 	t.mu.Lock()
 	s := t.sets[ss.Name]
 	if s == nil {
@@ -156,12 +183,18 @@ func (t *tracker) settle(ss *v1beta1.SidecarSet, count func(types.NamespacedName
 	// Counted outside the lock: the pod event handler must not wait on a round. A pod that changes
 	// meanwhile is marked dirty again, and counted again next round.
 	fresh := make(map[types.NamespacedName]*counted, len(dirty))
-	for key := range dirty {
-		if fresh[key], err = count(key); err != nil {
+	unmet := map[types.NamespacedName]mark{}
+	for key, m := range dirty {
+		var version string
+		if version, fresh[key], err = count(key); err != nil {
 			t.touchAll(ss.Name, dirty)
 			return rollout.Counts{}, "", 0, time.Time{}, false, err
 		}
+		if !m.met(version) {
+			unmet[key] = m
+		}
 	}
+	t.touchAll(ss.Name, unmet)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.sets[ss.Name] != s {
@@ -204,24 +237,32 @@ func (t *tracker) notUpdated(ss *v1beta1.SidecarSet) (keys []types.NamespacedNam
 	return keys, true
 }
 
-// touchAll marks keys dirty for name again (a round that could not count them).
-func (t *tracker) touchAll(name string, keys map[types.NamespacedName]struct{}) {
+// touchAll marks keys dirty for name again (a round that could not count them, or whose cache did
+// not show what they wait for), leaving a mark that came since in place.
+func (t *tracker) touchAll(name string, keys map[types.NamespacedName]mark) {
+	if len(keys) == 0 {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if s := t.sets[name]; s != nil {
-		if s.dirty == nil {
-			s.dirty = map[types.NamespacedName]struct{}{}
+		for key, m := range keys {
+			if _, ok := s.dirty[key]; !ok {
+				s.mark(key, m)
+			}
 		}
-		maps.Copy(s.dirty, keys)
 	}
 }
 
 // reset records counts computed over pods, every managed pod of ss listed after settle, with the
 // revision decision, and returns them with the number of pods the counts kept from events got
 // wrong: the periodic recount's check. It is exact whatever events are on their way, because the
-// cache marks a pod dirty before any list can show its new version (SetupWithManager): a pod
+// pod informer's transform marks a pod dirty before the cache stores its new version (Pods): a pod
 // listed at the resourceVersion it was counted at must count the same; one listed at another, or
 // counted and no longer listed, or listed and never counted, must be marked dirty since settle.
+// One deletion escapes it: a pod the informer finds gone only on relisting (a tombstone, which no
+// transform sees) is marked by the Delete handler once the cache dropped it, and a recount that
+// lists in between counts it as a difference.
 func (t *tracker) reset(ss *v1beta1.SidecarSet, pods []*corev1.Pod, revision string, collisionCount int32, now time.Time) (c rollout.Counts, differences int) {
 	s := &tracked{
 		pods: make(map[types.NamespacedName]counted, len(pods)), notUpdated: map[types.NamespacedName]struct{}{},

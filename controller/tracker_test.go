@@ -40,8 +40,10 @@ func TestTracker(t *testing.T) {
 	now := time.Unix(1000, 0)
 
 	type step struct {
-		touch []string      // pods whose events arrive (the cache marks them)
-		cache []*corev1.Pod // what the cache holds when the dirty pods are counted
+		touch []string        // pods whose events arrive, marked to be met by whatever the cache shows
+		marks map[string]mark // pods marked as the informer's transform and handlers do
+		cache []*corev1.Pod   // what the cache holds when the dirty pods are counted
+		dirty []string        // the pods still marked after the step's settle
 	}
 	for _, tc := range []struct {
 		name        string
@@ -80,6 +82,44 @@ func TestTracker(t *testing.T) {
 		steps:  []step{{}, {touch: []string{"a"}}},
 		want:   rollout.Counts{Matched: 1},
 		relist: []*corev1.Pod{trackedPod("a", "2", ss, true)},
+	}, {
+		name:  "a version the transform saw stays marked until the cache stores it",
+		start: []*corev1.Pod{trackedPod("a", "1", ss, false)},
+		steps: []step{
+			{marks: map[string]mark{"a": {resourceVersion: "2"}}, cache: []*corev1.Pod{trackedPod("a", "1", ss, false)}, dirty: []string{"a"}},
+			{cache: []*corev1.Pod{trackedPod("a", "2", ss, true)}},
+		},
+		want:   rollout.Counts{Matched: 1, Updated: 1},
+		relist: []*corev1.Pod{trackedPod("a", "2", ss, true)},
+	}, {
+		name:  "a new pod the cache does not hold yet stays marked",
+		start: []*corev1.Pod{trackedPod("a", "1", ss, true)},
+		steps: []step{
+			{marks: map[string]mark{"b": {resourceVersion: "3"}}, cache: []*corev1.Pod{trackedPod("a", "1", ss, true)}, dirty: []string{"b"}},
+			{cache: []*corev1.Pod{trackedPod("a", "1", ss, true), trackedPod("b", "3", ss, false)}},
+		},
+		want:   rollout.Counts{Matched: 2, Updated: 1},
+		relist: []*corev1.Pod{trackedPod("a", "1", ss, true), trackedPod("b", "3", ss, false)},
+	}, {
+		// The transform sees a deletion's final state as it sees an update; the Delete handler,
+		// after the cache dropped the pod, lets absence meet the mark.
+		name:  "a deletion is counted once the cache dropped the pod",
+		start: []*corev1.Pod{trackedPod("a", "1", ss, true)},
+		steps: []step{
+			{marks: map[string]mark{"a": {resourceVersion: "2"}}, cache: []*corev1.Pod{trackedPod("a", "1", ss, true)}, dirty: []string{"a"}},
+			{marks: map[string]mark{"a": {resourceVersion: "2", absent: true}}},
+		},
+		want: rollout.Counts{},
+	}, {
+		name:  "a handler's mark of an older version leaves a newer one in place",
+		start: []*corev1.Pod{trackedPod("a", "1", ss, false)},
+		steps: []step{
+			{marks: map[string]mark{"a": {resourceVersion: "5"}}, cache: []*corev1.Pod{trackedPod("a", "1", ss, false)}, dirty: []string{"a"}},
+			{marks: map[string]mark{"a": {resourceVersion: "1", absent: true}}, cache: []*corev1.Pod{trackedPod("a", "1", ss, false)}, dirty: []string{"a"}},
+			{cache: []*corev1.Pod{trackedPod("a", "5", ss, true)}},
+		},
+		want:   rollout.Counts{Matched: 1, Updated: 1},
+		relist: []*corev1.Pod{trackedPod("a", "5", ss, true)},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newTracker()
@@ -91,7 +131,10 @@ func TestTracker(t *testing.T) {
 			var c rollout.Counts
 			for i, st := range tc.steps {
 				for _, name := range st.touch {
-					tr.touch(key(name), []string{ss.Name})
+					tr.touch(key(name), mark{}, []string{ss.Name})
+				}
+				for name, m := range st.marks {
+					tr.touch(key(name), m, []string{ss.Name})
 				}
 				if i == len(tc.steps)-1 && len(st.cache) == 0 && len(st.touch) > 0 {
 					break // marked after the last settle
@@ -100,15 +143,20 @@ func TestTracker(t *testing.T) {
 				for _, p := range st.cache {
 					cache[key(p.Name)] = p
 				}
-				c, _, _, _, ok, err = tr.settle(ss, func(k types.NamespacedName) (*counted, error) {
+				c, _, _, _, ok, err = tr.settle(ss, func(k types.NamespacedName) (string, *counted, error) {
 					p, found := cache[k]
 					if !found {
-						return nil, nil
+						return "", nil, nil
 					}
-					return &counted{p.ResourceVersion, rollout.PodCounts(p, ss)}, nil
+					return p.ResourceVersion, &counted{p.ResourceVersion, rollout.PodCounts(p, ss)}, nil
 				})
 				require.NoError(t, err)
 				require.True(t, ok)
+				var dirty []string
+				for k := range tr.sets[ss.Name].dirty {
+					dirty = append(dirty, k.Name)
+				}
+				assert.ElementsMatch(t, st.dirty, dirty, "step %d: the pods still marked", i)
 			}
 			if len(tc.steps) == 0 {
 				c, _, _, _, ok, err = tr.settle(ss, nil)

@@ -56,7 +56,7 @@ func TestCachedPod(t *testing.T) {
 			PodIP: "10.0.0.1", QOSClass: corev1.PodQOSBurstable,
 		},
 	}
-	inf := NewInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0, toolscache.Indexers{}).(*podInformer)
+	inf := NewPods().NewInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0, toolscache.Indexers{}).(*podInformer)
 	rec, err := inf.transform(cache.TransformStripManagedFields())(full.DeepCopy())
 	require.NoError(t, err)
 	trimmed := rec.(*compactPod).pod()

@@ -225,13 +225,14 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.DisableCompression = true
+	pods := controller.NewPods()
 	mgr, err := ctrl.NewManager(cfg, ctrlmanager.Options{
 		Scheme: scheme,
 		// The controller caches every pod, as compact records of what it reads
-		// (controller.NewInformer); nothing reads managedFields, which are often the larger part of
+		// (controller.Pods); nothing reads managedFields, which are often the larger part of
 		// an object.
 		Cache: cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields(),
-			NewInformer: controller.NewInformer},
+			NewInformer: pods.NewInformer},
 		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.ProbeAddr,
 		PprofBindAddress:        pprofAddr,
@@ -294,6 +295,7 @@ func New(cfg *rest.Config, o Options) (ctrlmanager.Manager, error) {
 			// Zero: the controller's default.
 			RecountInterval: o.StatusRecountInterval,
 			Metrics:         m.controller,
+			Pods:            pods,
 		}
 		if err := r.SetupWithManager(mgr, o.SidecarSetWorkers); err != nil {
 			return nil, err
