@@ -559,9 +559,16 @@ func (r *Reconciler) explainWaiting(ss *v1beta1.SidecarSet, p rollout.Plan) {
 	}
 	why = append(why, p.Warnings...)
 	if len(why) > 0 {
-		r.eventOnChange(&r.lastWaiting, ss, corev1.EventTypeNormal, "RolloutWaiting", "Upgrade", strings.Join(why, "; "))
+		r.eventOnChange(&r.lastWaiting, ss, corev1.EventTypeNormal, ReasonRolloutWaiting, "Upgrade", strings.Join(why, "; "))
 	}
 }
+
+// The reasons of the Events a rollout round records on its SidecarSet: why it waits, and the pods
+// it skips (compat §3.6).
+const (
+	ReasonRolloutWaiting    = "RolloutWaiting"
+	ReasonNotUpgradablePods = "NotUpgradablePods"
+)
 
 // eventOnChange records msg as an Event of ss unless it is the last one last holds for ss: every
 // pod event reconciles, so a reason is said again only when it changes.
@@ -595,7 +602,7 @@ func (r *Reconciler) markNotUpgradable(ctx context.Context, ss *v1beta1.SidecarS
 	if r.Recorder != nil {
 		// The pods' revisions name the fields that changed; without them the reason names hashes.
 		revs, _ := r.revisions(ctx, ss)
-		r.Recorder.Eventf(ss, nil, corev1.EventTypeNormal, "NotUpgradablePods", "Upgrade",
+		r.Recorder.Eventf(ss, nil, corev1.EventTypeNormal, ReasonNotUpgradablePods, "Upgrade",
 			"SidecarSet in-place update detected %d not upgradable pod(s) in this round, will skip them. First: %s/%s: %s",
 			len(pods), pods[0].Pod.Namespace, pods[0].Pod.Name, rollout.ExplainNotUpgradable(pods[0].Pod, ss, revs))
 	}

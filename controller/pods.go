@@ -74,6 +74,12 @@ func (r *Reconciler) upgrade(ctx context.Context, ss *v1beta1.SidecarSet, pod *c
 	return written, nil
 }
 
+// The reasons of the Events reset records on the pod, OpenKruise's (compat §3.9).
+const (
+	ReasonResetContainerFailed  = "ResetContainerFailed"
+	ReasonResetContainerSucceed = "ResetContainerSucceed"
+)
+
 // reset puts a hot-upgraded pod's old twin back on the empty image (compat §3.9 step 3), with the
 // pod events OpenKruise emits.
 func (r *Reconciler) reset(ctx context.Context, ss *v1beta1.SidecarSet, pod *corev1.Pod) error {
@@ -85,7 +91,7 @@ func (r *Reconciler) reset(ctx context.Context, ss *v1beta1.SidecarSet, pod *cor
 		func(fresh *corev1.Pod) bool { return rollout.ReadyToReset(fresh, ss) })
 	if err != nil {
 		if r.Recorder != nil {
-			r.Recorder.Eventf(pod, ss, corev1.EventTypeWarning, "ResetContainerFailed", "Reset", "reset sidecar container image empty failed: %s", err.Error())
+			r.Recorder.Eventf(pod, ss, corev1.EventTypeWarning, ReasonResetContainerFailed, "Reset", "reset sidecar container image empty failed: %s", err.Error())
 		}
 		return err
 	}
@@ -94,7 +100,7 @@ func (r *Reconciler) reset(ctx context.Context, ss *v1beta1.SidecarSet, pod *cor
 	}
 	r.exp.expect(ss.Name, client.ObjectKeyFromObject(written), written.ResourceVersion)
 	if r.Recorder != nil {
-		r.Recorder.Eventf(written, ss, corev1.EventTypeNormal, "ResetContainerSucceed", "Reset", "reset sidecar container image empty successfully")
+		r.Recorder.Eventf(written, ss, corev1.EventTypeNormal, ReasonResetContainerSucceed, "Reset", "reset sidecar container image empty successfully")
 	}
 	return nil
 }

@@ -35,6 +35,13 @@ import (
 // ConfigMap, in metrics, logs and Events.
 const ConfigMapSource = v1beta1.KruiseConfigurationName
 
+// The reasons of the Events the loader records on its Event object.
+const (
+	ReasonPolicyCompileFailed    = "PolicyCompileFailed"
+	ReasonBundleActivated        = "BundleActivated"
+	ReasonBundleActivationFailed = "BundleActivationFailed"
+)
+
 const (
 	defaultDebounce        = 200 * time.Millisecond
 	defaultCompileMaxDelay = 2 * time.Second
@@ -546,7 +553,7 @@ func (s *Loader) compile(ctx context.Context) {
 		s.lastErr = err
 		s.mu.Unlock()
 		s.log.Error(err, "policy compile failed; the previous snapshot keeps serving", "duration", elapsed)
-		s.event(corev1.EventTypeWarning, "PolicyCompileFailed", "Compile", "policy compile failed, previous snapshot keeps serving: %v", err)
+		s.event(corev1.EventTypeWarning, ReasonPolicyCompileFailed, "Compile", "policy compile failed, previous snapshot keeps serving: %v", err)
 		s.metrics.compileDuration.WithLabelValues(resultFailure).Observe(elapsed.Seconds())
 		s.metrics.compiles.WithLabelValues(resultFailure).Inc()
 		return
@@ -684,7 +691,7 @@ func (s *Loader) activate(admin []*sourceBundle, rejected []string) {
 	slices.SortFunc(done, func(a, b activation) int { return strings.Compare(a.source, b.source) })
 	for _, a := range done {
 		s.log.Info("bundle activated", "source", a.source, "revision", a.revision)
-		s.event(corev1.EventTypeNormal, "BundleActivated", "Activate", "bundle from source %s (revision %q) activated", a.source, a.revision)
+		s.event(corev1.EventTypeNormal, ReasonBundleActivated, "Activate", "bundle from source %s (revision %q) activated", a.source, a.revision)
 		s.metrics.activations.WithLabelValues(a.source, resultSuccess).Inc()
 	}
 }
@@ -698,7 +705,7 @@ func (s *Loader) refuse(sourceName string, err error) {
 	}
 	s.mu.Unlock()
 	s.log.Error(err, "bundle refused; the source's last good bundle keeps serving", "source", sourceName)
-	s.event(corev1.EventTypeWarning, "BundleActivationFailed", "Activate", "bundle from source %s refused, last good bundle keeps serving: %v", sourceName, err)
+	s.event(corev1.EventTypeWarning, ReasonBundleActivationFailed, "Activate", "bundle from source %s refused, last good bundle keeps serving: %v", sourceName, err)
 	s.metrics.activations.WithLabelValues(sourceName, resultFailure).Inc()
 }
 

@@ -7,34 +7,32 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Root is the module's root directory, found from the working directory, so tests keep working
-// when their package moves.
+// productModule matches the go.mod line of the product's module.
+var productModule = regexp.MustCompile(`(?m)^module github\.com/sidecarops/sidecarops\s*$`)
+
+// Root is the product module's root directory, found from the working directory, so tests keep
+// working when their package moves, or sits in a module of its own inside the checkout (test/promql).
 func Root() (string, error) {
-	dir, err := os.Getwd()
+	wd, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+	for dir := wd; ; {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && productModule.Match(data) {
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", fmt.Errorf("no go.mod above %s", dir)
+			return "", fmt.Errorf("no go.mod of github.com/sidecarops/sidecarops above %s", wd)
 		}
 		dir = parent
 	}
@@ -244,170 +242,4 @@ func Described(cs ...prometheus.Collector) (map[string][]string, error) {
 		}
 	}
 	return metrics, nil
-}
-
-// EmittedReasons returns the reasons of the Kubernetes Events that the module's non-test code under
-// root records, read from its source: what a call of a method Eventf (events.EventRecorder's, whose
-// fourth argument is the reason), or of a function of the same package that passes its parameter
-// reason on to one, gives as the reason: a string literal or a constant of its package. Anything
-// else is an error, a reason no test can list.
-func EmittedReasons(root string) ([]string, error) {
-	var reasons []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return err
-		}
-		if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
-			return filepath.SkipDir
-		}
-		found, err := packageReasons(path)
-		reasons = append(reasons, found...)
-		return err
-	})
-	slices.Sort(reasons)
-	return slices.Compact(reasons), err
-}
-
-func packageReasons(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	fset := token.NewFileSet()
-	// Files by package: a directory may hold a main package's files beside a build-tagged one's.
-	pkgs := map[string][]*ast.File{}
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, parser.SkipObjectResolution)
-		if err != nil {
-			return nil, err
-		}
-		pkgs[f.Name.Name] = append(pkgs[f.Name.Name], f)
-	}
-	var reasons []string
-	for _, files := range pkgs {
-		consts := map[string]string{}
-		var funcs []*ast.FuncDecl
-		for _, f := range files {
-			for _, decl := range f.Decls {
-				switch decl := decl.(type) {
-				case *ast.GenDecl:
-					if decl.Tok == token.CONST {
-						for _, spec := range decl.Specs {
-							vs := spec.(*ast.ValueSpec)
-							for i, name := range vs.Names {
-								if i < len(vs.Values) {
-									if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-										consts[name.Name], _ = strconv.Unquote(lit.Value)
-									}
-								}
-							}
-						}
-					}
-				case *ast.FuncDecl:
-					if decl.Body != nil {
-						funcs = append(funcs, decl)
-					}
-				}
-			}
-		}
-		// The functions that record Events, by name, with the position of their reason:
-		// events.EventRecorder's Eventf, and the package's own that pass their parameter reason on
-		// to one of them.
-		recorders := map[string]int{"Eventf": 3}
-		for grown := true; grown; {
-			grown = false
-			for _, fn := range funcs {
-				if _, known := recorders[fn.Name.Name]; known {
-					continue
-				}
-				if i := paramIndex(fn, "reason"); i >= 0 && passesOnReason(fn, recorders) {
-					recorders[fn.Name.Name], grown = i, true
-				}
-			}
-		}
-		for _, fn := range funcs {
-			var bad error
-			ast.Inspect(fn.Body, func(n ast.Node) bool {
-				arg, ok := reasonArg(n, recorders)
-				if !ok || bad != nil {
-					return bad == nil
-				}
-				switch arg := arg.(type) {
-				case *ast.BasicLit:
-					if r, err := strconv.Unquote(arg.Value); err == nil && arg.Kind == token.STRING {
-						reasons = append(reasons, r)
-						return true
-					}
-				case *ast.Ident:
-					if r, ok := consts[arg.Name]; ok {
-						reasons = append(reasons, r)
-						return true
-					}
-					if _, passes := recorders[fn.Name.Name]; passes && arg.Name == "reason" {
-						return true
-					}
-				}
-				bad = fmt.Errorf("%s: the reason of this Event is no string constant of its package", fset.Position(arg.Pos()))
-				return false
-			})
-			if bad != nil {
-				return nil, bad
-			}
-		}
-	}
-	return reasons, nil
-}
-
-// reasonArg is the reason n passes when it is a call of one of recorders.
-func reasonArg(n ast.Node, recorders map[string]int) (ast.Expr, bool) {
-	call, ok := n.(*ast.CallExpr)
-	if !ok {
-		return nil, false
-	}
-	var name string
-	switch fun := call.Fun.(type) {
-	case *ast.SelectorExpr:
-		name = fun.Sel.Name
-	case *ast.Ident:
-		name = fun.Name
-	}
-	i, ok := recorders[name]
-	if !ok || i >= len(call.Args) {
-		return nil, false
-	}
-	return call.Args[i], true
-}
-
-// passesOnReason tells whether fn gives its parameter reason to one of recorders.
-func passesOnReason(fn *ast.FuncDecl, recorders map[string]int) bool {
-	passes := false
-	ast.Inspect(fn.Body, func(n ast.Node) bool {
-		if arg, ok := reasonArg(n, recorders); ok {
-			if id, ok := arg.(*ast.Ident); ok && id.Name == "reason" {
-				passes = true
-			}
-		}
-		return !passes
-	})
-	return passes
-}
-
-// paramIndex is the position of fn's parameter called name, or -1.
-func paramIndex(fn *ast.FuncDecl, name string) int {
-	i := 0
-	for _, field := range fn.Type.Params.List {
-		for _, n := range field.Names {
-			if n.Name == name {
-				return i
-			}
-			i++
-		}
-		if len(field.Names) == 0 {
-			i++
-		}
-	}
-	return -1
 }
