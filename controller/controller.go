@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/controller/managed"
 	"github.com/sidecarops/sidecarops/controller/rollout"
 )
 
@@ -245,7 +246,7 @@ func (r *Reconciler) cachedPods(ctx context.Context, ss *v1beta1.SidecarSet, key
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	managed, err := r.managedBy(ctx, ss)
+	managed, err := managed.Filter(ctx, r.Client, ss)
 	if err != nil {
 		return nil, err
 	}
@@ -330,9 +331,9 @@ func (r *Reconciler) run(ctx context.Context, ss *v1beta1.SidecarSet, round roll
 // index, only the pods that list ss as injected are read.
 func (r *Reconciler) matchingPods(ctx context.Context, ss *v1beta1.SidecarSet) ([]*corev1.Pod, error) {
 	if !r.indexed {
-		return MatchingPods(ctx, r.Client, ss)
+		return managed.Pods(ctx, r.Client, ss)
 	}
-	managed, err := r.managedBy(ctx, ss)
+	managed, err := managed.Filter(ctx, r.Client, ss)
 	if err != nil {
 		return nil, err
 	}
@@ -357,31 +358,6 @@ func (r *Reconciler) matchingPods(ctx context.Context, ss *v1beta1.SidecarSet) (
 	return pods, nil
 }
 
-// managedBy returns a test of whether ss manages a pod (compat §3.3: in its scope, and
-// rollout.IsManaged), reading the namespaces' labels from the cache once per namespace.
-func (r *Reconciler) managedBy(ctx context.Context, ss *v1beta1.SidecarSet) (func(*corev1.Pod) (bool, error), error) {
-	scope, err := rollout.ScopeOf(ss)
-	if err != nil {
-		return nil, err
-	}
-	nsLabels := map[string]map[string]string{}
-	return func(p *corev1.Pod) (bool, error) {
-		if !rollout.IsManaged(p, ss) {
-			return false, nil
-		}
-		l, seen := nsLabels[p.Namespace]
-		if !seen && scope.Namespaces != nil {
-			var ns corev1.Namespace
-			if err := r.Client.Get(ctx, client.ObjectKey{Name: p.Namespace}, &ns); client.IgnoreNotFound(err) != nil {
-				return false, fmt.Errorf("reading namespace %s: %w", p.Namespace, err)
-			}
-			l = ns.Labels
-			nsLabels[p.Namespace] = l
-		}
-		return scope.Contains(p, l), nil
-	}, nil
-}
-
 // settled are a SidecarSet's counts kept from pod events, brought up to date.
 type settled struct {
 	counts         rollout.Counts
@@ -396,7 +372,7 @@ func (r *Reconciler) settle(ctx context.Context, ss *v1beta1.SidecarSet) (settle
 	if r.tr == nil {
 		return settled{}, false, nil
 	}
-	managed, err := r.managedBy(ctx, ss)
+	managed, err := managed.Filter(ctx, r.Client, ss)
 	if err != nil {
 		return settled{}, false, err
 	}
@@ -427,41 +403,6 @@ func (r *Reconciler) recountInterval() time.Duration {
 		return r.RecountInterval
 	}
 	return 5 * time.Minute
-}
-
-// MatchingPods lists the pods ss manages through reader (the informer cache, or an API client
-// for `sidecarctl rollout plan`): those in its rollout.Scope that pass rollout.IsManaged.
-func MatchingPods(ctx context.Context, reader client.Reader, ss *v1beta1.SidecarSet) ([]*corev1.Pod, error) {
-	scope, err := rollout.ScopeOf(ss)
-	if err != nil {
-		return nil, err
-	}
-	namespaces := []string{scope.Namespace} // "" lists every namespace
-	if scope.Namespace == "" && scope.Namespaces != nil {
-		var list corev1.NamespaceList
-		if err := reader.List(ctx, &list, client.MatchingLabelsSelector{Selector: scope.Namespaces}); err != nil {
-			return nil, fmt.Errorf("listing namespaces: %w", err)
-		}
-		namespaces = namespaces[:0]
-		for i := range list.Items {
-			namespaces = append(namespaces, list.Items[i].Name)
-		}
-	}
-	var pods []*corev1.Pod
-	for _, ns := range namespaces {
-		var list corev1.PodList
-		// The pods are only read (rollout.Upgrade copies before changing one); with the cache as
-		// reader, not copying 1,000 pods each round is most of a round's cost.
-		if err := reader.List(ctx, &list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: scope.Pods}, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, fmt.Errorf("listing pods in %q: %w", ns, err)
-		}
-		for i := range list.Items {
-			if p := &list.Items[i]; rollout.IsManaged(p, ss) {
-				pods = append(pods, p)
-			}
-		}
-	}
-	return pods, nil
 }
 
 // writeStatus writes status through the status subresource when it differs from ss's, and keeps

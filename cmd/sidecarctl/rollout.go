@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
-	"github.com/sidecarops/sidecarops/controller"
+	"github.com/sidecarops/sidecarops/controller/managed"
 	"github.com/sidecarops/sidecarops/controller/rollout"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 )
@@ -234,7 +234,7 @@ func filePlans(cmd *cobra.Command, src *sourceFlags, args []string, rounds int) 
 				// A Namespace not given has at least the label the API server sets.
 				labels = map[string]string{v1beta1.NamespaceNameLabel: p.Namespace}
 			}
-			if scope.Contains(p, labels) && rollout.IsManaged(p, ss) {
+			if scope.Manages(ss, p, labels) {
 				managed = append(managed, p)
 			}
 		}
@@ -270,7 +270,7 @@ func livePlan(ctx context.Context, cluster clusterFlags, name string, rounds int
 	if err := defaults.SidecarSetAndHash(ss); err != nil {
 		return sidecarSetPlan{}, fmt.Errorf("SidecarSet %s: %w", name, err)
 	}
-	pods, err := controller.MatchingPods(ctx, c, ss)
+	pods, err := managed.Pods(ctx, c, ss)
 	if err != nil {
 		return sidecarSetPlan{}, fmt.Errorf("SidecarSet %s: %w", name, err)
 	}

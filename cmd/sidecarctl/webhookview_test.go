@@ -19,7 +19,6 @@ import (
 
 	"github.com/sidecarops/sidecarops/internal/podwebhook"
 	"github.com/sidecarops/sidecarops/internal/testing/render"
-	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )
 
 // A DaemonSet the logging example's SidecarSet matches in namespace ns, with ns's Namespace labelled
@@ -238,7 +237,7 @@ func TestKubeconfigReadsTheLiveWebhook(t *testing.T) {
 					{Key: "team", Operator: metav1.LabelSelectorOpExists},
 				}},
 				MatchConditions: []admissionregv1.MatchCondition{
-					{Name: prefilter.ConditionName, Expression: "false"},
+					{Name: podwebhook.ConditionName, Expression: "false"},
 					{Name: "not-batch", Expression: "!has(object.metadata.labels.batch)"},
 				},
 			},

@@ -52,3 +52,9 @@ func (s Scope) Contains(pod *corev1.Pod, nsLabels map[string]string) bool {
 	}
 	return s.Pods.Matches(labels.Set(pod.Labels))
 }
+
+// Manages reports whether ss, whose scope s is, manages pod: in scope and passing IsManaged. This is
+// the one test of it; nsLabels are the labels of the pod's namespace.
+func (s Scope) Manages(ss *v1beta1.SidecarSet, pod *corev1.Pod, nsLabels map[string]string) bool {
+	return s.Contains(pod, nsLabels) && IsManaged(pod, ss)
+}

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/internal/podwebhook"
-	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )
 
 // injectedPod is pod name in ns as OpenKruise injects it from the SidecarSets named.
@@ -55,7 +54,7 @@ func TestMigrateUnseenPods(t *testing.T) {
 		Name:              "mpod.sidecarops.io",
 		NamespaceSelector: podwebhook.NamespaceSelector("sidecarops-system", []string{"kube-system", "monitoring"}, nil),
 		ObjectSelector:    &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "sidecar", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"off"}}}},
-		MatchConditions:   []admissionregv1.MatchCondition{{Name: prefilter.ConditionName, Expression: "true"}},
+		MatchConditions:   []admissionregv1.MatchCondition{{Name: podwebhook.ConditionName, Expression: "true"}},
 	}}}
 	const refusedMesh = "SidecarSet mesh would be refused" // it patches without a whitelist
 

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
-	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )
 
 // The pod webhook's registration as config/webhook and the chart name it (package manager's
@@ -26,6 +25,9 @@ const (
 	KruiseControlPlaneLabel = "control-plane"
 	// DefaultNamespace is where config/default and the documented `helm install` put the manager.
 	DefaultNamespace = "sidecarops-system"
+	// ConditionName names the match condition the manager keeps on the pod webhook
+	// (webhook/prefilter).
+	ConditionName = "sidecarops-may-inject"
 )
 
 // NamespaceSelector is the pod webhook's namespaceSelector as the chart renders it
@@ -82,7 +84,7 @@ func New(nsSel, objSel *metav1.LabelSelector, conditions []admissionregv1.MatchC
 		}
 	}
 	for _, c := range conditions {
-		if c.Name != prefilter.ConditionName {
+		if c.Name != ConditionName {
 			v.Unevaluated = append(v.Unevaluated, c)
 		}
 	}

@@ -7,8 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )
 
 // TestExcluded: which namespaces and pods each selector leaves out, and why, as the API server
@@ -54,7 +52,7 @@ func TestExcluded(t *testing.T) {
 func TestFromConfiguration(t *testing.T) {
 	cfg := &admissionregv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "sidecarops"}, Webhooks: []admissionregv1.MutatingWebhook{
 		{Name: "msidecarset.sidecarops.io"},
-		{Name: WebhookName, MatchConditions: []admissionregv1.MatchCondition{{Name: prefilter.ConditionName, Expression: "true"}, {Name: "batch", Expression: "false"}}},
+		{Name: WebhookName, MatchConditions: []admissionregv1.MatchCondition{{Name: ConditionName, Expression: "true"}, {Name: "batch", Expression: "false"}}},
 	}}
 	v, err := FromConfiguration(cfg)
 	require.NoError(t, err)

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/internal/podwebhook"
 	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
 	"github.com/sidecarops/sidecarops/manager"
 	"github.com/sidecarops/sidecarops/webhook/prefilter"
@@ -50,7 +51,7 @@ func filterOwner(m *admissionregv1.MutatingWebhookConfiguration) string {
 		if f.FieldsV1 == nil {
 			continue
 		}
-		if raw := f.FieldsV1.GetRawString(); strings.Contains(raw, prefilter.ConditionName) || strings.Contains(raw, `"f:objectSelector"`) {
+		if raw := f.FieldsV1.GetRawString(); strings.Contains(raw, podwebhook.ConditionName) || strings.Contains(raw, `"f:objectSelector"`) {
 			return f.Manager
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/internal/podwebhook"
 )
 
 // AdmittedAnnotation lists, on the webhook configuration, the terms that SidecarSet admission added
@@ -272,7 +273,7 @@ func (w *Widener) Widen(ctx context.Context, ss, old *v1beta1.SidecarSet) error 
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("widening the pod webhook's match condition %s for SidecarSet %s: %w", ConditionName, ss.Name, err)
+		return fmt.Errorf("widening the pod webhook's match condition %s for SidecarSet %s: %w", podwebhook.ConditionName, ss.Name, err)
 	}
 	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/internal/podwebhook"
 )
 
 // union of two conditions is their disjunction as the API server evaluates it, conditions of the
@@ -265,7 +266,7 @@ func TestReconcileWritesNoWideningBack(t *testing.T) {
 func TestWideningsOfTwoReplicas(t *testing.T) {
 	const grace, burst = 2 * time.Minute, 4
 	reg := newRegistration()
-	reg.cfg.Webhooks[0].MatchConditions = []admissionregv1.MatchCondition{{Name: ConditionName, Expression: "false"}}
+	reg.cfg.Webhooks[0].MatchConditions = []admissionregv1.MatchCondition{{Name: podwebhook.ConditionName, Expression: "false"}}
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	replica := func() *Widener {
 		return &Widener{Reader: reg, Writer: reg, Configuration: "sidecarops", Webhook: "mpod.sidecarops.io", Grace: grace, Burst: burst, Now: func() time.Time { return now }}

@@ -12,9 +12,6 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
-// ConditionName names the match condition sidecarops keeps on the pod webhook.
-const ConditionName = "sidecarops-may-inject"
-
 // MaxExpressionLength bounds the condition: beyond it the webhook is sent every pod instead. That
 // is about 2,400 SidecarSets selecting app=application-number-N (one label: their values share a
 // list), fewer with selectors of several terms. The API server's own CEL compiler accepts a

@@ -24,6 +24,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
+	"github.com/sidecarops/sidecarops/internal/podwebhook"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 )
 
@@ -54,7 +55,7 @@ func newFilteringAPIServer(t testing.TB, f Filter) apiServer {
 		return a
 	}
 	envs := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
-	mc := &matchconditions.MatchCondition{Name: ConditionName, Expression: f.Expression}
+	mc := &matchconditions.MatchCondition{Name: podwebhook.ConditionName, Expression: f.Expression}
 	decls := plugincel.OptionalVariableDeclarations{HasAuthorizer: true}
 	// What validation runs when the registration is written.
 	res := plugincel.NewCompiler(envs).CompileCELExpression(mc, decls, environment.NewExpressions)

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/internal/podwebhook"
 )
 
 // Filter is what the pod webhook's registration asks of a pod before the API server sends it: an
@@ -149,7 +150,7 @@ func Registered(cfg *admissionregv1.MutatingWebhookConfiguration, webhook string
 			f.Selector = s
 		}
 		for _, c := range w.MatchConditions {
-			if c.Name == ConditionName {
+			if c.Name == podwebhook.ConditionName {
 				f.Expression = c.Expression
 			}
 		}

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/internal/podwebhook"
 )
 
 // FieldOwner is the server-side apply manager of the filter: it owns that one match condition, the
@@ -164,7 +165,7 @@ func (r *Reconciler) desired(ctx context.Context) (f Filter, reason string, seen
 func apply(ctx context.Context, c client.Writer, configuration, webhook, resourceVersion string, f Filter, annotation string) error {
 	w := admissionv1ac.MutatingWebhook().WithName(webhook)
 	if f.Expression != "" {
-		w = w.WithMatchConditions(admissionv1ac.MatchCondition().WithName(ConditionName).WithExpression(f.Expression))
+		w = w.WithMatchConditions(admissionv1ac.MatchCondition().WithName(podwebhook.ConditionName).WithExpression(f.Expression))
 	}
 	if f.Selector != nil {
 		sel := metav1ac.LabelSelector()
