@@ -41,6 +41,7 @@ import (
 	"github.com/sidecarops/sidecarops/internal/impact"
 	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/loader"
+	"github.com/sidecarops/sidecarops/internal/podwebhook"
 	"github.com/sidecarops/sidecarops/webhook"
 	"github.com/sidecarops/sidecarops/webhook/prefilter"
 )
@@ -56,9 +57,11 @@ const (
 
 // Names the installation manifests in config/ use.
 const (
-	WebhookConfigurationName = "sidecarops"
+	// WebhookConfigurationName and PodWebhookName are internal/podwebhook's, which sidecarctl
+	// shares without linking the manager; kept here for the tests and tools that drive a manager.
+	WebhookConfigurationName = podwebhook.ConfigurationName
 	// PodWebhookName is the pod webhook's name in WebhookConfigurationName.
-	PodWebhookName   = "mpod.sidecarops.io"
+	PodWebhookName   = podwebhook.WebhookName
 	CertSecretName   = "sidecarops-webhook-cert" //nolint:gosec // G101: the name of the Secret holding the webhook certificate, not a credential
 	ServiceName      = "sidecarops-webhook"
 	LeaderElectionID = "sidecarops-manager.sidecarops.io"

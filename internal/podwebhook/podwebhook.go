@@ -12,8 +12,8 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 )
 
-// The pod webhook's registration as config/webhook and the chart name it (package manager's
-// WebhookConfigurationName and PodWebhookName, which the CLI does not link).
+// The pod webhook's registration as config/webhook and the chart name it: the one definition, which
+// the manager (WebhookConfigurationName, PodWebhookName) and sidecarctl share.
 const (
 	ConfigurationName = "sidecarops"
 	WebhookName       = "mpod.sidecarops.io"
