@@ -37,6 +37,11 @@ HELM3_MOD := hack/tools/helm3
 HELM3_VERSION := $(or $(shell $(GO) -C $(HELM3_MOD) list -m -f '{{.Version}}' helm.sh/helm/v3),$(error cannot read Helm 3's version from $(HELM3_MOD)/go.mod))
 HELM3_K8S_MINOR := $(or $(word 2,$(subst ., ,$(shell $(GO) -C $(HELM3_MOD) list -m -f '{{.Version}}' k8s.io/client-go))),$(error cannot read client-go's version from $(HELM3_MOD)/go.mod))
 HELM3_LDFLAGS := -X helm.sh/helm/v3/internal/version.version=$(HELM3_VERSION) $(foreach p,lint/rules chartutil,-X helm.sh/helm/v3/pkg/$(p).k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/$(p).k8sVersionMinor=$(HELM3_K8S_MINOR))
+# promtool, which checks and evaluates the alerting rules in tests (test/manifests), has a module of its
+# own (hack/tools/promtool): Prometheus' module is large, and its requirements stay out of go.mod and
+# out of the other tools'.
+PROMTOOL_MOD := hack/tools/promtool
+PROMTOOL_VERSION := $(or $(shell $(GO) -C $(PROMTOOL_MOD) list -m -f '{{.Version}}' github.com/prometheus/prometheus),$(error cannot read Prometheus' version from $(PROMTOOL_MOD)/go.mod))
 
 OPA := $(CACHE_DIR)/opa-$(OPA_VERSION)/opa
 # Tools that load this module's packages are keyed by the toolchain too: one built with an older Go
@@ -47,6 +52,7 @@ GOVULNCHECK := $(CACHE_DIR)/govulncheck-$(GOVULNCHECK_VERSION)-$(GOTOOLCHAIN)/go
 INDEXDB := $(CACHE_DIR)/indexdb-$(VULNDB_VERSION)/indexdb
 HELM := $(CACHE_DIR)/helm-$(HELM_VERSION)/helm
 HELM3 := $(CACHE_DIR)/helm-$(HELM3_VERSION)/helm
+PROMTOOL := $(CACHE_DIR)/promtool-$(PROMTOOL_VERSION)/promtool
 # The offline vulnerability database govulncheck reads (-db file://…), indexed from vulndb's OSV files.
 VULN_DB := $(CACHE_DIR)/vulndb-$(VULNDB_VERSION)
 
@@ -74,16 +80,17 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/sidecarops-manager ./cmd/sidecarops-manager
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/sidecar-agent ./cmd/sidecar-agent
 
-# OCI images of the manager and of the agent, built by hack/images with no container daemon, registry or
-# base image, so offline: dist/images/{manager,agent}/ are OCI layouts (one index, linux/amd64 and
-# linux/arm64), dist/images/digests.txt names each by tag and digest. Reproducible: every time in them is
+# OCI images of the manager and of the agent, built by hack/images (a module of its own, which keeps
+# go-containerregistry out of go.mod) with no container daemon, registry or base image, so offline:
+# dist/images/{manager,agent}/ are OCI layouts (one index, linux/amd64 and linux/arm64),
+# dist/images/digests.txt names each by tag and digest. Reproducible: every time in them is
 # the commit's ($SOURCE_DATE_EPOCH if set); docs/development.md, "Images".
 # The images are $(REGISTRY)/manager and $(REGISTRY)/agent, tagged $(VERSION); REGISTRY is the one part
 # of their names to change (docs/install.md, "Images").
 REGISTRY ?= ghcr.io/sidecarops
 .PHONY: images
 images:
-	$(GO) run ./hack/images --go '$(GO)' --version '$(VERSION)' --commit '$(COMMIT)' --registry '$(REGISTRY)' --out dist/images
+	$(GO) -C hack/images run . --go '$(GO)' --version '$(VERSION)' --commit '$(COMMIT)' --registry '$(REGISTRY)' --out $(abspath dist/images)
 
 # Pushes the layouts `make images` wrote to $(REGISTRY), with `docker login`/`podman login`
 # credentials, and prints each image by tag and digest. VERSION, when given, must be what they hold.
@@ -95,7 +102,7 @@ PUSH_ARGS ?=
 RELEASE_DIR = dist/release/$(VERSION)
 .PHONY: push
 push:
-	$(GO) run ./hack/images push --registry '$(REGISTRY)' --in dist/images $(if $(filter command line environment,$(origin VERSION)),--version '$(VERSION)') $(PUSH_ARGS)
+	$(GO) -C hack/images run . push --registry '$(REGISTRY)' --in $(abspath dist/images) $(if $(filter command line environment,$(origin VERSION)),--version '$(VERSION)') $(PUSH_ARGS)
 	@if [ -d '$(RELEASE_DIR)' ]; then \
 	  $(GO) -C hack/release run . push --registry '$(REGISTRY)' $(PUSH_ARGS) $(abspath $(wildcard $(RELEASE_DIR)/sidecarops-chart-*.oci.tar $(RELEASE_DIR)/*.cosign.oci.tar)); \
 	else echo "push: no $(RELEASE_DIR): the images only (make release VERSION=$(VERSION) makes the chart, SBOMs and signatures)"; fi
@@ -118,7 +125,7 @@ demo:
 	assets=$$(hack/envtest-bins.sh | tail -n 1); \
 	KUBEBUILDER_ASSETS=$$assets $(GO) run ./hack/demo $(DEMO_ARGS)
 
-tools: $(OPA) $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(GOVULNCHECK) $(INDEXDB) $(HELM) $(HELM3)
+tools: $(OPA) $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(GOVULNCHECK) $(INDEXDB) $(HELM) $(HELM3) $(PROMTOOL)
 
 # A real kube-apiserver and etcd for envtest, built from the Go module proxy into the same cache
 # (hack/envtest-bins.sh; 10-20 minutes cold, nothing when cached). Prints the KUBEBUILDER_ASSETS dir.
@@ -164,6 +171,10 @@ $(HELM):
 
 $(HELM3):
 	$(call build_tool,helm.sh/helm/v3/cmd/helm,$(HELM3_MOD),-ldflags '$(HELM3_LDFLAGS)')
+
+# A few minutes cold: promtool links every service discovery Prometheus has.
+$(PROMTOOL):
+	$(call build_tool,github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_MOD))
 
 # The Go vulnerability database, offline: golang.org/x/vulndb's module (from the Go module proxy) holds
 # every report as OSV JSON in data/osv; its indexdb command writes the layout govulncheck reads.
@@ -225,7 +236,7 @@ lint: $(OPA) golangci-lint
 GOLANGCI_LINT_ARGS ?=
 golangci-lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run $(GOLANGCI_LINT_ARGS) ./...
-	cd hack/release && $(GOLANGCI_LINT) run $(GOLANGCI_LINT_ARGS) ./...
+	for m in $(GO_MODULES); do (cd $$m && $(GOLANGCI_LINT) run $(GOLANGCI_LINT_ARGS) ./...) || exit 1; done
 
 test: tools verify-generated lint vulncheck test-rego test-go
 
@@ -240,14 +251,18 @@ test-rego: $(OPA)
 	@echo "administrators' example bundles with the built-in policies:"; $(OPA) test policies --ignore strict $(ADMIN_POLICY_DIRS) | tail -n 1
 	rm -f .rego-coverage.json
 
-# hack/release is a module of its own (the release tooling's dependencies stay out of go.mod), which
-# ./... does not reach: its tests run after the others'. SIDECAROPS_HELM3: the chart tests run with
-# Helm 3 too.
-test-go: $(OPA) $(HELM) $(HELM3)
+# hack/release, hack/images and test/promql are modules of their own (the release tooling's, the image
+# builder's and Prometheus' dependencies stay out of go.mod), which ./... does not reach: their tests run
+# after the others'. SIDECAROPS_HELM3: the chart tests run with Helm 3 too. SIDECAROPS_PROMTOOL: the
+# alerting rules' checks and unit tests.
+GO_MODULES := hack/release hack/images test/promql
+test-go: $(OPA) $(HELM) $(HELM3) $(PROMTOOL)
 	hack/kwok-bin.sh >/dev/null
 	assets=$$(hack/envtest-bins.sh | tail -n 1); \
-	KUBEBUILDER_ASSETS=$$assets SIDECAROPS_OPA=$(OPA) SIDECAROPS_HELM=$(HELM) SIDECAROPS_HELM3=$(HELM3) $(GO) test -race -count=1 -timeout 30m ./...
+	KUBEBUILDER_ASSETS=$$assets SIDECAROPS_OPA=$(OPA) SIDECAROPS_HELM=$(HELM) SIDECAROPS_HELM3=$(HELM3) SIDECAROPS_PROMTOOL=$(PROMTOOL) $(GO) test -race -count=1 -timeout 30m ./...
 	SIDECAROPS_HELM=$(HELM) SIDECAROPS_HELM3=$(HELM3) $(GO) -C hack/release test -count=1 -timeout 20m ./...
+	$(GO) -C hack/images test -race -count=1 -timeout 20m ./...
+	$(GO) -C test/promql test -race -count=1 ./...
 
 # The suites that drive a real API server (webhooks, conversion, prefilter, rollout, agent policy,
 # install, takeover) on the oldest Kubernetes minor the manifests support and on the newest; each

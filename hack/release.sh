@@ -19,7 +19,8 @@
 # the commit's (SOURCE_DATE_EPOCH), so two runs on one commit give the same files, signatures aside
 # (an ECDSA signature is new each time). COSIGN_KEY names the signing key (a cosign key, with
 # COSIGN_PASSWORD, or a PEM private key); without it the release is built with its images unsigned.
-# hack/release, a Go module of its own, makes the chart's layout, the SBOMs and the signatures.
+# hack/images and hack/release, Go modules of their own, make the images, and the chart's layout, the SBOMs
+# and the signatures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,7 +59,7 @@ for os in linux darwin; do
 done
 
 echo "images"
-"$go" run ./hack/images --go "$go" --version "$version" --commit "$commit" --registry "$registry" --out "$tmp/images" >/dev/null
+"$go" -C hack/images run . --go "$go" --version "$version" --commit "$commit" --registry "$registry" --out "$tmp/images" >/dev/null
 cp "$tmp/images/digests.txt" "$out/"
 for image in manager agent; do
   archive "$tmp/images/$image" "$out/sidecarops-$image-$version.oci.tar"

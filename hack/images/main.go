@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	"golang.org/x/mod/modfile"
 )
 
 func main() {
@@ -43,7 +44,7 @@ func run(ctx context.Context, args []string) error {
 	if *version == "" || *commit == "" {
 		return errors.New("--version and --commit are required")
 	}
-	root, err := moduleRoot(ctx, *goCmd)
+	root, err := productRoot()
 	if err != nil {
 		return err
 	}
@@ -109,18 +110,29 @@ func runPush(ctx context.Context, args []string) error {
 	return nil
 }
 
-// moduleRoot is where go.mod is, so that the packages, LICENSE and go build resolve the same from any
-// directory (go test runs in hack/images).
-func moduleRoot(ctx context.Context, goCmd string) (string, error) {
-	out, err := exec.CommandContext(ctx, goCmd, "env", "GOMOD").Output()
+// productModule is the module whose commands the images hold; this one, a module of its own so that
+// go-containerregistry stays out of the product's go.mod, sits in its checkout.
+const productModule = "github.com/sidecarops/sidecarops"
+
+// productRoot is the directory of productModule's go.mod, the first one declaring it above the working
+// directory, so that the packages, LICENSE and go build resolve the same from anywhere in the checkout
+// (go run and go test run in hack/images).
+func productRoot() (string, error) {
+	dir, err := os.Getwd()
 	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
+		return "", err
 	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("go env GOMOD: not inside the sidecarops module")
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod")) //nolint:gosec // G304: the go.mod files above the working directory
+		if err == nil && modfile.ModulePath(data) == productModule {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod of %s above the working directory: run inside the sidecarops checkout", productModule)
+		}
+		dir = parent
 	}
-	return filepath.Dir(gomod), nil
 }
 
 // sourceDate is the one time an image carries. It comes from the commit, never from the clock, so that

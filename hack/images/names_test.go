@@ -66,7 +66,7 @@ func TestStrays(t *testing.T) {
 // for names of the images that no registry serves, such as the ones the chart, config/ and the agent's
 // example used to give.
 func TestOneNamePerImage(t *testing.T) {
-	root, err := moduleRoot(context.Background(), "go")
+	root, err := productRoot()
 	require.NoError(t, err)
 	cmd := exec.CommandContext(context.Background(), "git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
 	cmd.Dir = root

@@ -108,7 +108,7 @@ func TestChartMatchesConfigDefault(t *testing.T) {
 
 	deploy := "Deployment/" + namespace + "/sidecarops-manager"
 	// The chart's image defaults to its appVersion; config/default's is config/manager's images: entry,
-	// the same version (hack/images' TestKustomizeImages). Either is replaced at install or release.
+	// the same version (TestKustomizeImages). Either is replaced at install or release.
 	assert.Equal(t, "ghcr.io/sidecarops/manager:v0.1.0", cut(t, fromChart[deploy].Object, "spec", "template", "spec", "containers", 0, "image"))
 	assert.Equal(t, "ghcr.io/sidecarops/manager:v0.1.0", cut(t, fromConfig[deploy].Object, "spec", "template", "spec", "containers", 0, "image"))
 

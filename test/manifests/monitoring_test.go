@@ -1,28 +1,17 @@
 package manifests
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 	"unicode"
 
-	"github.com/prometheus/common/model"
-	"github.com/prometheus/prometheus/model/histogram"
-	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/promql"
-	"github.com/prometheus/prometheus/promql/parser"
-	"github.com/prometheus/prometheus/storage"
-	"github.com/prometheus/prometheus/template"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
-	"github.com/prometheus/prometheus/tsdb/chunks"
-	"github.com/prometheus/prometheus/util/annotations"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -240,136 +229,85 @@ func TestChartRuleLabelsAndErrorRatio(t *testing.T) {
 	}
 }
 
-// A floatSample is a sample of a series loaded for the rules' tests.
-type floatSample struct {
-	t int64
-	f float64
-}
-
-func (s floatSample) T() int64                    { return s.t }
-func (floatSample) ST() int64                     { return 0 }
-func (s floatSample) F() float64                  { return s.f }
-func (floatSample) H() *histogram.Histogram       { return nil }
-func (floatSample) FH() *histogram.FloatHistogram { return nil }
-func (floatSample) Type() chunkenc.ValueType      { return chunkenc.ValFloat }
-func (s floatSample) Copy() chunks.Sample         { return s }
-
-// loadSeries is a store of the series of block, each line a series in promqltest's notation
-// (`metric{labels} 0+1x30 _x9 …`, as Prometheus' parser reads it), one sample a minute from time 0.
-func loadSeries(t *testing.T, block string) storage.Queryable {
+// promtool runs the promtool `make tools` built (SIDECAROPS_PROMTOOL) with args; the test fails with
+// what it printed if it fails.
+func promtool(t *testing.T, args ...string) {
 	t.Helper()
-	p := parser.NewParser(parser.Options{})
-	var series []storage.Series
-	for line := range strings.Lines(block) {
-		if line = strings.TrimSpace(line); line == "" {
-			continue
-		}
-		lset, values, err := p.ParseSeriesDesc(line)
-		require.NoError(t, err, line)
-		var samples []chunks.Sample
-		for i, v := range values {
-			if !v.Omitted {
-				samples = append(samples, floatSample{t: int64(i) * time.Minute.Milliseconds(), f: v.Value})
-			}
-		}
-		series = append(series, storage.NewListSeries(lset, samples))
+	bin := os.Getenv("SIDECAROPS_PROMTOOL")
+	if bin == "" {
+		t.Fatal("SIDECAROPS_PROMTOOL is not set: run the tests through `make test` (it builds the pinned promtool with `make tools`)")
 	}
-	return &storage.MockQueryable{MockQuerier: &storage.MockQuerier{
-		SelectMockFunction: func(_ bool, _ *storage.SelectHints, matchers ...*labels.Matcher) storage.SeriesSet {
-			set := &seriesSet{}
-			for _, s := range series {
-				if !slices.ContainsFunc(matchers, func(m *labels.Matcher) bool { return !m.Matches(s.Labels().Get(m.Name)) }) {
-					set.series = append(set.series, s)
-				}
-			}
-			slices.SortFunc(set.series, func(a, b storage.Series) int { return labels.Compare(a.Labels(), b.Labels()) })
-			return set
-		},
-	}}
+	out, err := exec.CommandContext(t.Context(), bin, args...).CombinedOutput()
+	require.NoError(t, err, "promtool %s:\n%s", strings.Join(args, " "), out)
 }
 
-// A seriesSet is the series a selector of loadSeries' store matches, sorted by labels.
-type seriesSet struct {
-	series []storage.Series
-	next   int
-}
-
-func (s *seriesSet) Next() bool                      { s.next++; return s.next <= len(s.series) }
-func (s *seriesSet) At() storage.Series              { return s.series[s.next-1] }
-func (*seriesSet) Err() error                        { return nil }
-func (*seriesSet) Warnings() annotations.Annotations { return nil }
-
-// alertsFiring evaluates groups every minute from minute from to minute to over the series of
-// block (loadSeries) with Prometheus' query engine, as its rule manager does: an alert is each
-// series an expression returns, with the rule's labels; it fires once returned at every evaluation
-// for the rule's `for`. It returns the alerts that fired at any evaluation, by name, with their
-// labels, and checks that every annotation expands with Prometheus' alert templates.
-func alertsFiring(t *testing.T, groups []promrules.Group, block string, from, to int) map[string][]labels.Labels {
+// writeRules writes groups into dir as a Prometheus rules file (a PrometheusRule's spec) and returns
+// its path.
+func writeRules(t *testing.T, dir string, groups []promrules.Group) string {
 	t.Helper()
-	store := loadSeries(t, block)
-	engine := promql.NewEngine(promql.EngineOpts{MaxSamples: 1_000_000, Timeout: time.Minute, Parser: parser.NewParser(parser.Options{})})
-	t.Cleanup(func() { assert.NoError(t, engine.Close()) })
-	query := func(ctx context.Context, q string, ts time.Time) (promql.Vector, error) {
-		qry, err := engine.NewInstantQuery(ctx, store, nil, q, ts)
-		if err != nil {
-			return nil, err
-		}
-		defer qry.Close()
-		return qry.Exec(ctx).Vector()
-	}
-	fired := map[string][]labels.Labels{}
-	activeSince := map[string]time.Time{}
-	for _, g := range groups {
-		for _, r := range g.Rules {
-			hold, err := model.ParseDuration(r.For)
-			require.NoError(t, err, r.Alert)
-			for m := from; m <= to; m++ {
-				ts := time.Unix(0, 0).UTC().Add(time.Duration(m) * time.Minute)
-				vec, err := query(t.Context(), r.Expr, ts)
-				require.NoError(t, err, "%s at %s", r.Alert, ts)
-				returned := map[string]bool{}
-				for _, smpl := range vec {
-					b := labels.NewBuilder(smpl.Metric).Del(model.MetricNameLabel).Set(labels.AlertName, r.Alert)
-					for k, v := range r.Labels {
-						b.Set(k, v)
-					}
-					alert := b.Labels()
-					key := alert.String()
-					returned[key] = true
-					since, active := activeSince[key]
-					if !active {
-						since, activeSince[key] = ts, ts
-					}
-					if ts.Sub(since) >= time.Duration(hold) && !slices.ContainsFunc(fired[r.Alert], func(l labels.Labels) bool { return labels.Equal(l, alert) }) {
-						fired[r.Alert] = append(fired[r.Alert], alert)
-					}
-					data := template.AlertTemplateData(smpl.Metric.Map(), nil, "", smpl)
-					for name, text := range r.Annotations {
-						_, err := template.NewTemplateExpander(t.Context(),
-							"{{$labels := .Labels}}{{$externalLabels := .ExternalLabels}}{{$externalURL := .ExternalURL}}{{$value := .Value}}"+text,
-							name, data, model.Time(ts.UnixMilli()), query, nil, nil).Expand()
-						assert.NoError(t, err, "%s: annotation %s", r.Alert, name)
-					}
-				}
-				for key := range activeSince {
-					if strings.Contains(key, `alertname="`+r.Alert+`"`) && !returned[key] {
-						delete(activeSince, key)
-					}
-				}
-			}
-		}
-	}
-	return fired
+	b, err := yaml.Marshal(map[string]any{"groups": groups})
+	require.NoError(t, err)
+	f := filepath.Join(dir, "rules.yaml")
+	require.NoError(t, os.WriteFile(f, b, 0o600))
+	return f
 }
 
-// The rules fire on what they say, evaluated with Prometheus' rule engine on series made for each
-// case, as the chart renders them: one error among many admissions is a warning, never the
-// critical alert; an error ratio above the threshold (the values' or the default) is critical; the
-// API server failing open on the pod webhook, from the first pod, is its alert.
+// The rules file, and the chart's rules with a ratio of the values', are rules Prometheus loads:
+// every expression parses, every `for` is a duration, every annotation is a template of Prometheus'
+// functions, and no rule is there twice (promtool check rules, its lint fatal).
+func TestRulesCheck(t *testing.T) {
+	file, err := promrules.RuleGroups()
+	require.NoError(t, err)
+	for name, groups := range map[string][]promrules.Group{
+		"the rules file": file,
+		"errorRatio 0.2": renderedRules(t, monitoringValues(t, "0.2")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			promtool(t, "check", "rules", "--lint-fatal", writeRules(t, t.TempDir(), groups))
+		})
+	}
+}
+
+// A unit test file of `promtool test rules`, the fields used here.
+type (
+	ruleTests struct {
+		RuleFiles          []string   `json:"rule_files"`
+		EvaluationInterval string     `json:"evaluation_interval"`
+		Tests              []ruleTest `json:"tests"`
+	}
+	ruleTest struct {
+		Interval       string        `json:"interval"`
+		InputSeries    []inputSeries `json:"input_series"`
+		PromQLExprTest []exprTest    `json:"promql_expr_test"`
+	}
+	inputSeries struct {
+		Series string `json:"series"`
+		Values string `json:"values"`
+	}
+	exprTest struct {
+		Expr       string   `json:"expr"`
+		EvalTime   string   `json:"eval_time"`
+		ExpSamples []sample `json:"exp_samples"`
+	}
+	sample struct {
+		Labels string  `json:"labels"`
+		Value  float64 `json:"value"`
+	}
+)
+
+// The rules fire on what they say, evaluated by promtool (Prometheus' rule manager and query engine)
+// on series made for each case, as the chart renders them: one error among many admissions is a
+// warning, never the critical alert; an error ratio above the threshold (the values' or the default)
+// is critical; the API server failing open on the pod webhook, from the first pod, is its alert.
 func TestAlertsFire(t *testing.T) {
-	// The rules are evaluated from minute 15 to 40, with the history of a Prometheus that has
-	// scraped for longer than any rule looks back (increase over 15m).
+	// The alerts that fired from minute 15 to 40, with the history of a Prometheus that has scraped
+	// for longer than any rule looks back (increase over 15m). promtool evaluates the rules every
+	// minute from 0 and writes each alert's state to ALERTS, which a query at minute 40 reads back over
+	// (14m, 40m]: range selectors are open on the left.
 	const from, to = 15, 40
+	firedSince := func(selector string) string {
+		return fmt.Sprintf(`max_over_time(ALERTS{alertstate="firing"%s}[%dm])`, selector, to-from+1)
+	}
 	// Two replicas' pod decisions, patched and error, as counters from 0 (the manager makes every
 	// series at start), a sample a minute; each replica's errors in promqltest's notation.
 	decisions := func(patchedPerMinute string, errors ...string) string {
@@ -385,41 +323,64 @@ func TestAlertsFire(t *testing.T) {
 	for _, tc := range []struct {
 		name, errorRatio, series string
 		fire                     []string
+		// errorsOf, where set, is the one replica a SidecaropsAdmissionErrors alert names.
+		errorsOf string
 	}{
-		{"no error", "", decisions("100", "0x40", "0x40"), nil},
+		{name: "no error", series: decisions("100", "0x40", "0x40")},
 		// One error among thousands of admissions, then none: pods are still admitted.
-		{"one error among many", "", decisions("100", "0x19 1x21", "0x40"), []string{"SidecaropsAdmissionErrors"}},
-		{"errors below the ratio", "", decisions("98", "0+2x40", "0+2x40"), []string{"SidecaropsAdmissionErrors"}},
-		{"errors above the ratio", "", decisions("90", "0+10x40", "0+10x40"), []string{"SidecaropsAdmissionErrors", "SidecaropsAdmissionsFailing"}},
+		{name: "one error among many", series: decisions("100", "0x19 1x21", "0x40"), fire: []string{"SidecaropsAdmissionErrors"}, errorsOf: "sidecarops-manager-a"},
+		{name: "errors below the ratio", series: decisions("98", "0+2x40", "0+2x40"), fire: []string{"SidecaropsAdmissionErrors"}},
+		{name: "errors above the ratio", series: decisions("90", "0+10x40", "0+10x40"), fire: []string{"SidecaropsAdmissionErrors", "SidecaropsAdmissionsFailing"}},
 		// A ratio, not a rate: many errors a second among very many admissions are below it, a few
 		// among fewer above it.
-		{"many errors below the ratio", "", decisions("10000", "0+100x40", "0+100x40"), []string{"SidecaropsAdmissionErrors"}},
-		{"few errors above the ratio", "", decisions("1", "0+1x40", "0+1x40"), []string{"SidecaropsAdmissionErrors", "SidecaropsAdmissionsFailing"}},
+		{name: "many errors below the ratio", series: decisions("10000", "0+100x40", "0+100x40"), fire: []string{"SidecaropsAdmissionErrors"}},
+		{name: "few errors above the ratio", series: decisions("1", "0+1x40", "0+1x40"), fire: []string{"SidecaropsAdmissionErrors", "SidecaropsAdmissionsFailing"}},
 		// One replica failing every admission is half of them.
-		{"one replica failing", "", decisions("100", "0x19 0+100x21", "0x40"), []string{"SidecaropsAdmissionErrors", "SidecaropsAdmissionsFailing"}},
-		{"errors below the values' ratio", "0.2", decisions("90", "0+10x40", "0+10x40"), []string{"SidecaropsAdmissionErrors"}},
-		{"errors above the values' ratio", "0.2", decisions("70", "0+30x40", "0+30x40"), []string{"SidecaropsAdmissionErrors", "SidecaropsAdmissionsFailing"}},
+		{name: "one replica failing", series: decisions("100", "0x19 0+100x21", "0x40"), fire: []string{"SidecaropsAdmissionErrors", "SidecaropsAdmissionsFailing"}},
+		{name: "errors below the values' ratio", errorRatio: "0.2", series: decisions("90", "0+10x40", "0+10x40"), fire: []string{"SidecaropsAdmissionErrors"}},
+		{name: "errors above the values' ratio", errorRatio: "0.2", series: decisions("70", "0+30x40", "0+30x40"), fire: []string{"SidecaropsAdmissionErrors", "SidecaropsAdmissionsFailing"}},
 		// The API server makes the series at its first fail-open, with that pod in it.
-		{"first pod failed open", "", fmt.Sprintf(failOpen, "mpod.sidecarops.io", "_x19 1x21"), []string{"SidecaropsPodWebhookFailedOpen"}},
-		{"more pods failed open", "", fmt.Sprintf(failOpen, "mpod.sidecarops.io", "3x19 4x21"), []string{"SidecaropsPodWebhookFailedOpen"}},
-		{"pods failed open long ago", "", fmt.Sprintf(failOpen, "mpod.sidecarops.io", "3x40"), nil},
-		{"another webhook failed open", "", fmt.Sprintf(failOpen, "mpod.kruise.io", "_x19 1+1x21"), nil},
+		{name: "first pod failed open", series: fmt.Sprintf(failOpen, "mpod.sidecarops.io", "_x19 1x21"), fire: []string{"SidecaropsPodWebhookFailedOpen"}},
+		{name: "more pods failed open", series: fmt.Sprintf(failOpen, "mpod.sidecarops.io", "3x19 4x21"), fire: []string{"SidecaropsPodWebhookFailedOpen"}},
+		{name: "pods failed open long ago", series: fmt.Sprintf(failOpen, "mpod.sidecarops.io", "3x40")},
+		{name: "another webhook failed open", series: fmt.Sprintf(failOpen, "mpod.kruise.io", "_x19 1+1x21")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fired := alertsFiring(t, renderedRules(t, monitoringValues(t, tc.errorRatio)), tc.series, from, to)
-			assert.ElementsMatch(t, tc.fire, slices.Collect(maps.Keys(fired)))
-			for name, alerts := range fired {
-				for _, l := range alerts {
-					assert.Equal(t, "platform", l.Get("team"), "%s: the values' rule labels", name)
-				}
+			var test ruleTest
+			test.Interval = "1m"
+			for line := range strings.Lines(tc.series) {
+				i := strings.LastIndex(line, "} ")
+				require.Positive(t, i, "series and values: %s", line)
+				test.InputSeries = append(test.InputSeries, inputSeries{strings.TrimSpace(line[:i+1]), strings.TrimSpace(line[i+2:])})
 			}
-			if alerts := fired["SidecaropsAdmissionErrors"]; tc.name == "one error among many" {
-				require.Len(t, alerts, 1, "the replica that answered the error")
-				assert.Equal(t, "sidecarops-manager-a", alerts[0].Get("pod"))
+			at := fmt.Sprintf("%dm", to)
+			// Every alert that fired, by name, has the values' rule labels: one without them would be
+			// a sample of its own, without team.
+			names := exprTest{Expr: "group by (alertname, team) (" + firedSince("") + ")", EvalTime: at, ExpSamples: []sample{}}
+			for _, name := range tc.fire {
+				names.ExpSamples = append(names.ExpSamples, sample{Labels: `{alertname="` + name + `", team="platform"}`, Value: 1})
 			}
-			if alerts := fired["SidecaropsPodWebhookFailedOpen"]; len(alerts) > 0 {
-				assert.Equal(t, "mpod.sidecarops.io", alerts[0].Get("name"))
+			test.PromQLExprTest = append(test.PromQLExprTest, names)
+			if tc.errorsOf != "" {
+				test.PromQLExprTest = append(test.PromQLExprTest, exprTest{
+					Expr: "count by (pod) (" + firedSince(`, alertname="SidecaropsAdmissionErrors"`) + ")", EvalTime: at,
+					ExpSamples: []sample{{Labels: `{pod="` + tc.errorsOf + `"}`, Value: 1}},
+				})
 			}
+			if slices.Contains(tc.fire, "SidecaropsPodWebhookFailedOpen") {
+				test.PromQLExprTest = append(test.PromQLExprTest, exprTest{
+					Expr: "group by (name) (" + firedSince(`, alertname="SidecaropsPodWebhookFailedOpen"`) + ")", EvalTime: at,
+					ExpSamples: []sample{{Labels: `{name="mpod.sidecarops.io"}`, Value: 1}},
+				})
+			}
+
+			dir := t.TempDir()
+			rules := writeRules(t, dir, renderedRules(t, monitoringValues(t, tc.errorRatio)))
+			b, err := yaml.Marshal(ruleTests{RuleFiles: []string{rules}, EvaluationInterval: "1m", Tests: []ruleTest{test}})
+			require.NoError(t, err)
+			tests := filepath.Join(dir, "tests.yaml")
+			require.NoError(t, os.WriteFile(tests, b, 0o600))
+			promtool(t, "test", "rules", tests)
 		})
 	}
 }
@@ -472,170 +433,4 @@ func TestRunbookAnchorsExist(t *testing.T) {
 			}
 		}
 	}
-}
-
-// A dashboard panel's unit and queries, each query with the unit Grafana shows it in (the panel's,
-// or an override's for its refId).
-type dashboardPanel struct {
-	Title       string
-	FieldConfig struct {
-		Defaults  struct{ Unit string }
-		Overrides []struct {
-			Matcher    struct{ ID, Options string }
-			Properties []struct {
-				ID    string
-				Value any
-			}
-		}
-	}
-	Targets []struct{ RefID, Expr string }
-	Panels  []dashboardPanel
-}
-
-// unitOf is the unit the query with refID is shown in.
-func (p dashboardPanel) unitOf(refID string) string {
-	unit := p.FieldConfig.Defaults.Unit
-	for _, o := range p.FieldConfig.Overrides {
-		if o.Matcher.ID == "byFrameRefID" && o.Matcher.Options == refID {
-			for _, prop := range o.Properties {
-				if u, ok := prop.Value.(string); ok && prop.ID == "unit" {
-					unit = u
-				}
-			}
-		}
-	}
-	return unit
-}
-
-// Quantities a query returns, and the Grafana units that show each.
-const (
-	perSecond = "per second"
-	seconds   = "seconds"
-	timestamp = "timestamp"
-	count     = "count"
-	ratio     = "ratio"
-)
-
-var grafanaUnits = map[string][]string{
-	perSecond: {"reqps", "ops", "cps"},
-	seconds:   {"s"},
-	timestamp: {"dateTimeAsIso", "dateTimeFromNow"},
-	count:     {"short", "none"},
-	ratio:     {"percentunit"},
-}
-
-// returns is the quantity expr returns, from what it applies to which metric: a rate is per
-// second, an increase or a count a count, a histogram's quantile in its metric's unit, a
-// difference of timestamps seconds, a quotient of like quantities a ratio.
-func returns(t *testing.T, expr parser.Node) string {
-	t.Helper()
-	switch e := expr.(type) {
-	case *parser.ParenExpr:
-		return returns(t, e.Expr)
-	case *parser.AggregateExpr:
-		if e.Op == parser.COUNT {
-			return count
-		}
-		return returns(t, e.Expr)
-	case *parser.Call:
-		switch e.Func.Name {
-		case "rate", "irate":
-			return perSecond
-		case "increase", "changes", "resets":
-			return count
-		case "time":
-			return timestamp
-		case "histogram_quantile":
-			var unit string
-			parser.Inspect(e.Args[1], func(n parser.Node, _ []parser.Node) error {
-				if vs, ok := n.(*parser.VectorSelector); ok {
-					unit = returns(t, &parser.VectorSelector{Name: strings.TrimSuffix(vs.Name, "_bucket")})
-				}
-				return nil
-			})
-			return unit
-		}
-	case *parser.BinaryExpr:
-		lhs, rhs := returns(t, e.LHS), returns(t, e.RHS)
-		switch {
-		case e.Op.IsComparisonOperator() || e.Op.IsSetOperator():
-			return lhs
-		case e.Op == parser.SUB && lhs == timestamp && rhs == timestamp:
-			return seconds
-		case e.Op == parser.DIV && lhs == rhs:
-			return ratio
-		case e.Op == parser.ADD || e.Op == parser.SUB:
-			return lhs
-		}
-	case *parser.MatrixSelector:
-		return returns(t, e.VectorSelector)
-	case *parser.VectorSelector:
-		switch {
-		case strings.HasSuffix(e.Name, "_timestamp_seconds"):
-			return timestamp
-		case strings.HasSuffix(e.Name, "_seconds"):
-			return seconds
-		}
-		return count
-	case *parser.NumberLiteral:
-		return count
-	}
-	require.FailNow(t, "no unit known", "%s", expr)
-	return ""
-}
-
-// The dashboard's cluster variable narrows every query, All matching series without the label; and
-// every query is shown in the unit of what it returns.
-func TestDashboard(t *testing.T) {
-	raw, err := promrules.Read(promrules.DashboardFile)
-	require.NoError(t, err)
-	var d struct {
-		Templating struct {
-			List []struct {
-				Name, Type, AllValue string
-				IncludeAll, Multi    bool
-				Definition           string
-			}
-		}
-		Panels []dashboardPanel
-	}
-	require.NoError(t, json.Unmarshal(raw, &d))
-	var cluster bool
-	for _, v := range d.Templating.List {
-		if v.Name == "cluster" {
-			cluster = true
-			assert.Equal(t, "query", v.Type)
-			assert.True(t, v.IncludeAll && v.Multi, "All, and several clusters at once")
-			assert.Equal(t, ".*", v.AllValue, "All matches series without a cluster label (one cluster's Prometheus)")
-			assert.Equal(t, "label_values(sidecarops_build_info, cluster)", v.Definition)
-		}
-	}
-	require.True(t, cluster, "a cluster variable")
-
-	p := parser.NewParser(parser.Options{})
-	var queries int
-	var walk func([]dashboardPanel)
-	walk = func(panels []dashboardPanel) {
-		for _, panel := range panels {
-			for _, target := range panel.Targets {
-				queries++
-				where := panel.Title + " " + target.RefID
-				expr, err := p.ParseExpr(target.Expr)
-				require.NoError(t, err, where)
-				parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
-					if vs, ok := n.(*parser.VectorSelector); ok {
-						assert.True(t, slices.ContainsFunc(vs.LabelMatchers, func(m *labels.Matcher) bool {
-							return m.Name == "cluster" && m.Type == labels.MatchRegexp && m.Value == "$cluster"
-						}), "%s: %s selects no cluster=~\"$cluster\"", where, vs)
-					}
-					return nil
-				})
-				quantity := returns(t, expr)
-				assert.Contains(t, grafanaUnits[quantity], panel.unitOf(target.RefID), "%s: %s returns %s", where, target.Expr, quantity)
-			}
-			walk(panel.Panels)
-		}
-	}
-	walk(d.Panels)
-	require.NotZero(t, queries)
 }
