@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -151,93 +151,131 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return res, err
 }
 
-// reconcile is one round of compat §3.2 for ss, writing conds as its conditions.
+// reconcile is one round of compat §3.2 for ss, writing conds as its conditions: it reads what the
+// round needs (view), asks rollout.Decide what to do, and does it.
 func (r *Reconciler) reconcile(ctx context.Context, ss *v1beta1.SidecarSet, conds []metav1.Condition) (ctrl.Result, error) {
-	logger := ctrllog.FromContext(ctx)
-	settled, ok, err := r.settle(ctx, ss)
-	if err != nil {
-		return ctrl.Result{}, err
+	v, err := r.view(ctx, ss)
+	if err != nil || v.view == nil {
+		return ctrl.Result{RequeueAfter: v.requeue}, err
 	}
-	fresh := ok && r.now().Sub(settled.counted) < r.recountInterval()
-	if fresh && !r.needsPods(ss, settled.counts) {
-		status := settled.counts.Status(ss, settled.revision, settled.collisionCount)
-		status.Conditions = conds
+	a := rollout.Decide(ss, v.view, v.history)
+	status := a.Status
+	status.Conditions = conds
+	if v.plannedFrom == "" {
+		// Counters only: writes of a scale-up's counters are batched.
 		if wait := r.countersWait(ss, status); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
-		if err := r.writeStatus(ctx, ss, status); err != nil {
-			return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
-		}
-		return ctrl.Result{RequeueAfter: r.recountInterval() - r.now().Sub(settled.counted)}, nil
 	}
-	if fresh && rollout.PlansFromCounts(ss) {
-		return r.roundFromCounts(ctx, ss, conds, settled)
+	if err := r.writeStatus(ctx, ss, status); err != nil {
+		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
 	}
+	res, err := r.execute(ctx, ss, a, v.plannedFrom)
+	if v.plannedFrom == "" {
+		res.RequeueAfter = v.requeue
+	}
+	return res, err
+}
 
+// roundView is what a round read of ss's pods: a view to decide from (nil when the round must wait
+// for the cache, requeue later), the revision decision, and where the view came from
+// (Metrics.rolloutRounds; "" for counts alone, with nothing to plan, recounted after requeue).
+type roundView struct {
+	view        rollout.View
+	history     rollout.History
+	plannedFrom string
+	requeue     time.Duration
+}
+
+// view reads what this round of ss needs, in one of three ways: the counts kept from pod events
+// alone, when they are fresh and nothing is to be planned; those counts with the pods left to
+// upgrade, during a rollout that rollout.PlansFromCounts allows; or every managed pod, counted in
+// full and checked against the kept counts, with the ControllerRevisions registered.
+func (r *Reconciler) view(ctx context.Context, ss *v1beta1.SidecarSet) (roundView, error) {
+	s, ok, err := r.settle(ctx, ss)
+	if err != nil {
+		return roundView{}, err
+	}
+	fresh := ok && r.now().Sub(s.counted) < r.recountInterval()
+	switch {
+	case fresh && !r.needsPods(ss, s.counts):
+		return roundView{view: rollout.KeptCounts{Counts: s.counts}, history: s.history(), requeue: r.recountInterval() - r.now().Sub(s.counted)}, nil
+	case fresh && rollout.PlansFromCounts(ss):
+		return r.keptCountsView(ctx, ss)
+	}
 	pods, err := r.matchingPods(ctx, ss)
 	if err != nil {
-		return ctrl.Result{}, err
+		return roundView{}, err
 	}
 	latest, collisionCount, err := r.registerRevision(ctx, ss, pods)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("registering the latest ControllerRevision: %w", err)
+		return roundView{}, fmt.Errorf("registering the latest ControllerRevision: %w", err)
 	}
-	var counts rollout.Counts
-	if r.tr == nil {
-		counts = rollout.CountPods(ss, pods)
-	} else {
-		var differences int
-		counts, differences = r.tr.reset(ss, pods, latest, collisionCount, r.now())
-		if differences > 0 {
+	if r.tr != nil {
+		if counts, differences := r.tr.reset(ss, pods, latest, collisionCount, r.now()); differences > 0 {
 			r.Metrics.recountDiffered(differences)
-			logger.Error(nil, "pods counted differently from pod events than by a count of every pod; the count wins",
-				"pods", differences, "kept", settled.counts, "counted", counts)
+			ctrllog.FromContext(ctx).Error(nil, "pods counted differently from pod events than by a count of every pod; the count wins",
+				"pods", differences, "kept", s.counts, "counted", counts)
 		}
 	}
-	status := counts.Status(ss, latest, collisionCount)
-	status.Conditions = conds
-	if err := r.writeStatus(ctx, ss, status); err != nil {
-		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
+	if r.waitingForCache(ctx, ss, pods) {
+		return roundView{requeue: requeueExpectations}, nil
 	}
-
-	if waiting := r.exp.observe(ss.Name, pods); len(waiting) > 0 {
-		logger.V(1).Info("waiting for the cache to show pods written in an earlier round", "pods", waiting)
-		return ctrl.Result{RequeueAfter: requeueExpectations}, nil
+	h := rollout.History{Latest: latest, CollisionCount: collisionCount}
+	if h.Revisions, err = r.revisionsToExplain(ctx, ss); err != nil {
+		return roundView{}, err
 	}
-	return r.run(ctx, ss, rollout.NextRound(ss, pods), plannedFromEveryPod, counts, latest, collisionCount)
+	return roundView{view: rollout.EveryPod(pods), history: h, plannedFrom: plannedFromEveryPod}, nil
 }
 
-// roundFromCounts is a round during a rollout of a SidecarSet whose counts are kept from pod
-// events: it reads the pods left to upgrade and those written in the last round, not every pod.
-func (r *Reconciler) roundFromCounts(ctx context.Context, ss *v1beta1.SidecarSet, conds []metav1.Condition, s settled) (ctrl.Result, error) {
-	status := s.counts.Status(ss, s.revision, s.collisionCount)
-	status.Conditions = conds
-	if err := r.writeStatus(ctx, ss, status); err != nil {
-		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
-	}
+// keptCountsView is the view of a round during a rollout of a SidecarSet whose counts are kept from
+// pod events: it reads the pods left to upgrade and those written in the last round, not every pod.
+func (r *Reconciler) keptCountsView(ctx context.Context, ss *v1beta1.SidecarSet) (roundView, error) {
 	written, err := r.cachedPods(ctx, ss, r.exp.expected(ss.Name))
 	if err != nil {
-		return ctrl.Result{}, err
+		return roundView{}, err
 	}
-	if waiting := r.exp.observe(ss.Name, written); len(waiting) > 0 {
-		ctrllog.FromContext(ctx).V(1).Info("waiting for the cache to show pods written in an earlier round", "pods", waiting)
-		return ctrl.Result{RequeueAfter: requeueExpectations}, nil
+	if r.waitingForCache(ctx, ss, written) {
+		return roundView{requeue: requeueExpectations}, nil
 	}
 	// Counted again now that the cache shows the last round's writes: counts settled before they
 	// arrived would leave their pods out of the budget in use, and the round would take too many.
 	s, ok, err := r.settle(ctx, ss)
 	if err != nil {
-		return ctrl.Result{}, err
+		return roundView{}, err
 	}
 	keys, listed := r.tr.notUpdated(ss)
 	if !ok || !listed {
-		return ctrl.Result{RequeueAfter: requeueExpectations}, nil // to be counted in full first
+		return roundView{requeue: requeueExpectations}, nil // to be counted in full first
 	}
 	candidates, err := r.cachedPods(ctx, ss, keys)
 	if err != nil {
-		return ctrl.Result{}, err
+		return roundView{}, err
 	}
-	return r.run(ctx, ss, rollout.NextRoundOf(ss, candidates, s.counts), plannedFromKeptCounts, s.counts, s.revision, s.collisionCount)
+	h := s.history()
+	if h.Revisions, err = r.revisionsToExplain(ctx, ss); err != nil {
+		return roundView{}, err
+	}
+	return roundView{view: rollout.KeptCounts{Counts: s.counts, NotUpdated: candidates}, history: h, plannedFrom: plannedFromKeptCounts}, nil
+}
+
+// waitingForCache reports whether pods written in an earlier round of ss are not yet shown by the
+// cache as written (among pods, read from it): a round planned now could upgrade them twice.
+func (r *Reconciler) waitingForCache(ctx context.Context, ss *v1beta1.SidecarSet, pods []*corev1.Pod) bool {
+	waiting := r.exp.observe(ss.Name, pods)
+	if len(waiting) > 0 {
+		ctrllog.FromContext(ctx).V(1).Info("waiting for the cache to show pods written in an earlier round", "pods", waiting)
+	}
+	return len(waiting) > 0
+}
+
+// revisionsToExplain are ss's ControllerRevisions when a round's Events are recorded: they name the
+// fields a pod that cannot be upgraded in place changed.
+func (r *Reconciler) revisionsToExplain(ctx context.Context, ss *v1beta1.SidecarSet) ([]*appsv1.ControllerRevision, error) {
+	if r.Recorder == nil {
+		return nil, nil
+	}
+	return r.revisions(ctx, ss)
 }
 
 // cachedPods reads the pods named by keys that ss manages from the cache, in the order of keys; a
@@ -267,27 +305,27 @@ func (r *Reconciler) cachedPods(ctx context.Context, ss *v1beta1.SidecarSet, key
 	return pods, nil
 }
 
-// run carries out round for ss, planned from what plannedFrom says (Metrics.rolloutRounds), whose status
-// counts were c with the revision decision latest and collisionCount: resets, or the upgrades the
-// plan allows, then the status they give and the pods' SidecarSetUpgradable condition.
-func (r *Reconciler) run(ctx context.Context, ss *v1beta1.SidecarSet, round rollout.Round, plannedFrom string, c rollout.Counts, latest string, collisionCount int32) (ctrl.Result, error) {
-	switch {
-	case round.Plan.Stopped == rollout.StoppedNotUpdate || round.Plan.Stopped == rollout.StoppedPaused:
-		return ctrl.Result{}, nil
-	case len(round.Reset) > 0:
-		return ctrl.Result{}, r.forEachPod(ctx, round.Reset, func(ctx context.Context, pod *corev1.Pod) error {
+// execute carries out a, planned from what plannedFrom says (Metrics.rolloutRounds): resets, or
+// the upgrades, conditions and Events of a round of the rollout, then the status the upgrades give.
+func (r *Reconciler) execute(ctx context.Context, ss *v1beta1.SidecarSet, a rollout.Actions, plannedFrom string) (ctrl.Result, error) {
+	if len(a.Reset) > 0 {
+		return ctrl.Result{}, r.forEachPod(ctx, a.Reset, func(ctx context.Context, pod *corev1.Pod) error {
 			return r.reset(ctx, ss, pod)
 		})
-	case c.Updated >= c.Matched:
+	}
+	if !a.Rolling {
 		return ctrl.Result{}, nil
 	}
 	r.Metrics.roundPlanned(plannedFrom)
 
-	if err := r.markNotUpgradable(ctx, ss, round.Plan.NotUpgradable); err != nil {
+	if err := r.forEachPod(ctx, notUpgradablePods(a.NotUpgradable), func(ctx context.Context, pod *corev1.Pod) error {
+		_, err := r.setUpgradable(ctx, ss, pod, false)
+		return err
+	}); err != nil {
 		return ctrl.Result{}, err
 	}
-	if len(round.Plan.Upgrade) == 0 {
-		r.explainWaiting(ss, round.Plan)
+	for _, e := range a.Events {
+		r.record(ss, e)
 	}
 	// Images first, all of them: the kubelet starts on each as soon as it is written. Then the
 	// status those writes give, then the pods' SidecarSetUpgradable condition (OpenKruise writes
@@ -296,7 +334,7 @@ func (r *Reconciler) run(ctx context.Context, ss *v1beta1.SidecarSet, round roll
 		mu      sync.Mutex
 		written = map[*corev1.Pod]*corev1.Pod{}
 	)
-	upgradeErr := r.forEachPod(ctx, round.Plan.Upgrade, func(ctx context.Context, pod *corev1.Pod) error {
+	upgradeErr := r.forEachPod(ctx, a.Upgrade, func(ctx context.Context, pod *corev1.Pod) error {
 		next, err := r.upgrade(ctx, ss, pod)
 		if next != nil {
 			mu.Lock()
@@ -308,13 +346,12 @@ func (r *Reconciler) run(ctx context.Context, ss *v1beta1.SidecarSet, round roll
 	if len(written) > 0 {
 		ctrllog.FromContext(ctx).V(1).Info("upgraded pods in place", "pods", len(written))
 		upgraded := make([]*corev1.Pod, 0, len(written))
-		for _, p := range round.Plan.Upgrade {
+		for _, p := range a.Upgrade {
 			if w, ok := written[p]; ok {
-				c = c.Sub(rollout.PodCounts(p, ss)).Add(rollout.PodCounts(w, ss))
 				upgraded = append(upgraded, w)
 			}
 		}
-		if err := r.writeStatus(ctx, ss, c.Status(ss, latest, collisionCount)); err != nil {
+		if err := r.writeStatus(ctx, ss, a.StatusAfter(ss, written)); err != nil {
 			upgradeErr = errors.Join(upgradeErr, fmt.Errorf("writing status: %w", err))
 		}
 		// A quarter of the writers: the kubelets are reporting the new images meanwhile, and the
@@ -325,6 +362,14 @@ func (r *Reconciler) run(ctx context.Context, ss *v1beta1.SidecarSet, round roll
 		}))
 	}
 	return ctrl.Result{}, upgradeErr
+}
+
+func notUpgradablePods(nu []rollout.NotUpgradable) []*corev1.Pod {
+	out := make([]*corev1.Pod, len(nu))
+	for i := range nu {
+		out[i] = nu[i].Pod
+	}
+	return out
 }
 
 // matchingPods lists the pods ss manages (compat §3.3) from the cache: with the podsBySidecarSet
@@ -364,6 +409,11 @@ type settled struct {
 	revision       string
 	collisionCount int32
 	counted        time.Time
+}
+
+// history is the revision decision recorded with the counts.
+func (s settled) history() rollout.History {
+	return rollout.History{Latest: s.revision, CollisionCount: s.collisionCount}
 }
 
 // settle brings ss's counts kept from pod events up to date, counting the pods that changed since
@@ -481,36 +531,6 @@ func forEach(ctx context.Context, pods []*corev1.Pod, n int, write func(context.
 	return errors.Join(errs...)
 }
 
-// explainWaiting records, when candidates wait, why (the issue: "the upgrade doesn't happen and I
-// can't see why"). The events API aggregates repeats into a series.
-func (r *Reconciler) explainWaiting(ss *v1beta1.SidecarSet, p rollout.Plan) {
-	var why []string
-	if n := len(p.HeldByMaxUnavailable); n > 0 {
-		why = append(why, fmt.Sprintf("%d pod(s) wait for maxUnavailable (%d of %d in use by updated pods not yet ready, plus %d upgrading now)",
-			n, p.Unavailable, p.MaxUnavailable, len(p.Upgrade)))
-	}
-	if n := len(p.HeldByPartition); n > 0 {
-		why = append(why, fmt.Sprintf("%d pod(s) held back by partition %d", n, p.Partition))
-	}
-	if n := len(p.HeldBySelector); n > 0 {
-		why = append(why, fmt.Sprintf("%d pod(s) not selected by updateStrategy.selector", n))
-	}
-	if n := len(p.InFlight); n > 0 {
-		why = append(why, fmt.Sprintf("%d pod(s) still applying an earlier upgrade", n))
-	}
-	why = append(why, p.Warnings...)
-	if len(why) > 0 {
-		r.eventOnChange(&r.lastWaiting, ss, corev1.EventTypeNormal, ReasonRolloutWaiting, "Upgrade", strings.Join(why, "; "))
-	}
-}
-
-// The reasons of the Events a rollout round records on its SidecarSet: why it waits, and the pods
-// it skips (compat §3.6).
-const (
-	ReasonRolloutWaiting    = "RolloutWaiting"
-	ReasonNotUpgradablePods = "NotUpgradablePods"
-)
-
 // eventOnChange records msg as an Event of ss unless it is the last one last holds for ss: every
 // pod event reconciles, so a reason is said again only when it changes.
 func (r *Reconciler) eventOnChange(last *sync.Map, ss *v1beta1.SidecarSet, kind, reason, action, msg string) {
@@ -524,28 +544,14 @@ func (r *Reconciler) eventOnChange(last *sync.Map, ss *v1beta1.SidecarSet, kind,
 	r.Recorder.Eventf(ss, nil, kind, reason, action, "%s", msg)
 }
 
-// markNotUpgradable sets the pods' SidecarSetUpgradable entry for ss to false and emits one
-// NotUpgradablePods event for the round (compat §3.6), naming the pods and why.
-func (r *Reconciler) markNotUpgradable(ctx context.Context, ss *v1beta1.SidecarSet, pods []rollout.NotUpgradable) error {
-	if len(pods) == 0 {
-		return nil
-	}
-	list := make([]*corev1.Pod, len(pods))
-	for i := range pods {
-		list[i] = pods[i].Pod
-	}
-	if err := r.forEachPod(ctx, list, func(ctx context.Context, pod *corev1.Pod) error {
-		_, err := r.setUpgradable(ctx, ss, pod, false)
-		return err
-	}); err != nil {
-		return err
+// record records e on ss. Why a rollout waits is said again only when it changes: every pod event
+// reconciles.
+func (r *Reconciler) record(ss *v1beta1.SidecarSet, e rollout.Event) {
+	if e.Reason == rollout.ReasonRolloutWaiting {
+		r.eventOnChange(&r.lastWaiting, ss, e.Type, e.Reason, e.Action, e.Message)
+		return
 	}
 	if r.Recorder != nil {
-		// The pods' revisions name the fields that changed; without them the reason names hashes.
-		revs, _ := r.revisions(ctx, ss)
-		r.Recorder.Eventf(ss, nil, corev1.EventTypeNormal, ReasonNotUpgradablePods, "Upgrade",
-			"SidecarSet in-place update detected %d not upgradable pod(s) in this round, will skip them. First: %s/%s: %s",
-			len(pods), pods[0].Pod.Namespace, pods[0].Pod.Name, rollout.ExplainNotUpgradable(pods[0].Pod, ss, revs))
+		r.Recorder.Eventf(ss, nil, e.Type, e.Reason, e.Action, "%s", e.Message)
 	}
-	return nil
 }

@@ -63,10 +63,7 @@ func (r *Reconciler) upgrade(ctx context.Context, ss *v1beta1.SidecarSet, pod *c
 			next, _, err := rollout.Upgrade(p, ss, r.now())
 			return next, err
 		},
-		func(fresh *corev1.Pod) bool {
-			canUpgrade, consistent := rollout.Upgradability(fresh, ss)
-			return rollout.IsManaged(fresh, ss) && !rollout.IsUpdated(fresh, ss) && canUpgrade && consistent
-		})
+		func(fresh *corev1.Pod) bool { return rollout.StillUpgradable(fresh, ss) })
 	if err != nil || written == nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sidecarops/sidecarops/controller"
+	"github.com/sidecarops/sidecarops/controller/rollout"
 	"github.com/sidecarops/sidecarops/internal/loader"
 	"github.com/sidecarops/sidecarops/internal/testing/doctable"
 	"github.com/sidecarops/sidecarops/webhook"
@@ -30,7 +31,7 @@ func TestOperationsTablesMatchTheCode(t *testing.T) {
 	emitted := []string{
 		controller.ReasonCollides, controller.ReasonNoConflict, controller.ReasonInvalidCustomVersion,
 		controller.ReasonResetContainerFailed, controller.ReasonResetContainerSucceed,
-		controller.ReasonRolloutWaiting, controller.ReasonNotUpgradablePods,
+		rollout.ReasonRolloutWaiting, rollout.ReasonNotUpgradablePods,
 		loader.ReasonPolicyCompileFailed, loader.ReasonBundleActivated, loader.ReasonBundleActivationFailed,
 		webhook.PodSecurityViolationReason,
 	}

@@ -114,6 +114,14 @@ type sidecarSetPlan struct {
 	Updated        []string                 `json:"updated"`
 	Rounds         [][]string               `json:"rounds"`
 	Warnings       []string                 `json:"warnings,omitempty"`
+	// Events are those the controller records on the SidecarSet in this round.
+	Events []planEvent `json:"events,omitempty"`
+}
+
+type planEvent struct {
+	Type    string `json:"type"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
 }
 
 type notUpgradablePod struct {
@@ -124,21 +132,22 @@ type notUpgradablePod struct {
 // Keys of sidecarSetPlan.HeldBy, in the order text output lists them.
 var heldByOrder = []string{"maxUnavailable", "partition", "updateStrategy.selector"}
 
-// plan is the controller's next round and forecast for ss over pods. revisionsHint says how to get
-// the ControllerRevisions, for a pod whose changed fields only its revision would show.
+// plan is the controller's next round (rollout.Decide, as the controller calls it over every pod)
+// and forecast for ss over pods. revisionsHint says how to get the ControllerRevisions, for a pod
+// whose changed fields only its revision would show.
 func plan(ss *v1beta1.SidecarSet, pods []*corev1.Pod, revs []*appsv1.ControllerRevision, rounds int, revisionsHint string) (sidecarSetPlan, error) {
-	r := rollout.NextRound(ss, pods)
-	p := r.Plan
+	a := rollout.Decide(ss, rollout.EveryPod(pods), rollout.History{Latest: ss.Status.LatestRevision, Revisions: revs})
+	p := a.Plan
 	out := sidecarSetPlan{
 		SidecarSet:     ss.Name,
 		LatestRevision: ss.Status.LatestRevision,
-		Status:         rollout.Status(ss, pods, ss.Status.LatestRevision, 0),
+		Status:         a.Status,
 		Stopped:        string(p.Stopped),
 		Partition:      p.Partition,
 		MaxUnavailable: p.MaxUnavailable,
 		Unavailable:    p.Unavailable,
-		Upgrade:        podKeys(p.Upgrade),
-		Reset:          podKeys(r.Reset),
+		Upgrade:        podKeys(a.Upgrade),
+		Reset:          podKeys(a.Reset),
 		InFlight:       podKeys(p.InFlight),
 		HeldBy: map[string][]string{
 			"maxUnavailable":          podKeys(p.HeldByMaxUnavailable),
@@ -151,6 +160,9 @@ func plan(ss *v1beta1.SidecarSet, pods []*corev1.Pod, revs []*appsv1.ControllerR
 		Warnings:      p.Warnings,
 	}
 	out.Status.CollisionCount = nil
+	for _, e := range a.Events {
+		out.Events = append(out.Events, planEvent{Type: e.Type, Reason: e.Reason, Message: e.Message})
+	}
 	for _, n := range p.NotUpgradable {
 		out.NotUpgradable = append(out.NotUpgradable, notUpgradablePod{Pod: podKey(n.Pod), Reason: notUpgradableReason(n.Pod, ss, revs, revisionsHint)})
 	}
@@ -308,6 +320,9 @@ func printPlans(out io.Writer, format string, plans []sidecarSetPlan) error {
 		}
 		for _, w := range p.Warnings {
 			fmt.Fprintf(out, "  warning: %s\n", w)
+		}
+		for _, e := range p.Events {
+			fmt.Fprintf(out, "  event %s: %s\n", e.Reason, e.Message)
 		}
 		list(out, "upgrade now", p.Upgrade)
 		if len(p.Reset) > 0 {

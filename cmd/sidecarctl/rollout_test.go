@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/controller/rollout"
 )
 
 const rolloutSidecarSet = `apiVersion: apps.kruise.io/v1alpha1
@@ -101,6 +102,8 @@ func TestRolloutPlanFromFiles(t *testing.T) {
 		"  upgrade now (1): shop/pod-4",
 		"  held by maxUnavailable (2): shop/pod-3, shop/pod-2",
 		"  not upgradable (1)\n    shop/pod-0: hash-without-image differs",
+		// The Event the controller records for the round, as it words it.
+		"  event NotUpgradablePods: SidecarSet in-place update detected 1 not upgradable pod(s) in this round, will skip them. First: shop/pod-0: hash-without-image differs",
 		"  updated (1): shop/pod-1",
 		"    1: shop/pod-4\n    2: shop/pod-3, shop/pod-2\n",
 	} {
@@ -116,6 +119,8 @@ func TestRolloutPlanFromFiles(t *testing.T) {
 	assert.Equal(t, []string{"shop/pod-4"}, plans[0].Upgrade)
 	assert.Equal(t, [][]string{{"shop/pod-4"}, {"shop/pod-3", "shop/pod-2"}}, plans[0].Rounds)
 	assert.Equal(t, "shop/pod-0", plans[0].NotUpgradable[0].Pod)
+	require.Len(t, plans[0].Events, 1)
+	assert.Equal(t, rollout.ReasonNotUpgradablePods, plans[0].Events[0].Reason)
 
 	// Paused: the same pods, nothing moves, and the plan says why.
 	paused := strings.Replace(fmt.Sprintf(rolloutSidecarSet, "2.0"), "maxUnavailable: 2", "maxUnavailable: 2\n    paused: true", 1)
@@ -126,6 +131,7 @@ func TestRolloutPlanFromFiles(t *testing.T) {
 	assert.Contains(t, out, "  upgrade now (0)\n")
 	assert.Contains(t, out, "  held while stopped (3): shop/pod-4, shop/pod-3, shop/pod-2\n")
 	assert.Contains(t, out, "    none\n")
+	assert.NotContains(t, out, "  event ", "a stopped rollout records no Event")
 }
 
 // upgradedTo rewrites pod as the controller leaves it after upgrading it to the SidecarSet in
