@@ -27,7 +27,7 @@ import (
 	"github.com/sidecarops/sidecarops/webhook"
 )
 
-// floorLabel marks the pods (in kube-system, where our webhook is never called) that the floor
+// floorLabel marks the pods (in excludedNamespace, where our webhook is never called) that the floor
 // webhook injects.
 const floorLabel = "bench.sidecarops.io/floor"
 
@@ -91,7 +91,7 @@ func (f *floorWebhook) patchFor(review []byte) ([]byte, error) {
 }
 
 // startFloorWebhook serves a floorWebhook over TLS as ours is served (envtest's certificate,
-// HTTP/1.1), registers it for the pods labelled floorLabel in kube-system, and waits until the
+// HTTP/1.1), registers it for the pods labelled floorLabel in excludedNamespace, and waits until the
 // API server calls it.
 func startFloorWebhook(b *testing.B) {
 	b.Helper()
@@ -134,7 +134,7 @@ func startFloorWebhook(b *testing.B) {
 			SideEffects:        ptr.To(admissionregv1.SideEffectClassNone),
 			TimeoutSeconds:     ptr.To[int32](3),
 			FailurePolicy:      ptr.To(admissionregv1.Fail),
-			NamespaceSelector:  &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}},
+			NamespaceSelector:  &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": excludedNamespace}},
 			ObjectSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{floorLabel: "true"}},
 		}},
 	}
@@ -143,7 +143,7 @@ func startFloorWebhook(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = cluster.Client.Delete(ctx, cfg) })
 
-	probe := pod("kube-system", "floor-probe", map[string]string{"app": "bench", floorLabel: "true"})
+	probe := pod(excludedNamespace, "floor-probe", map[string]string{"app": "bench", floorLabel: "true"})
 	deadline := time.Now().Add(timeout)
 	for {
 		c := probe.DeepCopy()
