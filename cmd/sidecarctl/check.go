@@ -5,6 +5,9 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sidecarops/sidecarops/internal/sidecarctl/check"
+	"github.com/sidecarops/sidecarops/internal/sidecarctl/findings"
 )
 
 func checkCmd() *cobra.Command {
@@ -35,15 +38,15 @@ func checkCmd() *cobra.Command {
 			"Pod Security's warnings errors too. The strict policy is built in (policies/strict); a --bundle with\n" +
 			"its root sidecarsets/strict replaces it.\n\n" +
 			"Every finding has a rule (docs/cli.md lists them). --disable RULE silences a warning, note or strict rule,\n" +
-			"--enable RULE turns on one that is off by default (" + ruleSelectorMatchesNothing + "), and the annotation\n" +
-			disableAnnotation + ": \"RULE,...\" silences rules on one SidecarSet or workload. What a cluster\n" +
+			"--enable RULE turns on one that is off by default (" + findings.RuleSelectorMatchesNothing + "), and the annotation\n" +
+			findings.DisableAnnotation + ": \"RULE,...\" silences rules on one SidecarSet or workload. What a cluster\n" +
 			"refuses, a policy's deny findings included, is never silenced.\n\n" +
 			"-o json prints the findings as one JSON document, -o github as GitHub Actions annotations.\n" +
 			"Exit status: 0 clean (warnings and notes allowed without --strict), 1 findings, 2 usage error.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch output {
-			case "text", "json", "github":
+			case findings.Text, findings.JSON, findings.GitHub:
 			default:
 				return usageError{fmt.Errorf("-o %q: unsupported output format (text, json or github)", output)}
 			}
@@ -51,40 +54,49 @@ func checkCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if output != "text" {
+			if output != findings.Text {
 				// Warnings are findings of the document printed; nothing else is said.
 				cmd.SetErr(io.Discard)
 			}
 			src.keepWarnings, src.strictPolicy = true, true
-			w, err := src.load(cmd, "ignored")
+			w, err := src.input(cmd, "ignored")
 			if err != nil {
 				return err
 			}
 			// The strict policy's rules are known once its bundle is: the shipped one or a --bundle's.
-			rs := newRuleSet(w.strictRules)
+			rs := findings.NewRuleSet(w.StrictRules)
 			enabled, err := rules.enabled(rs)
 			if err != nil {
 				return err
 			}
-			view, err := install.view(cmd.Context(), w.namespaces)
+			view, err := install.view(cmd.Context(), w.Namespaces, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			var cluster *clusterState
+			var cluster *check.ClusterState
 			if install.cluster.given() {
-				if cluster, err = readCluster(cmd.Context(), install.cluster); err != nil {
+				cfg, err := install.cluster.restConfig()
+				if err != nil {
+					return err
+				}
+				if cluster, err = check.ReadCluster(cmd.Context(), cfg, install.cluster.String()); err != nil {
 					return err
 				}
 			}
-			if err := w.warnUnseen(cmd.Context(), view, src.namespace); err != nil {
+			if err := check.WarnUnseen(cmd.Context(), w, view, src.namespace); err != nil {
 				return err
 			}
-			fs, silenced, err := w.findings(cmd.Context(), checkOptions{strict: strict, rules: rs, enabled: enabled,
-				namespace: src.namespace, view: view, review: w.newReviewer(user, src.namespace, cluster)})
+			fs, silenced, err := check.Findings(cmd.Context(), w, check.Options{Strict: strict, Rules: rs, Enabled: enabled,
+				Namespace: src.namespace, View: view, Review: check.NewReviewer(w, user, src.namespace, cluster)})
 			if err != nil {
 				return err
 			}
-			return w.report(cmd, fs, silenced, output, strict)
+			n, err := findings.Write(cmd.OutOrStdout(), cmd.ErrOrStderr(), output, strict, fs,
+				findings.Summary{Silenced: silenced, SidecarSets: w.SidecarSetsGiven, Workloads: len(w.Workloads)})
+			if err == nil && n.Errors > 0 {
+				return exitStatus(1)
+			}
+			return err
 		},
 	}
 	src.register(cmd.Flags())

@@ -30,16 +30,16 @@ func compileCmd() *cobra.Command {
 				return usageError{errors.New("-o FILE is required")}
 			}
 			// load compiles the bundle and proves it prepares in the engine, so a broken bundle is never written.
-			w, err := src.load(cmd, "ignored")
+			w, err := src.input(cmd, "ignored")
 			if err != nil {
 				return err
 			}
 			// A bundle is shipped as it is: one without a SidecarSet that was meant to be in it would
 			// look complete.
-			if err := w.err(); err != nil {
+			if err := w.Err(); err != nil {
 				return errors.Join(err, fmt.Errorf("%s not written", out))
 			}
-			b, err := w.compiler.Bundle()
+			b, err := w.Compiler.Bundle()
 			if err != nil {
 				return err
 			}
@@ -59,7 +59,7 @@ func compileCmd() *cobra.Command {
 			if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: revision %s, %d SidecarSet(s)\n", out, b.Manifest.Revision, len(w.sidecarSets))
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: revision %s, %d SidecarSet(s)\n", out, b.Manifest.Revision, len(w.SidecarSets))
 			return nil
 		},
 	}

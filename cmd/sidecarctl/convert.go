@@ -49,11 +49,11 @@ func convertCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := make([]runtime.Object, 0, len(w.objects))
-			for _, o := range w.objects {
+			out := make([]runtime.Object, 0, len(w.Objects))
+			for _, o := range w.Objects {
 				obj, err := convertObject(o.Obj, target)
 				if err != nil {
-					w.fail(o, err)
+					w.Fail(o, err)
 					continue
 				}
 				out = append(out, obj)
@@ -61,7 +61,7 @@ func convertCmd() *cobra.Command {
 			if err := manifest.Encode(cmd.OutOrStdout(), format, out...); err != nil {
 				return err
 			}
-			return w.err()
+			return w.Err()
 		},
 	}
 	// convert reads files and nothing else the other commands do (bundles, namespaces): it takes -f

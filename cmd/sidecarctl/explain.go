@@ -16,6 +16,9 @@ import (
 	"github.com/sidecarops/sidecarops/internal/impact"
 	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/manifest"
+	"github.com/sidecarops/sidecarops/internal/sidecarctl/installview"
+	"github.com/sidecarops/sidecarops/internal/sidecarctl/podcheck"
+	"github.com/sidecarops/sidecarops/internal/sidecarctl/workspace"
 	"github.com/sidecarops/sidecarops/mutation"
 )
 
@@ -39,18 +42,18 @@ func explainCmd() *cobra.Command {
 			"to, in the webhook's words.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			w, err := src.load(cmd, "ignored")
+			w, err := src.input(cmd, "ignored")
 			if err != nil {
 				return err
 			}
-			view, err := install.view(cmd.Context(), w.namespaces)
+			view, err := install.view(cmd.Context(), w.Namespaces, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			view.noticeOnce(w)
+			view.NoticeOnce()
 			out := cmd.OutOrStdout()
 			found := false
-			for _, o := range w.workloads {
+			for _, o := range w.Workloads {
 				pod, _ := manifest.PodTemplate(o.Obj, src.namespace)
 				name := o.Obj.(interface{ GetName() string }).GetName()
 				if podName != "" && podName != name {
@@ -59,22 +62,22 @@ func explainCmd() *cobra.Command {
 				found = true
 				raw, err := json.Marshal(pod)
 				if err != nil {
-					w.fail(o, err)
+					w.Fail(o, err)
 					continue
 				}
-				reasons, err := w.snapshot.Explain(cmd.Context(), pod.Namespace, raw)
+				reasons, err := w.Snapshot.Explain(cmd.Context(), pod.Namespace, raw)
 				if err != nil {
-					w.fail(o, err)
+					w.Fail(o, err)
 					continue
 				}
-				unseen, err := view.unseen(cmd.Context(), pod.Namespace, pod)
+				unseen, err := view.Unseen(cmd.Context(), pod.Namespace, pod)
 				if err != nil {
-					w.fail(o, err)
+					w.Fail(o, err)
 					continue
 				}
-				warning, err := w.podSecurityOf(cmd.Context(), view, unseen, pod)
+				warning, err := podSecurityOf(cmd.Context(), w, view, unseen, pod)
 				if err != nil {
-					w.fail(o, err)
+					w.Fail(o, err)
 					continue
 				}
 				fmt.Fprintf(out, "%s/%s (namespace %s):\n", o.Obj.GetObjectKind().GroupVersionKind().Kind, name, pod.Namespace)
@@ -101,9 +104,9 @@ func explainCmd() *cobra.Command {
 				}
 			}
 			if podName != "" && !found {
-				return errors.Join(w.err(), fmt.Errorf("--pod %q: no workload of that name in the input", podName))
+				return errors.Join(w.Err(), fmt.Errorf("--pod %q: no workload of that name in the input", podName))
 			}
-			return w.err()
+			return w.Err()
 		},
 	}
 	src.register(cmd.Flags())
@@ -115,17 +118,17 @@ func explainCmd() *cobra.Command {
 // podSecurityOf is what the pod webhook would warn of pod, which it sees unless unseen says why
 // not, once injected: nil unless its namespace enforces a Pod Security level. explain injects only
 // for that.
-func (w *workspace) podSecurityOf(ctx context.Context, view *podWebhookView, unseen string, pod *corev1.Pod) (*impact.PodFinding, error) {
+func podSecurityOf(ctx context.Context, w *workspace.Workspace, view *installview.View, unseen string, pod *corev1.Pod) (*impact.PodFinding, error) {
 	if unseen != "" {
 		return nil, nil
 	}
-	enforced, err := view.enforced(ctx, pod.Namespace)
+	enforced, err := view.Enforced(ctx, pod.Namespace)
 	if err != nil || enforced == nil {
 		return nil, err
 	}
-	res, err := injector.Pod(ctx, w.snapshot, &mutation.Injector{Now: time.Now, Rand: rand.Float64}, injector.PodRequest{Pod: pod.DeepCopy()})
+	res, err := injector.Pod(ctx, w.Snapshot, &mutation.Injector{Now: time.Now, Rand: rand.Float64}, injector.PodRequest{Pod: pod.DeepCopy()})
 	if err != nil {
 		return nil, err
 	}
-	return w.podSecurity(enforced, pod, res), nil
+	return podcheck.PodSecurity(w, enforced, pod, res), nil
 }

@@ -10,15 +10,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
+	"github.com/sidecarops/sidecarops/internal/sidecarctl/findings"
 	"github.com/sidecarops/sidecarops/internal/testing/testfiles"
 )
 
@@ -69,17 +66,17 @@ spec:
 `
 
 // checkJSON runs check -o json and returns its report and exit status.
-func checkJSON(t *testing.T, stdin string, args ...string) (checkReport, int) {
+func checkJSON(t *testing.T, stdin string, args ...string) (findings.Report, int) {
 	t.Helper()
 	out, errOut, code := sidecarctl(t, stdin, append([]string{"check", "-o", "json"}, args...)...)
-	var report checkReport
+	var report findings.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &report), errOut)
 	return report, code
 }
 
 // ruled are the findings' rule and severity, in order (a SidecarSet's by line: those about no field
 // first), with the kind of object each is about.
-func ruled(report checkReport) []string {
+func ruled(report findings.Report) []string {
 	var out []string
 	for _, f := range report.Findings {
 		out = append(out, f.Kind+" "+f.Rule+" "+f.Severity)
@@ -125,18 +122,18 @@ func TestCheckAsksTheSidecarSetPolicies(t *testing.T) {
 	}
 
 	report, _ := checkJSON(t, governed, "-f", "-", "--bundle", policyBundle, "--as", "alice")
-	byRule := map[string]jsonFinding{}
+	byRule := map[string]findings.JSONFinding{}
 	for _, f := range report.Findings {
 		byRule[f.Kind+" "+f.Rule] = f
 	}
-	assert.Equal(t, jsonFinding{File: "<stdin>", Line: 5, Document: 1, Kind: "SidecarSet", Name: "mesh", Field: "spec.namespaceSelector",
+	assert.Equal(t, findings.JSONFinding{File: "<stdin>", Line: 5, Document: 1, Kind: "SidecarSet", Name: "mesh", Field: "spec.namespaceSelector",
 		Severity: "error", Rule: "policy/platform/owner", Message: "alice may not inject into every namespace: only group platform may"},
 		byRule["SidecarSet policy/platform/owner"], "at the field the policy names, or the nearest one written")
 	assert.Equal(t, "selects 4 existing pods, more than 2: roll it out in steps", byRule["SidecarSet policy/platform/blast-radius"].Message,
 		"the Deployment's 3 replicas and the Pod")
 	assert.Contains(t, byRule["SidecarSet pod-security"].Message, `its sidecars violate PodSecurity "restricted:latest" of namespace bank`)
 	assert.Contains(t, byRule["Pod pod-security"].Message, `injecting SidecarSet mesh makes the pod violate PodSecurity "restricted:latest": privileged`)
-	assert.Equal(t, checkSummary{Errors: 1, Warnings: 4, Notices: 1, SidecarSets: 1, Workloads: 2,
+	assert.Equal(t, findings.Summary{Errors: 1, Warnings: 4, Notices: 1, SidecarSets: 1, Workloads: 2,
 		Text: "1 error(s) in 1 of 1 SidecarSet(s); 4 warning(s); 1 note(s)"}, report.Summary)
 
 	// The text and the workflow commands name every policy's rule.
@@ -148,7 +145,7 @@ func TestCheckAsksTheSidecarSetPolicies(t *testing.T) {
 	assert.Contains(t, out, "::warning file=<stdin>,line=7,title=sidecarctl strict/max-unavailable::")
 
 	// The annotation silences a policy's warnings too, and no denial.
-	annotated := strings.Replace(governed, "  name: mesh\n", "  name: mesh\n  annotations: {"+disableAnnotation+": \"policy/platform/owner,policy/platform/blast-radius\"}\n", 1)
+	annotated := strings.Replace(governed, "  name: mesh\n", "  name: mesh\n  annotations: {"+findings.DisableAnnotation+": \"policy/platform/owner,policy/platform/blast-radius\"}\n", 1)
 	report, code := checkJSON(t, annotated, "-f", "-", "--bundle", policyBundle, "--as", "alice")
 	assert.Equal(t, 1, code)
 	assert.Equal(t, []string{image, ssPSA, owner, strict, podPSA}, ruled(report))
@@ -218,29 +215,6 @@ func TestRequesterFlags(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
-		})
-	}
-}
-
-func TestReplicas(t *testing.T) {
-	cloneSet := func(spec map[string]any) *unstructured.Unstructured {
-		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "spec": spec}}
-	}
-	for _, tc := range []struct {
-		name string
-		obj  runtime.Object
-		want int
-	}{
-		{"a Deployment's replicas", &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3)}}, 3},
-		{"scaled to zero", &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](0)}}, 0},
-		{"left out: the API server's default", &appsv1.Deployment{}, 1},
-		{"a Pod", &corev1.Pod{}, 1},
-		{"a DaemonSet: one pod at least", &appsv1.DaemonSet{}, 1},
-		{"OpenKruise's, as written", cloneSet(map[string]any{"replicas": int64(5)}), 5},
-		{"not a number", cloneSet(map[string]any{"replicas": "5"}), 1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, replicas(tc.obj))
 		})
 	}
 }
@@ -324,7 +298,7 @@ func TestCheckSaysWhenABundleTurnsTheStrictPolicyOff(t *testing.T) {
 	report, _ := checkJSON(t, governed, "-f", "-", "--bundle", dir, "--as", "bob", "--as-group", "platform")
 	var said []string
 	for _, f := range report.Findings {
-		if f.Rule == ruleInput {
+		if f.Rule == findings.RuleInput {
 			said = append(said, f.File+": "+f.Message)
 		}
 	}

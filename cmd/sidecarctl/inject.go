@@ -13,6 +13,8 @@ import (
 
 	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/manifest"
+	"github.com/sidecarops/sidecarops/internal/sidecarctl/findings"
+	"github.com/sidecarops/sidecarops/internal/sidecarctl/podcheck"
 	"github.com/sidecarops/sidecarops/mutation"
 )
 
@@ -55,18 +57,18 @@ func injectCmd() *cobra.Command {
 			if patch {
 				others = "ignored (no patch)"
 			}
-			w, err := src.load(cmd, others)
+			w, err := src.input(cmd, others)
 			if err != nil {
 				return err
 			}
-			view, err := install.view(cmd.Context(), w.namespaces)
+			view, err := install.view(cmd.Context(), w.Namespaces, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			m := &mutation.Injector{Now: now, Rand: rand.Float64}
 			var outObjs []runtime.Object
 			var patches []workloadPatch
-			for _, o := range w.objects {
+			for _, o := range w.Objects {
 				if manifest.IsPassThrough(o.Obj) && !patch {
 					outObjs = append(outObjs, o.Obj)
 				}
@@ -75,19 +77,19 @@ func injectCmd() *cobra.Command {
 				}
 				pod, _ := manifest.PodTemplate(o.Obj, src.namespace)
 				written := pod.DeepCopy()
-				unseen, err := view.unseen(cmd.Context(), pod.Namespace, pod)
+				unseen, err := view.Unseen(cmd.Context(), pod.Namespace, pod)
 				if err != nil {
-					w.fail(o, err)
+					w.Fail(o, err)
 					continue
 				}
 				if unseen != "" {
 					// The API server creates its pods as written, without calling the webhook.
-					if problems := w.podProblems(o, written, written, nil); len(problems) > 0 {
-						w.problems = append(w.problems, problems...)
+					if problems := podcheck.Problems(w, o, written, written, nil); len(problems) > 0 {
+						w.Problems = append(w.Problems, problems...)
 						continue
 					}
-					view.noticeOnce(w)
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s: not injected: %s\n", w.name(o), unseen)
+					view.NoticeOnce()
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: not injected: %s\n", w.Name(o), unseen)
 					if patch {
 						patches = append(patches, newWorkloadPatch(o, pod.Namespace, nil))
 					} else {
@@ -95,25 +97,25 @@ func injectCmd() *cobra.Command {
 					}
 					continue
 				}
-				res, err := injector.Pod(cmd.Context(), w.snapshot, m, injector.PodRequest{Pod: pod})
+				res, err := injector.Pod(cmd.Context(), w.Snapshot, m, injector.PodRequest{Pod: pod})
 				if err != nil {
-					w.fail(o, err) // a cluster would refuse its pods: there is nothing to print
+					w.Fail(o, err) // a cluster would refuse its pods: there is nothing to print
 					continue
 				}
-				if problems := w.podProblems(o, written, res.Pod, res.Injected); len(problems) > 0 {
-					w.problems = append(w.problems, problems...) // so would the API server
+				if problems := podcheck.Problems(w, o, written, res.Pod, res.Injected); len(problems) > 0 {
+					w.Problems = append(w.Problems, problems...) // so would the API server
 					continue
 				}
-				enforced, err := view.enforced(cmd.Context(), pod.Namespace)
+				enforced, err := view.Enforced(cmd.Context(), pod.Namespace)
 				if err != nil {
-					w.fail(o, err)
+					w.Fail(o, err)
 					continue
 				}
-				if f := w.podSecurity(enforced, written, res); f != nil {
-					w.warn(rulePodSecurity, o.Report("", f.String()))
+				if f := podcheck.PodSecurity(w, enforced, written, res); f != nil {
+					w.Warn(findings.RulePodSecurity, o.Report("", f.String()))
 				}
 				for _, reason := range res.Denied {
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s: not injected: denied by gate: %s\n", w.name(o), reason)
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: not injected: denied by gate: %s\n", w.Name(o), reason)
 				}
 				if patch {
 					patches = append(patches, newWorkloadPatch(o, res.Namespace, res.Patch))
@@ -122,7 +124,7 @@ func injectCmd() *cobra.Command {
 				// A workload nothing is injected into is printed as it was read.
 				if len(res.Patch) > 0 {
 					if err := manifest.SetPodTemplate(o.Obj, res.Pod); err != nil {
-						w.fail(o, err)
+						w.Fail(o, err)
 						continue
 					}
 				}
@@ -136,7 +138,7 @@ func injectCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return w.err()
+			return w.Err()
 		},
 	}
 	src.register(cmd.Flags())

@@ -25,6 +25,7 @@ import (
 	"github.com/sidecarops/sidecarops/internal/impact"
 	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/manifest"
+	"github.com/sidecarops/sidecarops/internal/sidecarctl/findings"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/mutation"
 	"github.com/sidecarops/sidecarops/policies/strict"
@@ -106,13 +107,13 @@ func TestCheckAndAdmissionGiveTheSameVerdict(t *testing.T) {
 				if f.Kind != "SidecarSet" {
 					continue // the Pod's own Pod Security finding is the pod webhook's
 				}
-				said := engine.Finding{Rule: strings.TrimPrefix(f.Rule, policyPrefix), Message: f.Message, Field: f.Field}.String()
+				said := engine.Finding{Rule: strings.TrimPrefix(f.Rule, findings.PolicyPrefix), Message: f.Message, Field: f.Field}.String()
 				switch {
-				case f.Rule == rulePodSecurity:
+				case f.Rule == findings.RulePodSecurity:
 					warned = append(warned, f.Message)
-				case f.Severity == severityError:
+				case f.Severity == findings.SeverityError:
 					denied = append(denied, said)
-				case f.Severity == severityWarning:
+				case f.Severity == findings.SeverityWarning:
 					warned = append(warned, "sidecarops policy "+said)
 				default:
 					logged = append(logged, said)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sidecarops/sidecarops/internal/sidecarctl/findings"
 	"github.com/sidecarops/sidecarops/policies/strict"
 )
 
@@ -21,7 +22,7 @@ func rulesInput(disableOnSidecarSet, disableOnWorkload string) string {
 		if value == "" {
 			return "{}"
 		}
-		return "{" + disableAnnotation + ": " + `"` + value + `"}`
+		return "{" + findings.DisableAnnotation + ": " + `"` + value + `"}`
 	}
 	return `apiVersion: apps.kruise.io/v1beta1
 kind: SidecarSet
@@ -74,11 +75,11 @@ metadata: {name: web}`
 }
 
 // shippedRules are check's rules with those of the shipped strict policy.
-func shippedRules(t *testing.T) ruleSet {
+func shippedRules(t *testing.T) findings.RuleSet {
 	t.Helper()
 	b, err := strict.Bundle()
 	require.NoError(t, err)
-	return newRuleSet(strict.Rules(b))
+	return findings.NewRuleSet(strict.Rules(b))
 }
 
 // Issue 36 item 7: per-rule control. Warnings and strict findings can be silenced by --disable or
@@ -111,7 +112,7 @@ func TestRuleControl(t *testing.T) {
 			[]string{
 				typo,
 				`warning: <stdin>:19: document 2 (Deployment/web): metadata.annotations[sidecarctl.sidecarops.io/disable]: pod: what a cluster refuses cannot be disabled`,
-				`warning: <stdin>:19: document 2 (Deployment/web): metadata.annotations[sidecarctl.sidecarops.io/disable]: "no-such-rule": no such rule, nothing silenced (the rules: ` + shippedRules(t).known() + `)`,
+				`warning: <stdin>:19: document 2 (Deployment/web): metadata.annotations[sidecarctl.sidecarops.io/disable]: "no-such-rule": no such rule, nothing silenced (the rules: ` + shippedRules(t).Known() + `)`,
 				refused, notRead, "1 error(s) in 1 of 1 SidecarSet(s); 1 more elsewhere in the input; 3 warning(s); 1 silenced",
 			}},
 	} {
@@ -125,13 +126,13 @@ func TestRuleControl(t *testing.T) {
 	// The same in JSON: the silenced count, and the kinds not read as one finding of no file.
 	out, _, code := sidecarctlWithLines(t, rulesInput("", ""), "check", "-f", "-", "-o", "json", "--disable", "update-strategy-type")
 	assert.Equal(t, 1, code)
-	var report checkReport
+	var report findings.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &report))
 	assert.Equal(t, 1, report.Summary.Silenced)
 	require.Len(t, report.Findings, 3)
 	assert.Equal(t, "strict/shadowed-volume", report.Findings[0].Rule)
 	assert.Equal(t, "pod", report.Findings[1].Rule)
-	assert.Equal(t, jsonFinding{Severity: "warning", Rule: "kind-not-read", Message: strings.TrimPrefix(notRead, "warning: ")}, report.Findings[2])
+	assert.Equal(t, findings.JSONFinding{Severity: "warning", Rule: "kind-not-read", Message: strings.TrimPrefix(notRead, "warning: ")}, report.Findings[2])
 
 	// -o github: one annotation for the kinds not read, on the run rather than a file.
 	out, _, _ = sidecarctlWithLines(t, rulesInput("", ""), "check", "-f", "-", "-o", "github")
@@ -146,9 +147,9 @@ func TestRuleFlagsUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--disable", "pod"}, "--disable pod: what a cluster refuses cannot be disabled (the rules that can: " + shippedRules(t).silenceable() + ")"},
+		{[]string{"--disable", "pod"}, "--disable pod: what a cluster refuses cannot be disabled (the rules that can: " + shippedRules(t).Silenceable() + ")"},
 		{[]string{"--disable", "sidecarset"}, "--disable sidecarset: what a cluster refuses cannot be disabled"},
-		{[]string{"--disable", "selector-matches-nothin"}, `--disable "selector-matches-nothin": no such rule (the rules: ` + shippedRules(t).known() + ")"},
+		{[]string{"--disable", "selector-matches-nothin"}, `--disable "selector-matches-nothin": no such rule (the rules: ` + shippedRules(t).Known() + ")"},
 		{[]string{"--enable", "nope"}, `--enable "nope": no such rule`},
 		{[]string{"--enable", "selector-matches-nothing", "--disable", "strict/selector-matches-nothing"}, "--enable strict/selector-matches-nothing and --disable strict/selector-matches-nothing: give one"},
 	} {
@@ -159,9 +160,9 @@ func TestRuleFlagsUsage(t *testing.T) {
 			assert.Contains(t, errOut, tc.want)
 		})
 	}
-	assert.Contains(t, shippedRules(t).known(), "strict/selector-matches-nothing")
-	assert.NotContains(t, strings.Split(shippedRules(t).silenceable(), ", "), "pod")
-	assert.Contains(t, shippedRules(t).silenceable(), "input", "its warnings, never its errors")
+	assert.Contains(t, shippedRules(t).Known(), "strict/selector-matches-nothing")
+	assert.NotContains(t, strings.Split(shippedRules(t).Silenceable(), ", "), "pod")
+	assert.Contains(t, shippedRules(t).Silenceable(), "input", "its warnings, never its errors")
 }
 
 // strict/selector-matches-nothing is reported only with --enable, and judges a SidecarSet only on the
@@ -262,11 +263,11 @@ spec:
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, code := sidecarctl(t, sidecarSet+tc.pod, "check", "-f", "-", "-o", "json")
 			assert.Equal(t, 0, code, errOut)
-			var report checkReport
+			var report findings.Report
 			require.NoError(t, json.Unmarshal([]byte(out), &report))
 			var shadowed []string
 			for _, f := range report.Findings {
-				if f.Rule == ruleShadowedVolume {
+				if f.Rule == findings.RuleShadowedVolume {
 					shadowed = append(shadowed, strings.Split(f.Message, `"`)[1])
 					assert.Equal(t, "spec.volumes[0]", f.Field, "a Pod's volumes are its own")
 				}

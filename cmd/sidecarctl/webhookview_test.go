@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -15,10 +14,8 @@ import (
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/sidecarops/sidecarops/internal/podwebhook"
-	"github.com/sidecarops/sidecarops/internal/testing/render"
 )
 
 // A DaemonSet the logging example's SidecarSet matches in namespace ns, with ns's Namespace labelled
@@ -327,59 +324,4 @@ func fakeAPI(t *testing.T, answer func(r *http.Request) any) *httptest.Server {
 	}))
 	t.Cleanup(api.Close)
 	return api
-}
-
-// registeredView is the view of the pod webhook registered in objs, manifests as parsed or rendered.
-func registeredView(t *testing.T, objs render.Objects) *podwebhook.View {
-	t.Helper()
-	u, ok := objs["MutatingWebhookConfiguration/sidecarops"]
-	require.True(t, ok, "MutatingWebhookConfiguration sidecarops is there")
-	var mwc admissionregv1.MutatingWebhookConfiguration
-	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &mwc))
-	v, err := podwebhook.FromConfiguration(&mwc)
-	require.NoError(t, err)
-	return v
-}
-
-// sameView says that sidecarctl's view selects what the registered webhook selects.
-func sameView(t *testing.T, registered *podwebhook.View, v *podWebhookView) {
-	t.Helper()
-	assert.Equal(t, registered.Namespaces.String(), v.Namespaces.String(), "namespaceSelector")
-	assert.Equal(t, registered.Objects.String(), v.Objects.String(), "objectSelector")
-}
-
-// TestTheDefaultAsConfigWebhookInstallsIt holds the view assumed without --install-values or
-// --kubeconfig to config/webhook's registration.
-func TestTheDefaultAsConfigWebhookInstallsIt(t *testing.T) {
-	raw, err := os.ReadFile("../../config/webhook/manifests.yaml")
-	require.NoError(t, err)
-	objs, err := render.Parse(raw)
-	require.NoError(t, err)
-	assumed, err := (&installFlags{}).view(context.Background(), nil)
-	require.NoError(t, err)
-	sameView(t, registeredView(t, objs), assumed)
-}
-
-// TestInstallValuesAsTheChartRenders holds --install-values to the chart's template: the pod
-// webhook's selectors rendered by Helm from a values file select what sidecarctl makes of it.
-func TestInstallValuesAsTheChartRenders(t *testing.T) {
-	custom := writeFile(t, "values.yaml", `webhookConfiguration:
-  excludedNamespaces: [monitoring, ops]
-  namespaceSelector:
-    matchLabels: {mesh: enabled}
-    matchExpressions:
-    - {key: tier, operator: NotIn, values: [batch]}
-  objectSelector:
-    matchExpressions:
-    - {key: sidecar, operator: NotIn, values: ["off"]}
-`)
-	for _, values := range []string{"../../charts/sidecarops/values.yaml", custom} {
-		t.Run(filepath.Base(values), func(t *testing.T) {
-			objs, err := render.Chart(t.TempDir(), "../../charts/sidecarops", "sidecarops", "ops", []string{values})
-			require.NoError(t, err)
-			read, err := valuesWebhookView(values, "ops")
-			require.NoError(t, err)
-			sameView(t, registeredView(t, objs), read)
-		})
-	}
 }

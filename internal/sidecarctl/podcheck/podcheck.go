@@ -1,4 +1,4 @@
-package main
+package podcheck
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/sidecarops/sidecarops/internal/manifest"
+	"github.com/sidecarops/sidecarops/internal/sidecarctl/workspace"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/validation"
 )
@@ -27,11 +28,11 @@ var restartPoliciesOf = map[string][]corev1.RestartPolicy{
 	"BroadcastJob": {corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever},
 }
 
-// podProblems validates the pod o creates, injected (after; before is the pod its template
+// Problems validates the pod o creates, injected (after; before is the pod its template
 // describes, as written), as the API server would validate it: what it would refuse, each named
 // at the field of o as written. A problem in a container or volume the injection added names it
 // and its SidecarSet; injected are the SidecarSets that injected something.
-func (w *workspace) podProblems(o *manifest.Object, before, after *corev1.Pod, injected []string) manifest.Errors {
+func Problems(w *workspace.Workspace, o *manifest.Object, before, after *corev1.Pod, injected []string) manifest.Errors {
 	spec := after.Spec.DeepCopy()
 	for _, cs := range [][]corev1.Container{spec.Containers, spec.InitContainers} {
 		for i := range cs {
@@ -58,8 +59,8 @@ func (w *workspace) podProblems(o *manifest.Object, before, after *corev1.Pod, i
 	}
 	var out manifest.Errors
 	for _, e := range errs {
-		path, note := w.writtenPodPath(e.Field, before, after, injected)
-		path = templateField(o, path)
+		path, note := writtenPodPath(w, e.Field, before, after, injected)
+		path = TemplateField(o, path)
 		if o.Dropped(path) {
 			continue // a value that did not decode, already reported
 		}
@@ -74,7 +75,7 @@ var podListItem = regexp.MustCompile(`^spec\.(containers|initContainers|volumes)
 // injection inserts sidecars and volumes among those written, in order, so an item written keeps
 // its order among them. An item the injection added keeps its place in the injected pod, and note
 // names it and the SidecarSet it came from.
-func (w *workspace) writtenPodPath(path string, before, after *corev1.Pod, injected []string) (string, string) {
+func writtenPodPath(w *workspace.Workspace, path string, before, after *corev1.Pod, injected []string) (string, string) {
 	m := podListItem.FindStringSubmatch(path)
 	if m == nil {
 		return path, ""
@@ -108,12 +109,12 @@ func (w *workspace) writtenPodPath(path string, before, after *corev1.Pod, injec
 			j++
 		}
 	}
-	return path, fmt.Sprintf(" (%s %s, injected by %s)", what, now[i], w.injectedBy(m[1], now[i], injected))
+	return path, fmt.Sprintf(" (%s %s, injected by %s)", what, now[i], injectedBy(w, m[1], now[i], injected))
 }
 
 // injectedBy names the SidecarSet among injected that brings the container or volume name.
-func (w *workspace) injectedBy(list, name string, injected []string) string {
-	for _, ss := range w.sidecarSets {
+func injectedBy(w *workspace.Workspace, list, name string, injected []string) string {
+	for _, ss := range w.SidecarSets {
 		if !slices.Contains(injected, ss.Name) {
 			continue
 		}

@@ -1,4 +1,4 @@
-package main
+package podcheck
 
 import (
 	"fmt"
@@ -10,17 +10,19 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/manifest"
+	"github.com/sidecarops/sidecarops/internal/sidecarctl/findings"
+	"github.com/sidecarops/sidecarops/internal/sidecarctl/workspace"
 	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 )
 
-// shadowedVolumes are the strict findings about the volumes of the pod o creates (written: before
+// ShadowedVolumes are the strict findings about the volumes of the pod o creates (written: before
 // injection) that have the name of a volume a sidecar of an injected SidecarSet mounts, but another
 // definition. The pod's volume wins at injection (decision Q4), so the sidecar silently mounts the
 // workload's volume instead of its own. A volume defined alike on both sides is shared on purpose.
 // The findings have no severity yet: that is --strict's.
-func (w *workspace) shadowedVolumes(o *manifest.Object, written *corev1.Pod, injected []string) []finding {
-	var out []finding
-	for _, ss := range w.sidecarSets {
+func ShadowedVolumes(w *workspace.Workspace, o *manifest.Object, written *corev1.Pod, injected []string) []findings.Finding {
+	var out []findings.Finding
+	for _, ss := range w.SidecarSets {
 		if !slices.Contains(injected, ss.Name) {
 			continue
 		}
@@ -43,10 +45,10 @@ func (w *workspace) shadowedVolumes(o *manifest.Object, written *corev1.Pod, inj
 			if apiequality.Semantic.DeepEqual(v.VolumeSource, own.VolumeSource) {
 				continue
 			}
-			e := o.Report(templateField(o, fmt.Sprintf("spec.volumes[%d]", i)), fmt.Sprintf(
+			e := o.Report(TemplateField(o, fmt.Sprintf("spec.volumes[%d]", i)), fmt.Sprintf(
 				"volume %q shadows the volume of the same name of SidecarSet/%s, which its container %s mounts: the pod's volume wins at injection, so the sidecar mounts this one instead of its own (rename one of them, or define them alike)",
 				v.Name, ss.Name, sidecar))
-			out = append(out, finding{Error: e, rule: ruleShadowedVolume, also: w.origin[ss]})
+			out = append(out, findings.Finding{Error: e, Rule: findings.RuleShadowedVolume, Also: w.Origin[ss]})
 		}
 	}
 	return out
@@ -64,9 +66,9 @@ func mountedBy(ss *v1beta1.SidecarSet, name string) string {
 	return ""
 }
 
-// templateField is the path, in o as written, of field of the pod o creates: under its pod
+// TemplateField is the path, in o as written, of field of the pod o creates: under its pod
 // template (a Pod's own fields are the pod's).
-func templateField(o *manifest.Object, field string) string {
+func TemplateField(o *manifest.Object, field string) string {
 	if pointer, _ := manifest.PodTemplatePointer(o.Obj); pointer != "" {
 		return strings.ReplaceAll(strings.TrimPrefix(pointer, "/"), "/", ".") + "." + field
 	}
