@@ -1,21 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/spf13/cobra"
-	"gomodules.xyz/jsonpatch/v2"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
 
-	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/manifest"
-	"github.com/sidecarops/sidecarops/internal/sidecarctl/findings"
-	"github.com/sidecarops/sidecarops/internal/sidecarctl/podcheck"
-	"github.com/sidecarops/sidecarops/mutation"
+	"github.com/sidecarops/sidecarops/internal/sidecarctl/inject"
 )
 
 func injectCmd() *cobra.Command {
@@ -65,75 +57,12 @@ func injectCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m := &mutation.Injector{Now: now, Rand: rand.Float64}
-			var outObjs []runtime.Object
-			var patches []workloadPatch
-			for _, o := range w.Objects {
-				if manifest.IsPassThrough(o.Obj) && !patch {
-					outObjs = append(outObjs, o.Obj)
-				}
-				if !manifest.IsWorkload(o.Obj) {
-					continue
-				}
-				pod, _ := manifest.PodTemplate(o.Obj, src.namespace)
-				written := pod.DeepCopy()
-				unseen, err := view.Unseen(cmd.Context(), pod.Namespace, pod)
-				if err != nil {
-					w.Fail(o, err)
-					continue
-				}
-				if unseen != "" {
-					// The API server creates its pods as written, without calling the webhook.
-					if problems := podcheck.Problems(w, o, written, written, nil); len(problems) > 0 {
-						w.Problems = append(w.Problems, problems...)
-						continue
-					}
-					view.NoticeOnce()
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s: not injected: %s\n", w.Name(o), unseen)
-					if patch {
-						patches = append(patches, newWorkloadPatch(o, pod.Namespace, nil))
-					} else {
-						outObjs = append(outObjs, o.Obj)
-					}
-					continue
-				}
-				res, err := injector.Pod(cmd.Context(), w.Snapshot, m, injector.PodRequest{Pod: pod})
-				if err != nil {
-					w.Fail(o, err) // a cluster would refuse its pods: there is nothing to print
-					continue
-				}
-				if problems := podcheck.Problems(w, o, written, res.Pod, res.Injected); len(problems) > 0 {
-					w.Problems = append(w.Problems, problems...) // so would the API server
-					continue
-				}
-				enforced, err := view.Enforced(cmd.Context(), pod.Namespace)
-				if err != nil {
-					w.Fail(o, err)
-					continue
-				}
-				if f := podcheck.PodSecurity(w, enforced, written, res); f != nil {
-					w.Warn(findings.RulePodSecurity, o.Report("", f.String()))
-				}
-				for _, reason := range res.Denied {
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s: not injected: denied by gate: %s\n", w.Name(o), reason)
-				}
-				if patch {
-					patches = append(patches, newWorkloadPatch(o, res.Namespace, res.Patch))
-					continue
-				}
-				// A workload nothing is injected into is printed as it was read.
-				if len(res.Patch) > 0 {
-					if err := manifest.SetPodTemplate(o.Obj, res.Pod); err != nil {
-						w.Fail(o, err)
-						continue
-					}
-				}
-				outObjs = append(outObjs, o.Obj)
-			}
+			res := inject.Workloads(cmd.Context(), w, inject.Options{Namespace: src.namespace, Now: now, View: view,
+				Notes: cmd.ErrOrStderr(), Patch: patch})
 			if patch {
-				err = printPatches(cmd, format, patches)
+				err = inject.WritePatches(cmd.OutOrStdout(), format, res.Patches)
 			} else {
-				err = manifest.Encode(cmd.OutOrStdout(), format, outObjs...)
+				err = manifest.Encode(cmd.OutOrStdout(), format, res.Objects...)
 			}
 			if err != nil {
 				return err
@@ -157,54 +86,4 @@ func outputFormat(o string) (manifest.Format, error) {
 		return manifest.JSON, nil
 	}
 	return "", usageError{fmt.Errorf("-o %q: unsupported output format (yaml or json)", o)}
-}
-
-// workloadPatch is one entry of `inject --patch`: which workload, and the patch for its pods with
-// paths into the workload (under its pod template; a Pod's are its own).
-type workloadPatch struct {
-	APIVersion string                         `json:"apiVersion"`
-	Kind       string                         `json:"kind"`
-	Namespace  string                         `json:"namespace"`
-	Name       string                         `json:"name"`
-	Patch      []jsonpatch.JsonPatchOperation `json:"patch"`
-}
-
-func newWorkloadPatch(o *manifest.Object, ns string, podPatch []jsonpatch.JsonPatchOperation) workloadPatch {
-	gvk := o.Obj.GetObjectKind().GroupVersionKind()
-	name := ""
-	if m, ok := o.Obj.(interface{ GetName() string }); ok {
-		name = m.GetName()
-	}
-	template, _ := manifest.PodTemplatePointer(o.Obj)
-	ops := make([]jsonpatch.JsonPatchOperation, len(podPatch))
-	for i, op := range podPatch {
-		op.Path = template + op.Path
-		ops[i] = op
-	}
-	return workloadPatch{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: ns, Name: name, Patch: ops}
-}
-
-func printPatches(cmd *cobra.Command, format manifest.Format, patches []workloadPatch) error {
-	out := cmd.OutOrStdout()
-	if format == manifest.JSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "    ")
-		if patches == nil {
-			patches = []workloadPatch{}
-		}
-		return enc.Encode(patches)
-	}
-	for i, p := range patches {
-		raw, err := yaml.Marshal(p)
-		if err != nil {
-			return err
-		}
-		if i > 0 {
-			fmt.Fprintln(out, "---")
-		}
-		if _, err := out.Write(raw); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarops/sidecarops/internal/podwebhook"
+	"github.com/sidecarops/sidecarops/internal/sidecarctl/inject"
 )
 
 // A DaemonSet the logging example's SidecarSet matches in namespace ns, with ns's Namespace labelled
@@ -100,7 +101,7 @@ func TestTheInstalledWebhookNeverSeesAControlPlane(t *testing.T) {
 
 	out, errOut, code = sidecarctl(t, "", "inject", "-f", ds, "--patch", "-o", "json")
 	require.Equal(t, 0, code, errOut)
-	var patches []workloadPatch
+	var patches []inject.Patch
 	require.NoError(t, json.Unmarshal([]byte(out), &patches))
 	require.Len(t, patches, 1)
 	assert.Empty(t, patches[0].Patch)
