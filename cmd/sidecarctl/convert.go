@@ -1,18 +1,13 @@
 package main
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/manifest"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/versions"
+	"github.com/sidecarops/sidecarops/internal/sidecarctl/convert"
 )
 
 func convertCmd() *cobra.Command {
@@ -41,24 +36,15 @@ func convertCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			target, err := targetVersion(to)
+			target, err := convert.Target(to)
 			if err != nil {
-				return err
+				return usageError{err}
 			}
 			w, err := src.read(cmd)
 			if err != nil {
 				return err
 			}
-			out := make([]runtime.Object, 0, len(w.Objects))
-			for _, o := range w.Objects {
-				obj, err := convertObject(o.Obj, target)
-				if err != nil {
-					w.Fail(o, err)
-					continue
-				}
-				out = append(out, obj)
-			}
-			if err := manifest.Encode(cmd.OutOrStdout(), format, out...); err != nil {
+			if err := manifest.Encode(cmd.OutOrStdout(), format, convert.Objects(w, target)...); err != nil {
 				return err
 			}
 			return w.Err()
@@ -74,36 +60,4 @@ func convertCmd() *cobra.Command {
 	cmd.Flags().StringVar(&to, "to", v1beta1.GroupVersion.Version, "version to write SidecarSets in: v1beta1 or v1alpha1 (or apps.kruise.io/VERSION)")
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
 	return cmd
-}
-
-// targetVersion accepts a SidecarSet version as --to names it, alone or with its group.
-func targetVersion(to string) (schema.GroupVersion, error) {
-	names := make([]string, 0, len(versions.Versions))
-	for _, gv := range versions.Versions {
-		if to == gv.Version || to == gv.String() {
-			return gv, nil
-		}
-		names = append(names, gv.Version)
-	}
-	return schema.GroupVersion{}, usageError{fmt.Errorf("--to %q: unsupported SidecarSet version (%s)", to, strings.Join(names, " or "))}
-}
-
-// convertObject returns obj, when it is a SidecarSet, in version to, converted as the API server
-// converts it with the manager's conversion webhook; anything else as it is.
-func convertObject(obj runtime.Object, to schema.GroupVersion) (runtime.Object, error) {
-	switch ss := obj.(type) {
-	case *v1alpha1.SidecarSet:
-		if to != v1beta1.GroupVersion {
-			return ss, nil
-		}
-		written, err := versions.Of(ss)
-		return written.Hub, err
-	case *v1beta1.SidecarSet:
-		if to != v1alpha1.GroupVersion {
-			return ss, nil
-		}
-		alpha := &v1alpha1.SidecarSet{}
-		return alpha, alpha.ConvertFrom(ss)
-	}
-	return obj, nil
 }
