@@ -1,13 +1,9 @@
 package main
 
 import (
-	"fmt"
-	"maps"
-	"slices"
-	"strings"
-
 	"github.com/spf13/cobra"
 
+	"github.com/sidecarops/sidecarops/internal/sidecarctl/policytest"
 	"github.com/sidecarops/sidecarops/policies"
 )
 
@@ -28,42 +24,7 @@ func policyCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			passed, failed := 0, 0
-			for _, r := range report.Results {
-				if r.Pass() {
-					passed++
-				} else if !r.Skip {
-					failed++
-				}
-				if verbose || !r.Pass() {
-					fmt.Fprintln(out, strings.TrimSpace(r.String()))
-					if r.Error != nil {
-						fmt.Fprintf(out, "  %v\n", r.Error)
-					}
-				}
-			}
-			fmt.Fprintln(out, strings.Repeat("-", 80))
-			if failed > 0 {
-				fmt.Fprintf(out, "PASS: %d/%d\nFAIL: %d/%d\n", passed, len(report.Results), failed, len(report.Results))
-			} else {
-				fmt.Fprintf(out, "PASS: %d/%d\n", passed, len(report.Results))
-			}
-			pct := report.CoveragePercent()
-			if coverage {
-				for _, path := range slices.Sorted(maps.Keys(report.Coverage)) {
-					fr := report.Coverage[path]
-					fmt.Fprintf(out, "coverage %s: %d/%d lines\n", path, fr.CoveredLines, fr.CoveredLines+fr.NotCoveredLines)
-				}
-				fmt.Fprintf(out, "coverage: %.2f%%\n", pct)
-			}
-			switch {
-			case !report.Passed():
-				return fmt.Errorf("policy tests failed")
-			case coverage && pct < threshold:
-				return fmt.Errorf("coverage %.2f%% is below --threshold %.2f%%", pct, threshold)
-			}
-			return nil
+			return policytest.Write(cmd.OutOrStdout(), report, policytest.Options{Verbose: verbose, Coverage: coverage, Threshold: threshold})
 		},
 	}
 	test.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every test result")
