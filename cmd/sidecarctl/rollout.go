@@ -214,16 +214,16 @@ func podKeys(pods []*corev1.Pod) []string {
 // injected by it. problems are what the input holds that a cluster would refuse, SidecarSets that
 // are then not planned included.
 func filePlans(cmd *cobra.Command, src *sourceFlags, args []string, rounds int) (plans []sidecarSetPlan, problems, err error) {
-	w, err := src.load(cmd, "ignored")
+	w, err := src.input(cmd, "ignored")
 	if err != nil {
 		return nil, nil, err
 	}
 	nsLabels := map[string]map[string]string{}
-	for _, ns := range w.namespaces {
+	for _, ns := range w.Namespaces {
 		nsLabels[ns.Name] = ns.Labels
 	}
 	var pods []*corev1.Pod
-	for _, o := range w.workloads {
+	for _, o := range w.Workloads {
 		if p, ok := o.Obj.(*corev1.Pod); ok {
 			if p.Namespace == "" {
 				p.Namespace = src.namespace
@@ -231,13 +231,13 @@ func filePlans(cmd *cobra.Command, src *sourceFlags, args []string, rounds int) 
 			pods = append(pods, p)
 		}
 	}
-	for _, ss := range w.sidecarSets {
+	for _, ss := range w.SidecarSets {
 		if len(args) == 1 && ss.Name != args[0] {
 			continue
 		}
 		scope, err := rollout.ScopeOf(ss)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", w.origin[ss], err)
+			return nil, nil, fmt.Errorf("%s: %w", w.Origin[ss], err)
 		}
 		var managed []*corev1.Pod
 		for _, p := range pods {
@@ -250,20 +250,20 @@ func filePlans(cmd *cobra.Command, src *sourceFlags, args []string, rounds int) 
 				managed = append(managed, p)
 			}
 		}
-		p, err := plan(ss, managed, w.revisions, rounds, offlineRevisionsHint)
+		p, err := plan(ss, managed, w.Revisions, rounds, offlineRevisionsHint)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", w.origin[ss], err)
+			return nil, nil, fmt.Errorf("%s: %w", w.Origin[ss], err)
 		}
 		plans = append(plans, p)
 	}
 	switch {
 	case len(plans) > 0:
-	case len(args) == 1 && !w.refused[args[0]]:
-		return nil, nil, errors.Join(w.err(), fmt.Errorf("SidecarSet %q is not in the files given", args[0]))
-	case w.sidecarSetsGiven == 0:
-		return nil, nil, errors.Join(w.err(), errors.New("no SidecarSet in the files given"))
+	case len(args) == 1 && !w.Refused[args[0]]:
+		return nil, nil, errors.Join(w.Err(), fmt.Errorf("SidecarSet %q is not in the files given", args[0]))
+	case w.SidecarSetsGiven == 0:
+		return nil, nil, errors.Join(w.Err(), errors.New("no SidecarSet in the files given"))
 	}
-	return plans, w.err(), nil
+	return plans, w.Err(), nil
 }
 
 // livePlan reads the SidecarSet and the pods it manages from a cluster, as the controller lists

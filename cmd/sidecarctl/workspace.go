@@ -7,10 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 
-	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/manifest"
 	"github.com/sidecarops/sidecarops/internal/sidecarctl/workspace"
 )
@@ -68,30 +65,7 @@ func (f *sourceFlags) input(cmd *cobra.Command, others string) (*workspace.Works
 	return workspace.Load(cmd.Context(), opts)
 }
 
-// rolloutInput is the workspace under the names rollout.go reads it by, until the rewrite of
-// rollout plan (issue 39) reads the package's.
-type rolloutInput struct {
-	namespaces       []*corev1.Namespace
-	workloads        []*manifest.Object
-	sidecarSets      []*v1beta1.SidecarSet
-	origin           map[*v1beta1.SidecarSet]*manifest.Object
-	revisions        []*appsv1.ControllerRevision
-	refused          map[string]bool
-	sidecarSetsGiven int
-	err              func() error
-}
-
-// load is input for rollout.go.
-func (f *sourceFlags) load(cmd *cobra.Command, others string) (*rolloutInput, error) {
-	w, err := f.input(cmd, others)
-	if err != nil {
-		return nil, err
-	}
-	return &rolloutInput{namespaces: w.Namespaces, workloads: w.Workloads, sidecarSets: w.SidecarSets, origin: w.Origin,
-		revisions: w.Revisions, refused: w.Refused, sidecarSetsGiven: w.SidecarSetsGiven, err: w.Err}, nil
-}
-
-// read is load without its judging (workspace.Read): convert's.
+// read is input without its judging (workspace.Read): convert's.
 func (f *sourceFlags) read(cmd *cobra.Command) (*workspace.Workspace, error) {
 	opts, err := f.options(cmd, "")
 	if err != nil {
