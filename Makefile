@@ -281,7 +281,7 @@ test-k8s-versions: $(HELM)
 
 # Each fuzz target for FUZZTIME; new interesting inputs land in the package's testdata/fuzz corpus.
 FUZZTIME ?= 2m
-FUZZ_TARGETS := ./webhook:FuzzAdmissionReview ./mutation:FuzzInject ./bundles:FuzzReadBytes ./internal/manifest:FuzzWhitelist ./internal/sidecarset/history:FuzzRestore ./agent:FuzzParseConfig ./internal/manifest:FuzzDecode ./internal/sidecarset/resourcespolicy:FuzzParse ./internal/sidecarset/validation:FuzzSidecarSet ./internal/sidecarset/defaults:FuzzIdempotent ./agent/plugins/hotupdate:FuzzUpdateRequest
+FUZZ_TARGETS := ./webhook:FuzzAdmissionReview ./mutation:FuzzInject ./bundles:FuzzReadBytes ./internal/manifest:FuzzWhitelist ./sidecarset/history:FuzzRestore ./agent:FuzzParseConfig ./internal/manifest:FuzzDecode ./sidecarset/resourcespolicy:FuzzParse ./sidecarset/validation:FuzzSidecarSet ./sidecarset/defaults:FuzzIdempotent ./agent/plugins/hotupdate:FuzzUpdateRequest
 fuzz:
 	for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; fn=$${t##*:}; \
@@ -292,7 +292,7 @@ fuzz:
 # needs python3 with PyYAML (Debian: python3-yaml); the 10,000-SidecarSet set is about 12 MB, in a
 # temporary directory.
 bench:
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) ./test/bench/ ./webhook/ ./mutation/ ./internal/sidecarset/resourcespolicy/
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) ./test/bench/ ./webhook/ ./mutation/ ./sidecarset/resourcespolicy/
 
 clean:
 	rm -rf bin

@@ -17,7 +17,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
+	"github.com/sidecarops/sidecarops/sidecarset/history"
 )
 
 // Decision queries, one per policy entry point (docs/design.md, "Decisions").

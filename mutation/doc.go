@@ -8,5 +8,5 @@
 // not decide what the policies own (matching, gates, conflicts, the whitelist): Inject applies
 // exactly the SidecarSets it is given, in that order. It makes no API calls and reads no clock or
 // random source but the Injector's, so every face renders the same pod from the same inputs. The
-// injection revision is internal/sidecarset/history's, resourcesPolicy arithmetic resourcespolicy's.
+// injection revision is sidecarset/history's, resourcesPolicy arithmetic resourcespolicy's.
 package mutation

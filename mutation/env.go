@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/fieldpath"
+	"github.com/sidecarops/sidecarops/sidecarset/fieldpath"
 )
 
 // subPathExprVar finds the $(VAR) references of a volumeMount.subPathExpr; it is OpenKruise's

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
+	"github.com/sidecarops/sidecarops/sidecarset/history"
 )
 
 // Fixtures restating compat §4 "P1" and "SS1"; every test copies them before changing anything.

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/resourcespolicy"
+	"github.com/sidecarops/sidecarops/sidecarset/history"
+	"github.com/sidecarops/sidecarops/sidecarset/resourcespolicy"
 )
 
 // Injector injects SidecarSets into pods. Its clock and random source are the only non-determinism
@@ -114,7 +114,7 @@ func Random(ss *v1beta1.SidecarSet) bool {
 }
 
 // chooseRevisions replaces each SidecarSet by the revision to inject (compat §1.5, W6–W14); the
-// choice itself is internal/sidecarset/history's.
+// choice itself is sidecarset/history's.
 func (in *Injector) chooseRevisions(input Input) ([]*v1beta1.SidecarSet, error) {
 	out := make([]*v1beta1.SidecarSet, len(input.SidecarSets))
 	for i, ss := range input.SidecarSets {

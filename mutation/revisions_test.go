@@ -10,11 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
+	"github.com/sidecarops/sidecarops/sidecarset/history"
 )
 
 // revisionOf stores historical as a ControllerRevision the way the controller would: data.raw from
-// internal/sidecarset/history, the SidecarSet's hash annotations, and the labels a customVersion lookup needs.
+// sidecarset/history, the SidecarSet's hash annotations, and the labels a customVersion lookup needs.
 func revisionOf(t *testing.T, historical *v1beta1.SidecarSet, customVersion string, number int64) *appsv1.ControllerRevision {
 	t.Helper()
 	raw, err := history.Raw(historical)

@@ -27,10 +27,10 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/internal/testing/readonly"
 	"github.com/sidecarops/sidecarops/internal/testing/testfiles"
 	"github.com/sidecarops/sidecarops/mutation"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/test/bench/perfinputs"
 )
 

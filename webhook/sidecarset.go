@@ -19,7 +19,7 @@ import (
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/impact"
 	"github.com/sidecarops/sidecarops/internal/injector"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
 )
 
 // SidecarSetDefaulter is the SidecarSet defaulting webhook (SidecarSetDefaultPath, compat §1.8): it

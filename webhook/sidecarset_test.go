@@ -21,7 +21,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/engine"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
 )
 
 // M1's hashes (compat §4.3), OpenKruise's values for its SidecarSet.

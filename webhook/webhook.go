@@ -14,7 +14,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/engine"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/versions"
+	"github.com/sidecarops/sidecarops/sidecarset/versions"
 )
 
 // Paths the handlers are served at; the webhook configurations must name the same.

@@ -4,11 +4,11 @@
 //
 // It owns the Go types, their JSON names and field order (the SidecarSet hash is computed over
 // encoding/json output, so field order is part of the contract) and the scheme registration. It
-// must not hold behaviour: defaulting and hashing live in internal/sidecarset/defaults and hashes,
-// validation in internal/sidecarset/validation, decisions in the Rego policies.
+// must not hold behaviour: defaulting and hashing live in sidecarset/defaults and hashes,
+// validation in sidecarset/validation, decisions in the Rego policies.
 //
 // Everything in sidecarops but the edges that decode what clients write (package
-// internal/sidecarset/versions) works on this version.
+// sidecarset/versions) works on this version.
 //
 // +kubebuilder:object:generate=true
 // +groupName=apps.kruise.io

@@ -28,9 +28,9 @@ import (
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/loader"
 	"github.com/sidecarops/sidecarops/internal/manifest"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/versions"
 	"github.com/sidecarops/sidecarops/internal/testing/readonly"
 	"github.com/sidecarops/sidecarops/mutation"
+	"github.com/sidecarops/sidecarops/sidecarset/versions"
 	"github.com/sidecarops/sidecarops/webhook"
 )
 

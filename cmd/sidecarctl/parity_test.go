@@ -26,9 +26,9 @@ import (
 	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/manifest"
 	"github.com/sidecarops/sidecarops/internal/sidecarctl/findings"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/mutation"
 	"github.com/sidecarops/sidecarops/policies/strict"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/webhook"
 )
 

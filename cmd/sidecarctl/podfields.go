@@ -9,7 +9,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/controller/rollout"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
 )
 
 // podChangedFields lists the fields of ss's spec.containers that differ, other than by image, from

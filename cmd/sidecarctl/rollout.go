@@ -17,7 +17,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/controller/managed"
 	"github.com/sidecarops/sidecarops/controller/rollout"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
 )
 
 func rolloutCmd() *cobra.Command {

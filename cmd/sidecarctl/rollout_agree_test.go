@@ -26,7 +26,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/controller"
 	"github.com/sidecarops/sidecarops/controller/rollout"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
 )
 
 // `rollout plan` promises to show exactly what the controller does next. Both take their round from

@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
+	"github.com/sidecarops/sidecarops/sidecarset/history"
 )
 
 // ExplainNotUpgradable says why pod cannot be upgraded in place by ss, naming the fields that

@@ -19,8 +19,8 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/engine"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/mutation"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
 )
 
 // cacheGen draws fleets and pods from small vocabularies, so that pods often match, collide, repeat

@@ -7,6 +7,6 @@
 //   - ValidateSidecarSet: defaults, the single-object rules, then the policy checks.
 //   - Snapshot: the whitelist fallback, the compile of the SidecarSets and the engine's prepare.
 //
-// It composes bundles, engine, mutation and internal/sidecarset; it must not decide (the policies
+// It composes bundles, engine, mutation and sidecarset; it must not decide (the policies
 // do), render pods (package mutation does), or know about HTTP, files, metrics or logs (the faces do).
 package injector

@@ -21,9 +21,9 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/internal/testing/readonly"
 	"github.com/sidecarops/sidecarops/mutation"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
 )
 
 var fixedInjector = &mutation.Injector{Now: func() time.Time { return time.Unix(1700000000, 0) }, Rand: func() float64 { return 0 }}

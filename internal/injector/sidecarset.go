@@ -9,8 +9,8 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/engine"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/validation"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/sidecarset/validation"
 )
 
 // ValidateSidecarSet answers what the validating webhook answers for ss (old on UPDATE, else nil):

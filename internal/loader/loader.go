@@ -28,7 +28,7 @@ import (
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/manifest"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
 )
 
 // ConfigMapSource is the source name of the whitelist converted from OpenKruise's kruise-configuration

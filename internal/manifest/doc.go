@@ -15,6 +15,6 @@
 //
 // It must not default, validate or decide: strictness here is about form (unknown fields, wrong
 // types, a kind it reads in a version it does not), never meaning, which belongs to
-// internal/sidecarset/defaults and validation and to the policies. Objects come out exactly as
+// sidecarset/defaults and validation and to the policies. Objects come out exactly as
 // written, less the empty structs that marshalling typed objects adds.
 package manifest

@@ -42,7 +42,7 @@ var (
 // decoding, template views, write-back and patch paths are all derived from it.
 var kinds = []kind{
 	// SidecarSets in both versions: the caller turns a v1alpha1 one into the hub (package
-	// internal/sidecarset/versions), keeping it to name errors by the fields written.
+	// sidecarset/versions), keeping it to name errors by the fields written.
 	{gvk: v1alpha1.GroupVersion.WithKind(sidecarSetKind), proto: &v1alpha1.SidecarSet{}},
 	{gvk: v1beta1.GroupVersion.WithKind(sidecarSetKind), proto: &v1beta1.SidecarSet{}},
 	{gvk: corev1.SchemeGroupVersion.WithKind("Namespace"), proto: &corev1.Namespace{}},

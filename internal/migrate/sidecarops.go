@@ -18,7 +18,7 @@ import (
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/manifest"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
 )
 
 // installed is sidecarops' manager as its Deployment runs it; where there is none yet, as the chart

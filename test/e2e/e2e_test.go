@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/hashes"
+	"github.com/sidecarops/sidecarops/sidecarset/hashes"
 )
 
 const timeout = 15 * time.Second

@@ -23,8 +23,8 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/controller"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
 )
 
 // The probe's value (issue 35 item 2): no label value, though spec.customVersion becomes one.

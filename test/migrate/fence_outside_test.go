@@ -18,8 +18,8 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/controller/rollout"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
 )
 
 // TestFenceOutsideOpenKruisesBehaviour makes, as OpenKruise's manager, the writes its ClusterRole

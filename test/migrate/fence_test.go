@@ -30,9 +30,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
 	"github.com/sidecarops/sidecarops/internal/testing/render"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
 )
 
 const (

@@ -25,8 +25,8 @@ import (
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/internal/coexist"
 	"github.com/sidecarops/sidecarops/internal/injector"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/mutation"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
 )
 
 // protectedLabel marks the pods the stand-in's PodUnavailableBudget protects.

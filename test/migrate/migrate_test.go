@@ -39,10 +39,10 @@ import (
 	"github.com/sidecarops/sidecarops/controller/rollout"
 	"github.com/sidecarops/sidecarops/internal/coexist"
 	"github.com/sidecarops/sidecarops/internal/injector"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
 	"github.com/sidecarops/sidecarops/internal/testing/devcluster"
 	"github.com/sidecarops/sidecarops/internal/testing/render"
 	"github.com/sidecarops/sidecarops/mutation"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
 )
 
 const (

@@ -25,7 +25,7 @@ import (
 	"github.com/sidecarops/sidecarops/bundles"
 	"github.com/sidecarops/sidecarops/engine"
 	"github.com/sidecarops/sidecarops/internal/podwebhook"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
 )
 
 // apiServer evaluates a filter with the API server's own code (the object selector matcher; the

@@ -14,9 +14,9 @@ import (
 	"github.com/sidecarops/sidecarops/internal/sidecarctl/installview"
 	"github.com/sidecarops/sidecarops/internal/sidecarctl/podcheck"
 	"github.com/sidecarops/sidecarops/internal/sidecarctl/workspace"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/versions"
 	"github.com/sidecarops/sidecarops/mutation"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/sidecarset/versions"
 )
 
 // Options are what check's flags say beside the input.

@@ -10,7 +10,7 @@ import (
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/sidecarctl/workspace"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/versions"
+	"github.com/sidecarops/sidecarops/sidecarset/versions"
 )
 
 // Target is the SidecarSet version to, named alone (v1beta1) or with its group

@@ -11,8 +11,8 @@ import (
 
 	"github.com/sidecarops/sidecarops/internal/manifest"
 	"github.com/sidecarops/sidecarops/internal/sidecarctl/workspace"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/validation"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/sidecarset/validation"
 )
 
 // restartPoliciesOf are the pod restartPolicies the API server's validation of each workload

@@ -12,7 +12,7 @@ import (
 	"github.com/sidecarops/sidecarops/internal/manifest"
 	"github.com/sidecarops/sidecarops/internal/sidecarctl/findings"
 	"github.com/sidecarops/sidecarops/internal/sidecarctl/workspace"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
 )
 
 // ShadowedVolumes are the strict findings about the volumes of the pod o creates (written: before

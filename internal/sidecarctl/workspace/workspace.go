@@ -22,9 +22,9 @@ import (
 	"github.com/sidecarops/sidecarops/internal/injector"
 	"github.com/sidecarops/sidecarops/internal/manifest"
 	"github.com/sidecarops/sidecarops/internal/sidecarctl/findings"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/versions"
 	"github.com/sidecarops/sidecarops/policies/strict"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/sidecarset/versions"
 )
 
 // Options say what to read and how; the command line's flags, checked by the command.

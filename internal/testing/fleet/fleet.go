@@ -9,7 +9,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/controller/rollout"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
 )
 
 // MatchingApp is the app label value the first `matching` SidecarSets of a fleet select.

@@ -16,8 +16,8 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/internal/manifest"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/versions"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/sidecarset/versions"
 )
 
 //go:embed gen_inputs.py

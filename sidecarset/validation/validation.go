@@ -10,7 +10,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1alpha1"
 	"github.com/sidecarops/sidecarops/api/v1beta1"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
+	"github.com/sidecarops/sidecarops/sidecarset/history"
 )
 
 // Lookup finds another SidecarSet by name. It is how validation reads the canary base; the

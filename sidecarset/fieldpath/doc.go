@@ -2,5 +2,5 @@
 // form transferEnv's sourceContainerNameFrom.fieldRef uses (quirk Q9).
 //
 // It owns the syntax of a path only. It must not decide which paths are allowed
-// (internal/sidecarset/validation does) nor resolve them against a pod (package mutation does).
+// (sidecarset/validation does) nor resolve them against a pod (package mutation does).
 package fieldpath

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/resourcespolicy"
+	"github.com/sidecarops/sidecarops/sidecarset/resourcespolicy"
 )
 
 var targetContainersModes = []v1beta1.TargetContainersModeType{v1beta1.TargetContainersModeSum, v1beta1.TargetContainersModeMax}

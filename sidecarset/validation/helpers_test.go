@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/defaults"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
+	"github.com/sidecarops/sidecarops/sidecarset/defaults"
+	"github.com/sidecarops/sidecarops/sidecarset/history"
 )
 
 // Fixtures restate the ones of OpenKruise's validating-webhook tests (compat §4.4): a SidecarSet

@@ -7,6 +7,6 @@
 // and the defaults deliberately not applied, are in docs/validation.md, "Defaulting".
 //
 // Defaulting never fails, never overrides a value that is set, and is idempotent. It decides
-// nothing (internal/sidecarset/validation does) and does not hash (SidecarSetAndHash delegates to
-// internal/sidecarset/hashes).
+// nothing (sidecarset/validation does) and does not hash (SidecarSetAndHash delegates to
+// sidecarset/hashes).
 package defaults

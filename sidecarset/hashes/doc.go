@@ -4,6 +4,6 @@
 //
 // It owns the encoding (Go encoding/json of the containers, plus all initContainers when a native
 // sidecar exists, quirk Q1) and the digest. It does not default: callers hash the defaulted object
-// (internal/sidecarset/defaults.SidecarSetAndHash), because container defaults are part of the
+// (sidecarset/defaults.SidecarSetAndHash), because container defaults are part of the
 // encoded bytes. It never modifies its input.
 package hashes

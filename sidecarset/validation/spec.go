@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/fieldpath"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/history"
+	"github.com/sidecarops/sidecarops/sidecarset/fieldpath"
+	"github.com/sidecarops/sidecarops/sidecarset/history"
 )
 
 // validateSpec is OpenKruise's validateSidecarSetSpec (compat §2 step 3, except the whitelist).

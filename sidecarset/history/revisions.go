@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
-	"github.com/sidecarops/sidecarops/internal/sidecarset/hashes"
+	"github.com/sidecarops/sidecarops/sidecarset/hashes"
 )
 
 // Source gives read access to the ControllerRevisions of the kruise namespace. Implementations
