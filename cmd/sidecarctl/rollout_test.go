@@ -17,6 +17,7 @@ import (
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
 	"github.com/sidecarops/sidecarops/controller/rollout"
+	"github.com/sidecarops/sidecarops/internal/sidecarctl/rolloutplan"
 )
 
 const rolloutSidecarSet = `apiVersion: apps.kruise.io/v1alpha1
@@ -113,7 +114,7 @@ func TestRolloutPlanFromFiles(t *testing.T) {
 
 	out, errOut, code = sidecarctl(t, "", "rollout", "plan", "-f", dir, "proxy", "-o", "json")
 	require.Equal(t, 0, code, errOut)
-	var plans []sidecarSetPlan
+	var plans []rolloutplan.Plan
 	require.NoError(t, json.Unmarshal([]byte(out), &plans))
 	require.Len(t, plans, 1)
 	assert.Equal(t, []string{"shop/pod-4"}, plans[0].Upgrade)

@@ -1,4 +1,4 @@
-package main
+package rolloutplan
 
 import (
 	"context"
@@ -92,7 +92,7 @@ func TestRolloutPlanIsWhatTheControllerDoes(t *testing.T) {
 			if tc.pods != nil {
 				tc.pods(ss, pods)
 			}
-			p, err := plan(ss, pods, nil, 0, offlineRevisionsHint)
+			p, err := Of(ss, pods, nil, 0, OfflineRevisionsHint)
 			require.NoError(t, err)
 
 			upgraded, notUpgradable, evs, status := reconcileOnce(t, ss, pods)
