@@ -152,11 +152,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // reconcile is one round of compat §3.2 for ss, writing conds as its conditions: it reads what the
-// round needs (view), asks rollout.Decide what to do, and does it.
+// round needs (view), asks rollout.Decide what to do, writes the status and, unless the round
+// waits, does the rest.
 func (r *Reconciler) reconcile(ctx context.Context, ss *v1beta1.SidecarSet, conds []metav1.Condition) (ctrl.Result, error) {
 	v, err := r.view(ctx, ss)
-	if err != nil || v.view == nil {
-		return ctrl.Result{RequeueAfter: v.requeue}, err
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	a := rollout.Decide(ss, v.view, v.history)
 	status := a.Status
@@ -170,20 +171,21 @@ func (r *Reconciler) reconcile(ctx context.Context, ss *v1beta1.SidecarSet, cond
 	if err := r.writeStatus(ctx, ss, status); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
 	}
-	res, err := r.execute(ctx, ss, a, v.plannedFrom)
-	if v.plannedFrom == "" {
-		res.RequeueAfter = v.requeue
+	if v.plannedFrom == "" || v.wait {
+		return ctrl.Result{RequeueAfter: v.requeue}, nil
 	}
-	return res, err
+	return r.execute(ctx, ss, a, v.plannedFrom)
 }
 
-// roundView is what a round read of ss's pods: a view to decide from (nil when the round must wait
-// for the cache, requeue later), the revision decision, and where the view came from
-// (Metrics.rolloutRounds; "" for counts alone, with nothing to plan, recounted after requeue).
+// roundView is what a round read of ss's pods: a view to decide from, the revision decision, where
+// the view came from (Metrics.rolloutRounds; "" for counts alone, with nothing to plan), and
+// whether the round stops once the status is written (wait: the cache has not shown an earlier
+// round's writes yet, or the pods are to be counted in full first), to run again after requeue.
 type roundView struct {
 	view        rollout.View
 	history     rollout.History
 	plannedFrom string
+	wait        bool
 	requeue     time.Duration
 }
 
@@ -201,7 +203,7 @@ func (r *Reconciler) view(ctx context.Context, ss *v1beta1.SidecarSet) (roundVie
 	case fresh && !r.needsPods(ss, s.counts):
 		return roundView{view: rollout.KeptCounts{Counts: s.counts}, history: s.history(), requeue: r.recountInterval() - r.now().Sub(s.counted)}, nil
 	case fresh && rollout.PlansFromCounts(ss):
-		return r.keptCountsView(ctx, ss)
+		return r.keptCountsView(ctx, ss, s)
 	}
 	pods, err := r.matchingPods(ctx, ss)
 	if err != nil {
@@ -218,25 +220,29 @@ func (r *Reconciler) view(ctx context.Context, ss *v1beta1.SidecarSet) (roundVie
 				"pods", differences, "kept", s.counts, "counted", counts)
 		}
 	}
+	v := roundView{view: rollout.EveryPod(pods), history: rollout.History{Latest: latest, CollisionCount: collisionCount}, plannedFrom: plannedFromEveryPod}
+	// As OpenKruise: the status first, then the wait for the cache (compat §3.2 steps 4 and 5).
 	if r.waitingForCache(ctx, ss, pods) {
-		return roundView{requeue: requeueExpectations}, nil
+		v.wait, v.requeue = true, requeueExpectations
+		return v, nil
 	}
-	h := rollout.History{Latest: latest, CollisionCount: collisionCount}
-	if h.Revisions, err = r.revisionsToExplain(ctx, ss); err != nil {
+	if v.history.Revisions, err = r.revisionsToExplain(ctx, ss); err != nil {
 		return roundView{}, err
 	}
-	return roundView{view: rollout.EveryPod(pods), history: h, plannedFrom: plannedFromEveryPod}, nil
+	return v, nil
 }
 
-// keptCountsView is the view of a round during a rollout of a SidecarSet whose counts are kept from
-// pod events: it reads the pods left to upgrade and those written in the last round, not every pod.
-func (r *Reconciler) keptCountsView(ctx context.Context, ss *v1beta1.SidecarSet) (roundView, error) {
+// keptCountsView is the view of a round during a rollout of a SidecarSet whose counts, s, are kept
+// from pod events: it reads the pods left to upgrade and those written in the last round, not every
+// pod. Until the cache shows that round's writes, the round writes the status of s and waits.
+func (r *Reconciler) keptCountsView(ctx context.Context, ss *v1beta1.SidecarSet, s settled) (roundView, error) {
+	waiting := roundView{view: rollout.KeptCounts{Counts: s.counts}, history: s.history(), plannedFrom: plannedFromKeptCounts, wait: true, requeue: requeueExpectations}
 	written, err := r.cachedPods(ctx, ss, r.exp.expected(ss.Name))
 	if err != nil {
 		return roundView{}, err
 	}
 	if r.waitingForCache(ctx, ss, written) {
-		return roundView{requeue: requeueExpectations}, nil
+		return waiting, nil
 	}
 	// Counted again now that the cache shows the last round's writes: counts settled before they
 	// arrived would leave their pods out of the budget in use, and the round would take too many.
@@ -246,7 +252,7 @@ func (r *Reconciler) keptCountsView(ctx context.Context, ss *v1beta1.SidecarSet)
 	}
 	keys, listed := r.tr.notUpdated(ss)
 	if !ok || !listed {
-		return roundView{requeue: requeueExpectations}, nil // to be counted in full first
+		return waiting, nil // to be counted in full first
 	}
 	candidates, err := r.cachedPods(ctx, ss, keys)
 	if err != nil {
