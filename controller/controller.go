@@ -226,9 +226,7 @@ func (r *Reconciler) view(ctx context.Context, ss *v1beta1.SidecarSet) (roundVie
 		v.wait, v.requeue = true, requeueExpectations
 		return v, nil
 	}
-	if v.history.Revisions, err = r.revisionsToExplain(ctx, ss); err != nil {
-		return roundView{}, err
-	}
+	v.history.Revisions = r.revisionsToExplain(ctx, ss)
 	return v, nil
 }
 
@@ -259,9 +257,7 @@ func (r *Reconciler) keptCountsView(ctx context.Context, ss *v1beta1.SidecarSet,
 		return roundView{}, err
 	}
 	h := s.history()
-	if h.Revisions, err = r.revisionsToExplain(ctx, ss); err != nil {
-		return roundView{}, err
-	}
+	h.Revisions = r.revisionsToExplain(ctx, ss)
 	return roundView{view: rollout.KeptCounts{Counts: s.counts, NotUpdated: candidates}, history: h, plannedFrom: plannedFromKeptCounts}, nil
 }
 
@@ -275,13 +271,17 @@ func (r *Reconciler) waitingForCache(ctx context.Context, ss *v1beta1.SidecarSet
 	return len(waiting) > 0
 }
 
-// revisionsToExplain are ss's ControllerRevisions when a round's Events are recorded: they name the
-// fields a pod that cannot be upgraded in place changed.
-func (r *Reconciler) revisionsToExplain(ctx context.Context, ss *v1beta1.SidecarSet) ([]*appsv1.ControllerRevision, error) {
-	if r.Recorder == nil {
-		return nil, nil
+// revisionsToExplain reads ss's ControllerRevisions from the cache, for a round's Event that names
+// the fields a pod that cannot be upgraded in place changed; unreadable, or with no Events recorded,
+// the Event names hashes instead.
+func (r *Reconciler) revisionsToExplain(ctx context.Context, ss *v1beta1.SidecarSet) func() []*appsv1.ControllerRevision {
+	return func() []*appsv1.ControllerRevision {
+		if r.Recorder == nil {
+			return nil
+		}
+		revs, _ := r.revisions(ctx, ss)
+		return revs
 	}
-	return r.revisions(ctx, ss)
 }
 
 // cachedPods reads the pods named by keys that ss manages from the cache, in the order of keys; a

@@ -67,7 +67,8 @@ func (h podEvents) Update(ctx context.Context, e event.UpdateEvent, q workqueue.
 	}
 	// The transform marked the new version for the SidecarSets it names; those only the old one
 	// named count the pod no more.
-	if left := slices.DeleteFunc(injectedBy(old), func(name string) bool { return slices.Contains(injectedBy(pod), name) }); len(left) > 0 {
+	names := injectedBy(pod)
+	if left := slices.DeleteFunc(injectedBy(old), func(name string) bool { return slices.Contains(names, name) }); len(left) > 0 {
 		h.tr.touch(client.ObjectKeyFromObject(pod), mark{}, left)
 	}
 	for _, ss := range h.sidecarSets(ctx, pod) {

@@ -120,7 +120,7 @@ func (m mark) replaces(held mark) bool {
 // touch marks pod dirty for every SidecarSet in names. A nil tracker (a Reconciler used without
 // SetupWithManager) counts in full every round and needs no marks.
 func (t *tracker) touch(pod types.NamespacedName, m mark, names []string) {
-	if t == nil {
+	if t == nil || len(names) == 0 { // most pods of a cluster: no lock taken for them
 		return
 	}
 	t.mu.Lock()
@@ -163,7 +163,8 @@ func (t *tracker) forget(name string) {
 // settle brings ss's counts up to date with its dirty pods, counting each with count (the version the
 // cache shows, "" for none, and the pod's counts, nil for a pod that is gone or no longer managed),
 // and from now on records pod events for ss even before it was ever counted. A pod whose mark the
-// cache does not meet yet stays dirty: the cache is still behind the informer's transform. ok reports whether the counts are valid for ss as it is now; then c is them, with the
+// cache does not meet yet stays dirty: the cache is still behind the informer's transform. ok
+// reports whether the counts are valid for ss as it is now; then c is them, with the
 // revision decision recorded with them and when they were last counted over every pod.
 func (t *tracker) settle(ss *v1beta1.SidecarSet, count func(types.NamespacedName) (string, *counted, error)) (c rollout.Counts, revision string, collisionCount int32, at time.Time, ok bool, err error) {
 	t.mu.Lock()

@@ -42,12 +42,21 @@ func (v KeptCounts) round(ss *v1beta1.SidecarSet, c Counts) Round {
 }
 
 // History is the revision decision a round's status carries (the latest ControllerRevision and
-// the collision count) and the SidecarSet's ControllerRevisions, which name the fields a pod that
-// cannot be upgraded in place changed (nil: the reasons name hashes).
+// the collision count) and where the SidecarSet's ControllerRevisions come from, which name the
+// fields a pod that cannot be upgraded in place changed. Revisions is called only when a round has
+// such a pod to explain, which few rounds have (nil, or nil returned: the reasons name hashes).
 type History struct {
 	Latest         string
 	CollisionCount int32
-	Revisions      []*appsv1.ControllerRevision
+	Revisions      func() []*appsv1.ControllerRevision
+}
+
+// revisions are h.Revisions' answer, or none.
+func (h History) revisions() []*appsv1.ControllerRevision {
+	if h.Revisions == nil {
+		return nil
+	}
+	return h.Revisions()
 }
 
 // Event is an Event a round records on its SidecarSet.
@@ -116,7 +125,7 @@ func Decide(ss *v1beta1.SidecarSet, v View, h History) Actions {
 		first := a.NotUpgradable[0].Pod
 		a.Events = append(a.Events, Event{corev1.EventTypeNormal, ReasonNotUpgradablePods, "Upgrade", fmt.Sprintf(
 			"SidecarSet in-place update detected %d not upgradable pod(s) in this round, will skip them. First: %s/%s: %s",
-			n, first.Namespace, first.Name, ExplainNotUpgradable(first, ss, h.Revisions))})
+			n, first.Namespace, first.Name, ExplainNotUpgradable(first, ss, h.revisions()))})
 	}
 	if len(a.Upgrade) == 0 {
 		if why := Waiting(round.Plan); why != "" {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -80,7 +81,9 @@ func TestDecide(t *testing.T) {
 			if tc.change != nil {
 				tc.change(ss)
 			}
-			a := Decide(ss, EveryPod(tc.pods), History{})
+			// The revisions are read only for a pod to explain: a read of them is I/O in the controller.
+			reads := 0
+			a := Decide(ss, EveryPod(tc.pods), History{Revisions: func() []*appsv1.ControllerRevision { reads++; return nil }})
 			assert.Equal(t, tc.rolling, a.Rolling)
 			assert.Equal(t, tc.upgrade, namesOrNil(a.Upgrade))
 			var reasons []string
@@ -90,6 +93,8 @@ func TestDecide(t *testing.T) {
 				assert.Contains(t, e.Message, tc.contains)
 			}
 			assert.Equal(t, tc.reasons, reasons)
+			assert.Equal(t, len(a.NotUpgradable) > 0, reads == 1, "revisions read %d times", reads)
+			assert.LessOrEqual(t, reads, 1)
 			if !a.Rolling {
 				assert.Empty(t, a.Upgrade, "only a rolling round upgrades")
 				assert.Empty(t, a.NotUpgradable, "only a rolling round marks")

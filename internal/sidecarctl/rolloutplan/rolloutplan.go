@@ -63,7 +63,7 @@ var heldByOrder = []string{"maxUnavailable", "partition", "updateStrategy.select
 // and forecast for ss over pods. revisionsHint says how to get the ControllerRevisions, for a pod
 // whose changed fields only its revision would show.
 func Of(ss *v1beta1.SidecarSet, pods []*corev1.Pod, revs []*appsv1.ControllerRevision, rounds int, revisionsHint string) (Plan, error) {
-	a := rollout.Decide(ss, rollout.EveryPod(pods), rollout.History{Latest: ss.Status.LatestRevision, Revisions: revs})
+	a := rollout.Decide(ss, rollout.EveryPod(pods), rollout.History{Latest: ss.Status.LatestRevision, Revisions: func() []*appsv1.ControllerRevision { return revs }})
 	p := a.Plan
 	out := Plan{
 		SidecarSet:     ss.Name,
