@@ -10,6 +10,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
@@ -58,13 +59,19 @@ func (s *Snapshot) Decide(ctx context.Context, ns string, podJSON []byte) (Decis
 	return s.DecideInput(ctx, in)
 }
 
-// DecideDecoded is Decide for JSON the caller has already decoded without error (the webhook's pod,
-// a marshalled one), which spares validating it again: on a real pod that costs as much as a tenth
-// of the decision. Given anything else, its answer is undefined.
-func (s *Snapshot) DecideDecoded(ctx context.Context, ns string, podJSON []byte) (Decision, error) {
-	in, err := decodedInput(s.podProjection, ns, podJSON)
-	if err != nil {
-		return Decision{}, err
+// DecideDecoded is Decide for a pod the caller has already decoded without error from podJSON, with
+// a decoder that refuses duplicate names and tells names apart by case (the webhook's), or
+// marshalled into podJSON. That spares validating the JSON again, which on a real pod costs as much
+// as a tenth of the decision, and the input is built from the decoded fields where they say exactly
+// what the JSON does (typedInput). pod.Namespace is not read. Given anything else, the answer is
+// undefined.
+func (s *Snapshot) DecideDecoded(ctx context.Context, ns string, pod *corev1.Pod, podJSON []byte) (Decision, error) {
+	in, ok := typedInput(s.podProjection, ns, pod, podJSON)
+	if !ok {
+		var err error
+		if in, err = decodedInput(s.podProjection, ns, podJSON); err != nil {
+			return Decision{}, err
+		}
 	}
 	return s.DecideInput(ctx, in)
 }

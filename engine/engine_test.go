@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -247,13 +246,6 @@ func TestInputMatchesOPADecoding(t *testing.T) {
 }
 
 func TestPodProjection(t *testing.T) {
-	mods := func(srcs ...string) map[string]*ast.Module {
-		out := map[string]*ast.Module{}
-		for i, src := range srcs {
-			out[fmt.Sprint(i)] = ast.MustParseModuleWithOpts(src, ast.ParserOptions{RegoVersion: ast.RegoV1})
-		}
-		return out
-	}
 	pod := `{"metadata":{"name":"p","labels":{"app":"web","a.b":"c"},"annotations":{"x":"1"}},"spec":{"hostNetwork":true,"containers":[{"name":"app"}]},"status":{"phase":"Pending"}}`
 	cases := []struct {
 		name string
@@ -283,7 +275,7 @@ x if input[input.namespace]`}, pod},
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			raw := []byte(pod)
-			got, err := input(podProjection(nil, mods(tc.srcs...)), "n", raw)
+			got, err := input(podProjection(nil, modules(tc.srcs...)), "n", raw)
 			require.NoError(t, err)
 			// The pod's JSON is read in place: the input must not point into it, since the
 			// caller's buffer outlives neither the request nor a decision kept in a cache.

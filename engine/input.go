@@ -1,15 +1,18 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/tidwall/gjson"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // projection is the part of the pod the compiled policies can read: a tree of object keys under
@@ -26,6 +29,11 @@ type projection struct {
 	// every admission looks the one up and inserts the other (terms are never modified).
 	path string
 	key  *ast.Term
+	// typed, on the root, says typedInput can build every path from a decoded pod; parent, on a
+	// parent of typedParents, is that; build, on one of its fields, how (podTyped).
+	typed  bool
+	parent *typedParent
+	build  typedField
 }
 
 // podProjection collects the paths under input.pod referenced by the modules, added to those of
@@ -61,6 +69,7 @@ func podProjection(from *projection, modules ...map[string]*ast.Module) *project
 			return false
 		})
 	}
+	root.typed = podTyped(root)
 	return root
 }
 
@@ -286,4 +295,197 @@ func members(r gjson.Result) int {
 		return true
 	})
 	return n
+}
+
+// typedField builds one field of the pod from the decoded pod for typedInput: ok false when the
+// decoded pod cannot tell what the JSON holds there, v nil when the JSON has no such field.
+type typedField func(node *projection, pod *corev1.Pod, podJSON []byte) (v ast.Value, ok bool)
+
+// typedParent is an object of the pod that typedInput builds from the decoded pod: the fields it
+// can build, and whether the decoded pod shows that the JSON has the object when none of them is
+// there; quoted is its name in quotes.
+type typedParent struct {
+	fields  map[string]typedField
+	present func(*corev1.Pod) bool
+	quoted  string
+}
+
+// typedParents are the pod fields typedInput builds from a decoded pod, by parent: what our
+// policies and the gates of examples/policies read. Below them lies a label or annotation key, or
+// nothing: a value is a string or a boolean, converted whole.
+var typedParents = map[string]*typedParent{
+	"metadata": {
+		quoted: `"metadata"`,
+		fields: map[string]typedField{
+			"labels": func(n *projection, p *corev1.Pod, raw []byte) (ast.Value, bool) {
+				return stringMap(n, p.Labels, raw, `"labels"`)
+			},
+			"annotations": func(n *projection, p *corev1.Pod, raw []byte) (ast.Value, bool) {
+				return stringMap(n, p.Annotations, raw, `"annotations"`)
+			},
+			"name": func(_ *projection, p *corev1.Pod, raw []byte) (ast.Value, bool) {
+				return stringValue(p.Name, raw, `"name"`)
+			},
+			"generateName": func(_ *projection, p *corev1.Pod, raw []byte) (ast.Value, bool) {
+				return stringValue(p.GenerateName, raw, `"generateName"`)
+			},
+		},
+		// Not the namespace, which the caller may have defaulted.
+		present: func(p *corev1.Pod) bool {
+			return p.Name != "" || p.GenerateName != "" || p.UID != "" || len(p.Labels) > 0 || len(p.Annotations) > 0
+		},
+	},
+	"spec": {
+		quoted:  `"spec"`,
+		fields:  map[string]typedField{"hostNetwork": hostNetwork},
+		present: func(p *corev1.Pod) bool { return len(p.Spec.Containers) > 0 || p.Spec.HostNetwork },
+	},
+}
+
+// podTyped reports whether every path of root, a pod's projection, is one of typedParents', and
+// gives each field's node its builder.
+func podTyped(root *projection) bool {
+	if root.all {
+		return false
+	}
+	for name, node := range root.children {
+		parent, ok := typedParents[name]
+		if !ok || node.all {
+			return false
+		}
+		for field, c := range node.children {
+			if c.build = parent.fields[field]; c.build == nil {
+				return false
+			}
+		}
+		node.parent = parent
+	}
+	return true
+}
+
+// typedInput is decodedInput(proj, namespace, podJSON) built from pod, which a decoder that refuses
+// duplicate names and tells names apart by case (the webhook's) decoded from podJSON, or which was
+// marshalled into it. It reads the pod's fields instead of scanning its JSON, which cost more than
+// converting them: the labels come after a kilobyte of metadata. ok is false, and nothing is built,
+// when proj reads a field outside typedParents, or one whose decoded value cannot say exactly what
+// the JSON holds: a decoded pod has no absent, null or empty field of its own (an empty map or
+// string, a false hostNetwork), unless the JSON does not name it at all (absent), and decoders write
+// U+FFFD for invalid UTF-8, which gjson keeps. decodedInput then reads the JSON. TestTypedInput
+// holds the two together.
+//
+// pod.Namespace is not read: the caller may have defaulted it.
+func typedInput(proj *projection, namespace string, pod *corev1.Pod, podJSON []byte) (ast.Value, bool) {
+	if !proj.typed {
+		return nil, false
+	}
+	var buf [2][2]*ast.Term // metadata and spec
+	parents := buf[:0]
+	for _, node := range proj.children {
+		v, ok := typedObject(node, pod, podJSON)
+		if !ok {
+			return nil, false
+		}
+		if v != nil {
+			parents = append(parents, [2]*ast.Term{node.key, ast.NewTerm(v)})
+		}
+	}
+	return ast.NewObject(
+		[2]*ast.Term{ast.InternedTerm("namespace"), ast.StringTerm(namespace)},
+		[2]*ast.Term{ast.InternedTerm("pod"), ast.NewTerm(ast.NewObject(parents...))},
+	), true
+}
+
+// typedObject builds metadata or spec, node, from the pod's fields; nil when the JSON has no such
+// object.
+func typedObject(node *projection, pod *corev1.Pod, podJSON []byte) (ast.Value, bool) {
+	var buf [4][2]*ast.Term // the most fields of a parent in typedParents
+	fields := buf[:0]
+	for _, c := range node.children {
+		v, ok := c.build(c, pod, podJSON)
+		if !ok {
+			return nil, false
+		}
+		if v != nil {
+			fields = append(fields, [2]*ast.Term{c.key, ast.NewTerm(v)})
+		}
+	}
+	// A field the JSON has is in an object; without one, the object may be absent or null.
+	if len(fields) == 0 && !node.parent.present(pod) {
+		return nil, absent(podJSON, node.parent.quoted)
+	}
+	return ast.NewObject(fields...), true
+}
+
+// stringMap builds labels or annotations, node, from m, named quoted in the JSON. An empty m is
+// absent, null or {} in the JSON (json.Marshal omits an empty map).
+func stringMap(node *projection, m map[string]string, podJSON []byte, quoted string) (ast.Value, bool) {
+	if len(m) == 0 {
+		return nil, absent(podJSON, quoted)
+	}
+	if !node.all { // some keys
+		var buf [4][2]*ast.Term
+		pairs := buf[:0]
+		for k, c := range node.children {
+			if v, ok := m[k]; ok {
+				if !faithful(k) || !faithful(v) {
+					return nil, false
+				}
+				pairs = append(pairs, [2]*ast.Term{c.key, ast.StringTerm(v)})
+			}
+		}
+		return ast.NewObject(pairs...), true
+	}
+	// As in jsonValue, the terms are one allocation.
+	terms := make([]ast.Term, 2*len(m))
+	var buf [16][2]*ast.Term
+	pairs := buf[:0]
+	for k, v := range m {
+		if !faithful(k) || !faithful(v) {
+			return nil, false
+		}
+		i := 2 * len(pairs)
+		terms[i].Value, terms[i+1].Value = ast.String(k), ast.String(v)
+		pairs = append(pairs, [2]*ast.Term{&terms[i], &terms[i+1]})
+	}
+	return ast.NewObject(pairs...), true
+}
+
+// stringValue builds a string field named quoted in the JSON; an empty one is absent or "" there.
+func stringValue(s string, podJSON []byte, quoted string) (ast.Value, bool) {
+	if s == "" {
+		return nil, absent(podJSON, quoted)
+	}
+	if !faithful(s) {
+		return nil, false
+	}
+	return ast.String(s), true
+}
+
+// hostNetwork builds spec.hostNetwork. false is absent, null or false in the JSON, which a policy
+// may tell apart.
+func hostNetwork(_ *projection, pod *corev1.Pod, podJSON []byte) (ast.Value, bool) {
+	if pod.Spec.HostNetwork {
+		return ast.Boolean(true), true
+	}
+	return nil, absent(podJSON, `"hostNetwork"`)
+}
+
+// absent reports whether the JSON has no member named quoted (the name in quotes), nowhere in it:
+// the name is not in its text, and no string is escaped (a name spelt with an escape has a \u in
+// it). An absent field is then certain, without parsing: a decoded pod's empty field is that, or
+// null, or empty, and the policies tell those apart.
+func absent(podJSON []byte, quoted string) bool {
+	return !bytes.Contains(podJSON, []byte(quoted)) && !bytes.Contains(podJSON, []byte(`\u`))
+}
+
+// faithful reports whether s, decoded, is what gjson reads in the JSON it was decoded from or
+// marshalled into: valid UTF-8 without U+FFFD, which decoders and json.Marshal write for invalid
+// bytes. Label and annotation keys and values are ASCII, checked byte by byte.
+func faithful(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return utf8.ValidString(s) && !strings.ContainsRune(s, utf8.RuneError)
+		}
+	}
+	return true
 }

@@ -36,9 +36,10 @@ type PodRequest struct {
 	// Raw is the pod's JSON as received, which the decision reads; nil marshals Pod. Passing what
 	// arrived saves a marshal as costly as the decision and cannot lose a field a policy reads.
 	Raw []byte
-	// Decoded says Pod was decoded from Raw without error (the webhook's case): Raw is then known to
-	// be valid JSON, which spares the decision checking it, and to say what Pod says, which lets a
-	// Cache answer it.
+	// Decoded says Pod was decoded from Raw without error, by a decoder that refuses duplicate names
+	// and tells names apart by case (the webhook's): Raw is then known to be valid JSON, which spares
+	// the decision checking it, and to say what Pod says, which lets the decision read Pod's fields
+	// (engine.Snapshot.DecideDecoded) and a Cache answer it.
 	Decoded bool
 	// Namespace is the namespace the pod is created in (the admission request's), used when the
 	// pod names none.
@@ -117,11 +118,13 @@ func (c *Cache) Pod(ctx context.Context, snap *engine.Snapshot, m *mutation.Inje
 	}
 	key, e, cached := c.lookup(snap, pod.Namespace, raw)
 	if e == nil {
-		decide := snap.Decide
+		var dec engine.Decision
+		var err error
 		if decoded {
-			decide = snap.DecideDecoded
+			dec, err = snap.DecideDecoded(ctx, pod.Namespace, pod, raw)
+		} else {
+			dec, err = snap.Decide(ctx, pod.Namespace, raw)
 		}
-		dec, err := decide(ctx, pod.Namespace, raw)
 		if err != nil {
 			return *res, err
 		}
