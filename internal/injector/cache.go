@@ -38,7 +38,7 @@ const (
 type Cache struct {
 	mu      sync.Mutex
 	snap    *engine.Snapshot
-	ignored []string // the gjson paths of what the policies do not read of metadata.name, generateName, uid
+	ignored []string // what the policies do not read of metadata's name, generateName and uid
 	seed    maphash.Seed
 	entries map[uint64]*entry // by the hash of the key, which the entry holds
 	seen    map[uint64]struct{}
@@ -93,7 +93,7 @@ func (c *Cache) lookup(snap *engine.Snapshot, ns string, raw []byte) (k podKey, 
 		c.snap, c.entries, c.seen, c.ignored, c.seed = snap, map[uint64]*entry{}, map[uint64]struct{}{}, nil, maphash.MakeSeed()
 		for _, f := range []string{"name", "generateName", "uid"} {
 			if !snap.ReadsPod("metadata", f) {
-				c.ignored = append(c.ignored, "metadata."+f)
+				c.ignored = append(c.ignored, f)
 			}
 		}
 	}
@@ -144,20 +144,34 @@ type podKey struct {
 // keyMark replaces an ignored non-empty value.
 const keyMark = `"*"`
 
+// newPodKey is the key of raw in ns; ignored are names of metadata fields, three at most. The
+// metadata is read in one pass, which stops once every ignored field is found, and only the first
+// of a name counts, as gjson.Get reads it: looking up each field in turn scanned the metadata up to
+// three times (all of it for an absent field).
 func newPodKey(ignored []string, ns string, raw []byte) podKey {
 	k := podKey{ns: ns, raw: raw}
+	if len(ignored) == 0 {
+		return k
+	}
 	// A string view of raw, not a copy (GetBytes copies what it returns): only positions are kept.
 	view := unsafe.String(unsafe.SliceData(raw), len(raw)) //nolint:gosec // G103: read only, and nothing read is kept
-	for _, f := range ignored {
-		if v := gjson.Get(view, f); v.Index > 0 && v.Type == gjson.String && v.Str != "" {
-			k.cuts[k.n].from, k.cuts[k.n].to = v.Index, v.Index+len(v.Raw)
-			// Kept in raw's order by insertion: three at most.
-			for i := k.n; i > 0 && k.cuts[i].from < k.cuts[i-1].from; i-- {
-				k.cuts[i], k.cuts[i-1] = k.cuts[i-1], k.cuts[i]
+	var found [len(k.cuts)]bool
+	left := len(ignored)
+	gjson.Get(view, "metadata").ForEach(func(key, v gjson.Result) bool {
+		for i, f := range ignored {
+			if found[i] || key.Str != f {
+				continue
 			}
-			k.n++
+			found[i] = true
+			left--
+			// In raw's order, as ForEach reads it.
+			if v.Index > 0 && v.Type == gjson.String && v.Str != "" {
+				k.cuts[k.n].from, k.cuts[k.n].to = v.Index, v.Index+len(v.Raw)
+				k.n++
+			}
 		}
-	}
+		return left > 0
+	})
 	return k
 }
 
