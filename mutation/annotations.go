@@ -24,9 +24,9 @@ type upgradeSpecs struct {
 // parseUpgradeSpecs reads one of the two hash annotations; the legacy flat form is upgraded to the
 // structured one when the annotation is rewritten. A value that is neither is an error, as it is
 // in OpenKruise's webhook: overwriting it would lose the controller's record of that pod. entries
-// is how many injection will record.
-func parseUpgradeSpecs(ann map[string]string, key string, entries int) (upgradeSpecs, error) {
-	s := upgradeSpecs{recorded: make([]upgradeSpec, 0, entries)}
+// has room for what injection will record.
+func parseUpgradeSpecs(ann map[string]string, key string, entries []upgradeSpec) (upgradeSpecs, error) {
+	s := upgradeSpecs{recorded: entries[:0:cap(entries)]}
 	if ann[key] == "" {
 		return s, nil
 	}
@@ -196,6 +196,9 @@ func marshalString(v any) string {
 // comma-joined (W24). The old value is split without cleaning, as OpenKruise does, so the list
 // reads the same whichever of the two wrote it last.
 func injectedList(old string, names []string) string {
+	if old == "" && strictlySorted(names) { // a new pod's: names are in the decision's order, by name
+		return strings.Join(names, ",")
+	}
 	set := map[string]bool{}
 	if old != "" {
 		for _, n := range strings.Split(old, ",") {
@@ -206,6 +209,17 @@ func injectedList(old string, names []string) string {
 		set[n] = true
 	}
 	return strings.Join(slices.Sorted(maps.Keys(set)), ",")
+}
+
+// strictlySorted reports whether names are sorted without repeats: the set of them, as injectedList
+// writes it.
+func strictlySorted(names []string) bool {
+	for i := 1; i < len(names); i++ {
+		if names[i-1] >= names[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // workingHotUpgrade reads kruise.io/sidecarset-working-hotupgrade-container. A value that does not

@@ -2,7 +2,8 @@ package mutation
 
 import (
 	"reflect"
-	"sort"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -73,9 +74,7 @@ func mergeContainers(pod []corev1.Container, sidecars []placed) listGrowth[corev
 // sortByName orders injected init containers by name, stably, before they are merged: OpenKruise
 // does this (compat §1.12 step 9, W32–W34), so users relying on name order across SidecarSets keep it.
 func sortByName(sidecars []placed) {
-	sort.SliceStable(sidecars, func(i, j int) bool {
-		return sidecars[i].container.Name < sidecars[j].container.Name
-	})
+	slices.SortStableFunc(sidecars, func(a, b placed) int { return strings.Compare(a.container.Name, b.container.Name) })
 }
 
 func isNativeSidecar(c *corev1.Container) bool {

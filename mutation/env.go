@@ -121,8 +121,9 @@ func containerNameFromFieldRef(fieldPath string, annotations, labels map[string]
 // the pod's app containers and the env vars their subPathExpr refers to (compat §1.15, W18–W21): a
 // shared mount with subPathExpr $(POD_NAME) only resolves in the sidecar if POD_NAME is defined there
 // too. Containers already carrying IS_INJECTED are sidecars and are not shared from; init
-// containers are never a source.
-func sharedMountsAndEnvs(sc *v1beta1.SidecarContainer, pod *corev1.Pod) ([]corev1.VolumeMount, []corev1.EnvVar) {
+// containers are never a source. The mounts point into the pod, which injection never modifies:
+// the sidecar copies those it takes, and copying them all first was a large part of its bytes.
+func sharedMountsAndEnvs(sc *v1beta1.SidecarContainer, pod *corev1.Pod) ([]*corev1.VolumeMount, []corev1.EnvVar) {
 	if sc.ShareVolumePolicy.Type != v1beta1.ShareVolumePolicyEnabled {
 		return nil, nil
 	}
@@ -130,14 +131,15 @@ func sharedMountsAndEnvs(sc *v1beta1.SidecarContainer, pod *corev1.Pod) ([]corev
 	for i := range pod.Spec.Containers {
 		n += len(pod.Spec.Containers[i].VolumeMounts)
 	}
-	mounts := make([]corev1.VolumeMount, 0, n)
+	mounts := make([]*corev1.VolumeMount, 0, n)
 	var envs []corev1.EnvVar
 	for i := range pod.Spec.Containers {
 		app := &pod.Spec.Containers[i]
 		if IsInjected(app) {
 			continue
 		}
-		for _, m := range app.VolumeMounts {
+		for j := range app.VolumeMounts {
+			m := &app.VolumeMounts[j]
 			mounts = append(mounts, m)
 			for _, ref := range subPathExprVar.FindAllString(m.SubPathExpr, -1) {
 				name := ref[2 : len(ref)-1] // "$(NAME)" → "NAME"

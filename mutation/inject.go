@@ -114,9 +114,9 @@ func Random(ss *v1beta1.SidecarSet) bool {
 }
 
 // chooseRevisions replaces each SidecarSet by the revision to inject (compat §1.5, W6–W14); the
-// choice itself is sidecarset/history's.
+// choice itself is sidecarset/history's. The list is input's own unless one is replaced.
 func (in *Injector) chooseRevisions(input Input) ([]*v1beta1.SidecarSet, error) {
-	out := make([]*v1beta1.SidecarSet, len(input.SidecarSets))
+	out, replaced := input.SidecarSets, false
 	for i, ss := range input.SidecarSets {
 		if ss == nil {
 			return nil, fmt.Errorf("mutation: Input.SidecarSets[%d] is nil", i)
@@ -131,10 +131,12 @@ func (in *Injector) chooseRevisions(input Input) ([]*v1beta1.SidecarSet, error) 
 		if err != nil {
 			return nil, fieldErr(ss.Name, "spec.injectionStrategy.revision", err)
 		}
-		if chosen == nil {
-			chosen = ss
+		if chosen != nil && chosen != ss {
+			if !replaced {
+				out, replaced = slices.Clone(out), true
+			}
+			out[i] = chosen
 		}
-		out[i] = chosen
 	}
 	return out, nil
 }
@@ -154,14 +156,16 @@ type builder struct {
 	exclude map[string]bool // excluded's, made at its first call
 
 	hashes, hashesWithoutImage upgradeSpecs
-	working                    map[string]string
-	hotUpgrade                 bool
+	// working is the pod's working hot-upgrade containers, read at the first hot-upgrade sidecar:
+	// the annotation is rewritten only when there is one.
+	working    map[string]string
+	hotUpgrade bool
 	// versions holds the hot-upgrade version annotations until the end, as OpenKruise does, so
 	// that no sidecar's fieldRef reads another sidecar's annotations.
 	versions map[string]string
 
 	// sharedMounts and sharedEnvs are what the app containers share (sharedWith), once sharedRead.
-	sharedMounts []corev1.VolumeMount
+	sharedMounts []*corev1.VolumeMount
 	sharedEnvs   []corev1.EnvVar
 	sharedRead   bool
 
@@ -171,7 +175,8 @@ type builder struct {
 	processed, injected        []string
 }
 
-func newBuilder(pod *corev1.Pod, sets []*v1beta1.SidecarSet, now metav1.Time, merge bool) (*builder, error) {
+// newBuilder's builder is a value, which Inject keeps on its stack.
+func newBuilder(pod *corev1.Pod, sets []*v1beta1.SidecarSet, now metav1.Time, merge bool) (builder, error) {
 	// Metadata is patched first, and everything after reads the patched annotations, as in
 	// OpenKruise (compat §1.12 step 6 before 7).
 	// Room for the three annotations every injection writes (the hashes and the injected list);
@@ -182,18 +187,21 @@ func newBuilder(pod *corev1.Pod, sets []*v1beta1.SidecarSet, now metav1.Time, me
 	}
 	for _, ss := range sets {
 		if err := PatchPodMetadata(ann, ss); err != nil {
-			return nil, err
+			return builder{}, err
 		}
 	}
-	b := &builder{pod: pod, merge: merge, ann: ann, now: now, sets: sets}
+	b := builder{pod: pod, merge: merge, ann: ann, now: now, sets: sets}
+	// What is recorded per SidecarSet shares one allocation per type.
+	n := len(sets)
+	entries, names := make([]upgradeSpec, 2*n), make([]string, 2*n)
 	var err error
-	if b.hashes, err = parseUpgradeSpecs(ann, v1beta1.SidecarSetHashAnnotation, len(sets)); err != nil {
-		return nil, err
+	if b.hashes, err = parseUpgradeSpecs(ann, v1beta1.SidecarSetHashAnnotation, entries[:n:n]); err != nil {
+		return builder{}, err
 	}
-	if b.hashesWithoutImage, err = parseUpgradeSpecs(ann, v1beta1.SidecarSetHashWithoutImageAnnotation, len(sets)); err != nil {
-		return nil, err
+	if b.hashesWithoutImage, err = parseUpgradeSpecs(ann, v1beta1.SidecarSetHashWithoutImageAnnotation, entries[n:]); err != nil {
+		return builder{}, err
 	}
-	b.working = workingHotUpgrade(ann)
+	b.processed, b.injected = names[:0:n], names[n:n]
 	// The plan's lists are sized once: their elements are large structs, and growing them by
 	// doubling was a noticeable share of the allocations with ten SidecarSets (BenchmarkPerPod).
 	var inits, containers, volumes int
@@ -269,7 +277,7 @@ func (b *builder) place(list *[]placed, ss *v1beta1.SidecarSet, field string, i 
 	}
 	if twins {
 		if b.versions == nil { // made by the first hot-upgrade sidecar; most pods have none
-			b.versions = map[string]string{}
+			b.versions, b.working = map[string]string{}, workingHotUpgrade(b.ann)
 		}
 		c1, c2 := hotUpgradeTwins(&own, b.versions, b.working)
 		*list = append(*list, c1, c2)
@@ -334,7 +342,7 @@ func (b *builder) excluded() map[string]bool {
 
 // sharedWith is sharedMountsAndEnvs, read from the pod once: the app containers do not change while
 // the sidecars are built, and with many sharing SidecarSets the same lists were collected for each.
-func (b *builder) sharedWith(sc *v1beta1.SidecarContainer) ([]corev1.VolumeMount, []corev1.EnvVar) {
+func (b *builder) sharedWith(sc *v1beta1.SidecarContainer) ([]*corev1.VolumeMount, []corev1.EnvVar) {
 	if sc.ShareVolumePolicy.Type != v1beta1.ShareVolumePolicyEnabled {
 		return nil, nil
 	}
@@ -394,6 +402,9 @@ func (b *builder) result(origAnnotations map[string]string) Result {
 // done is the result of the patch, with the pod, and its annotations as patched, when merged. A pod
 // without annotations keeps a nil map when nothing was patched into it.
 func (b *builder) done(patch []jsonpatch.JsonPatchOperation) Result {
+	if len(b.injected) == 0 {
+		b.injected = nil // as it was before any SidecarSet: nothing injected
+	}
 	if !b.merge {
 		return Result{Patch: patch, Injected: b.injected}
 	}

@@ -13,12 +13,20 @@ import (
 // Paths of the pod fields injection may touch. Everything else in the pod is left alone, so the
 // patch never has to address it.
 const (
-	pathContainers       = "/spec/containers"
-	pathInitContainers   = "/spec/initContainers"
-	pathVolumes          = "/spec/volumes"
 	pathImagePullSecrets = "/spec/imagePullSecrets" //nolint:gosec // G101: a JSON pointer to the pod field, not a credential
 	pathAnnotations      = "/metadata/annotations"
 )
+
+// The lists injection grows, each with the path that appends to it, made once: joining that per
+// operation was an allocation each.
+var (
+	pathContainers     = listPath{"/spec/containers", "/spec/containers/-"}
+	pathInitContainers = listPath{"/spec/initContainers", "/spec/initContainers/-"}
+	pathVolumes        = listPath{"/spec/volumes", "/spec/volumes/-"}
+)
+
+// listPath is a list's path, and the path of its end.
+type listPath struct{ list, end string }
 
 // pointerEscaper escapes one RFC 6901 reference token. strings.Replacer substitutes in a single
 // pass, so the "~1" it writes for "/" is never re-escaped to "~01".
@@ -111,21 +119,21 @@ func (g *listGrowth[T]) size() int {
 // insertions go last at 0, 1, … which keeps their relative order. A list that is absent or empty in
 // the original JSON (nil, omitempty, or null) cannot be indexed, so it is written whole: nothing to
 // replace, front then back.
-func (g *listGrowth[T]) appendOps(out []jsonpatch.JsonPatchOperation, path string) []jsonpatch.JsonPatchOperation {
+func (g *listGrowth[T]) appendOps(out []jsonpatch.JsonPatchOperation, path listPath) []jsonpatch.JsonPatchOperation {
 	if g.empty() {
 		return out
 	}
 	if g.origLen == 0 {
-		return append(out, opAdd(path, append(slices.Clip(g.front), g.back...)))
+		return append(out, opAdd(path.list, append(slices.Clip(g.front), g.back...)))
 	}
 	for _, r := range g.replaced {
-		out = append(out, opReplace(path+"/"+strconv.Itoa(r.index), r.value))
+		out = append(out, opReplace(path.list+"/"+strconv.Itoa(r.index), r.value))
 	}
 	for _, v := range g.back {
-		out = append(out, opAdd(path+"/-", v))
+		out = append(out, opAdd(path.end, v))
 	}
 	for i, v := range g.front {
-		out = append(out, opAdd(path+"/"+strconv.Itoa(i), v))
+		out = append(out, opAdd(path.list+"/"+strconv.Itoa(i), v))
 	}
 	return out
 }
@@ -140,8 +148,10 @@ func annotationOps(out []jsonpatch.JsonPatchOperation, orig, final map[string]st
 		}
 		return append(out, opAdd(pathAnnotations, final))
 	}
-	// Only the changed keys are sorted: a pod carries many annotations, injection sets a few.
-	var changed []string
+	// Only the changed keys are sorted: a pod carries many annotations, injection sets a few, which
+	// the buffer holds without growing.
+	var buf [8]string
+	changed := buf[:0]
 	for k, v := range final {
 		if old, ok := orig[k]; !ok || old != v {
 			changed = append(changed, k)

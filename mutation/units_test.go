@@ -103,7 +103,7 @@ func TestParseUpgradeSpecs(t *testing.T) {
 		{`{"s":{"hash":"a"},"t":"b"}`, nil, true}, // mixed forms
 	}
 	for _, tc := range cases {
-		got, err := parseUpgradeSpecs(map[string]string{key: tc.value}, key, 2)
+		got, err := parseUpgradeSpecs(map[string]string{key: tc.value}, key, make([]upgradeSpec, 2))
 		if (err != nil) != tc.err {
 			t.Errorf("%q: err %v", tc.value, err)
 			continue
@@ -117,6 +117,8 @@ func TestParseUpgradeSpecs(t *testing.T) {
 
 func TestInjectedList(t *testing.T) {
 	mustEqual(t, "empty", injectedList("", []string{"b", "a"}), "a,b")
+	mustEqual(t, "empty, in order", injectedList("", []string{"a", "b"}), "a,b")
+	mustEqual(t, "empty, repeated", injectedList("", []string{"a", "a", "b"}), "a,b")
 	mustEqual(t, "union", injectedList("c,a", []string{"b", "a"}), "a,b,c")
 	// A malformed old value is carried as OpenKruise carries it (split without cleaning).
 	mustEqual(t, "malformed", injectedList("a,,c", []string{"b"}), ",a,b,c")

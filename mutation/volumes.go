@@ -10,18 +10,20 @@ import (
 
 // sharedDevices collects the app containers' volumeDevices for a sidecar whose
 // shareVolumeDevicePolicy is enabled (compat §1.15, W35–W36). The policy is a pointer so that older
-// SidecarSets keep their hash; nil means disabled.
-func sharedDevices(sc *v1beta1.SidecarContainer, pod *corev1.Pod) []corev1.VolumeDevice {
+// SidecarSets keep their hash; nil means disabled. They point into the pod, as sharedMountsAndEnvs'.
+func sharedDevices(sc *v1beta1.SidecarContainer, pod *corev1.Pod) []*corev1.VolumeDevice {
 	if sc.ShareVolumeDevicePolicy == nil || sc.ShareVolumeDevicePolicy.Type != v1beta1.ShareVolumePolicyEnabled {
 		return nil
 	}
-	var out []corev1.VolumeDevice
+	var out []*corev1.VolumeDevice
 	for i := range pod.Spec.Containers {
 		app := &pod.Spec.Containers[i]
 		if IsInjected(app) {
 			continue
 		}
-		out = append(out, app.VolumeDevices...)
+		for j := range app.VolumeDevices {
+			out = append(out, &app.VolumeDevices[j])
+		}
 	}
 	return out
 }
@@ -29,7 +31,7 @@ func sharedDevices(sc *v1beta1.SidecarContainer, pod *corev1.Pod) []corev1.Volum
 // mergeMounts keeps the sidecar's own mounts and appends shared ones whose mountPath is still free.
 // A path taken by one of the sidecar's devices is not free either: Kubernetes rejects a container
 // whose mountPath and devicePath collide.
-func mergeMounts(own []corev1.VolumeMount, shared []corev1.VolumeMount, devices []corev1.VolumeDevice) []corev1.VolumeMount {
+func mergeMounts(own []corev1.VolumeMount, shared []*corev1.VolumeMount, devices []corev1.VolumeDevice) []corev1.VolumeMount {
 	if len(shared) == 0 {
 		return own
 	}
@@ -40,11 +42,11 @@ func mergeMounts(own []corev1.VolumeMount, shared []corev1.VolumeMount, devices 
 	for _, d := range devices {
 		taken[d.DevicePath] = true
 	}
-	return appendUnclaimed(slices.Grow(own, len(shared)), shared, func(m corev1.VolumeMount) string { return m.MountPath }, taken)
+	return appendUnclaimed(slices.Grow(own, len(shared)), shared, func(m *corev1.VolumeMount) string { return m.MountPath }, taken)
 }
 
 // mergeDevices is mergeMounts for devices, checked against the already merged mounts.
-func mergeDevices(own []corev1.VolumeDevice, shared []corev1.VolumeDevice, mounts []corev1.VolumeMount) []corev1.VolumeDevice {
+func mergeDevices(own []corev1.VolumeDevice, shared []*corev1.VolumeDevice, mounts []corev1.VolumeMount) []corev1.VolumeDevice {
 	if len(shared) == 0 {
 		return own
 	}
@@ -55,16 +57,16 @@ func mergeDevices(own []corev1.VolumeDevice, shared []corev1.VolumeDevice, mount
 	for _, m := range mounts {
 		taken[m.MountPath] = true
 	}
-	return appendUnclaimed(own, shared, func(d corev1.VolumeDevice) string { return d.DevicePath }, taken)
+	return appendUnclaimed(own, shared, func(d *corev1.VolumeDevice) string { return d.DevicePath }, taken)
 }
 
 // appendUnclaimed appends the items whose path is not taken, claiming each path as it goes, so two
 // app containers mounting the same path share it once.
-func appendUnclaimed[T any](own, shared []T, path func(T) string, taken map[string]bool) []T {
+func appendUnclaimed[T any](own []T, shared []*T, path func(*T) string, taken map[string]bool) []T {
 	for _, x := range shared {
 		if p := path(x); !taken[p] {
 			taken[p] = true
-			own = append(own, x)
+			own = append(own, *x)
 		}
 	}
 	return own
@@ -126,8 +128,17 @@ func mergeVolumes(pod []corev1.Volume, collected []*corev1.Volume) listGrowth[co
 // second result says whether the list changed; a collapse can remove elements, so the patch writes
 // the list whole rather than as element operations.
 func mergeSecrets(pod []corev1.LocalObjectReference, sidecar []corev1.LocalObjectReference) ([]corev1.LocalObjectReference, bool) {
-	var out []corev1.LocalObjectReference
 	seen := make(map[string]bool, len(pod)+len(sidecar))
+	if len(sidecar) == 0 { // the usual case: unchanged unless the pod's own collapse
+		for _, s := range pod {
+			seen[s.Name] = true
+		}
+		if len(seen) == len(pod) {
+			return pod, false
+		}
+		clear(seen)
+	}
+	var out []corev1.LocalObjectReference
 	for _, list := range [][]corev1.LocalObjectReference{pod, sidecar} {
 		for _, s := range list {
 			if seen[s.Name] {
