@@ -105,28 +105,28 @@ func (c *Cache) lookup(snap *engine.Snapshot, ns string, raw []byte) (k podKey, 
 	return k, e, true
 }
 
-// store keeps e under k if snap is still the cache's and a pod with k's hash has been seen before,
-// and reports whether it did. A pod seen once is not kept: every pod of a stream of distinct pods
-// would be copied for nothing; a template's second pod is.
-func (c *Cache) store(snap *engine.Snapshot, k podKey, e *entry) bool {
+// store keeps dec under k if snap is still the cache's and a pod with k's hash has been seen
+// before, and returns the entry it keeps (nil: none). A pod seen once is not kept: every pod of a
+// stream of distinct pods would be copied for nothing; a template's second pod is.
+func (c *Cache) store(snap *engine.Snapshot, k podKey, dec engine.Decision) *entry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.snap != snap {
-		return false
+		return nil
 	}
 	if _, again := c.seen[k.hash]; !again {
 		if len(c.seen) >= cacheSeen {
 			clear(c.seen)
 		}
 		c.seen[k.hash] = struct{}{}
-		return false
+		return nil
 	}
 	if len(c.entries) >= cacheEntries {
 		clear(c.entries)
 	}
-	e.key = k.String()
+	e := &entry{key: k.String(), dec: dec}
 	c.entries[k.hash] = e
-	return true
+	return e
 }
 
 // podKey is ns and raw with the values of the ignored metadata fields replaced by a mark that
@@ -230,14 +230,14 @@ func (k *podKey) String() string {
 // inject is the injection of a decided pod through the cache, with its final patch (withParents):
 // e's plan when it was made for the same clock reading, else a new one, kept in e. Which parents
 // the patch needs depends on nothing the key leaves out, so the plan keeps the final patch.
-func (c *Cache) inject(snap *engine.Snapshot, m *mutation.Injector, in mutation.Input, raw []byte, e *entry) (*mutation.Result, error) {
+func (c *Cache) inject(snap *engine.Snapshot, m *mutation.Injector, in mutation.Input, raw []byte, e *entry) (mutation.Result, error) {
 	pod := in.Pod
 	// Prepared only when the injection runs: a plan that is reused needs none.
-	final := func(m *mutation.Injector) (*mutation.Result, error) {
+	final := func(m *mutation.Injector) (mutation.Result, error) {
 		in.Prepared = c.prepare(snap, in.SidecarSets)
 		out, err := m.Inject(in)
 		out.Patch = withParents(pod, raw, out.Patch)
-		return &out, err
+		return out, err
 	}
 	if e == nil || m == nil || m.Now == nil || anyRandom(in.SidecarSets) {
 		return final(m)
@@ -246,7 +246,7 @@ func (c *Cache) inject(snap *engine.Snapshot, m *mutation.Injector, in mutation.
 	stamp := clockStamp(now)
 	// A plan made without the pod serves only requests that want no pod.
 	if plan := c.plan(e, stamp); plan != nil && (plan.Pod != nil || in.PatchOnly) {
-		out := &mutation.Result{Patch: plan.Patch, Injected: plan.Injected}
+		out := mutation.Result{Patch: plan.Patch, Injected: plan.Injected}
 		if !in.PatchOnly {
 			// The plan's pod is another pod's: it differs from this one in the ignored fields only.
 			injected := *plan.Pod
@@ -257,10 +257,10 @@ func (c *Cache) inject(snap *engine.Snapshot, m *mutation.Injector, in mutation.
 	}
 	out, err := final(pinned(m, now))
 	if err != nil {
-		return nil, err
+		return mutation.Result{}, err
 	}
 	c.mu.Lock()
-	e.plan, e.planTime = out, stamp
+	e.plan, e.planTime = &out, stamp
 	c.mu.Unlock()
 	return out, nil
 }

@@ -117,8 +117,10 @@ func (c *Cache) Pod(ctx context.Context, snap *engine.Snapshot, m *mutation.Inje
 		c = nil
 	}
 	key, e, cached := c.lookup(snap, pod.Namespace, raw)
-	if e == nil {
-		var dec engine.Decision
+	var dec engine.Decision
+	if e != nil {
+		dec = e.dec
+	} else {
 		var err error
 		if decoded {
 			dec, err = snap.DecideDecoded(ctx, pod.Namespace, pod, raw)
@@ -128,14 +130,9 @@ func (c *Cache) Pod(ctx context.Context, snap *engine.Snapshot, m *mutation.Inje
 		if err != nil {
 			return *res, err
 		}
-		e = &entry{dec: dec}
-		if cached && !c.store(snap, key, e) {
-			cached = false
+		if cached {
+			e = c.store(snap, key, dec)
 		}
-	}
-	dec := e.dec
-	if !cached {
-		e = nil
 	}
 	if decided(res, dec) {
 		return *res, nil
