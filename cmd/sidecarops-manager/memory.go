@@ -31,14 +31,16 @@ const (
 	DefaultGCPercent = 400
 	// DefaultGCHeapTarget (--gc-heap-target) is the heap size at which the GC percent starts to
 	// shrink: with 1,000 SidecarSets and 10,000 pods, --gc-percent 400 throughout let the process
-	// grow far past its memory target, while at 64Mi the heap stays within 1.5× of the live heap
-	// (MinGCPercent) and the process under the target; the price is more frequent collections, a
-	// little CPU per admission with a small heap (BenchmarkManagerMemory, BenchmarkAdmissionGC;
-	// docs/benchmarks.md, "Manager memory").
-	DefaultGCHeapTarget = "64Mi"
+	// grow far past its memory target. The process's resident memory is its executable's pages
+	// plus about the heap's goal, so the target is what bounds it: at 48Mi the heap stays within
+	// 1.25× of the live heap (MinGCPercent) and the process under its memory target; the price is
+	// more frequent collections, some CPU per admission with a large live heap
+	// (BenchmarkManagerMemory, BenchmarkAdmissionGC; docs/benchmarks.md, "Manager memory").
+	DefaultGCHeapTarget = "48Mi"
 	// MinGCPercent is as far as the GC percent shrinks for --gc-heap-target: past it, the heap
-	// grows to 1.5× the live heap (and the soft memory limit, if any, takes over).
-	MinGCPercent = 50
+	// grows to 1.25× the live heap (and the soft memory limit, if any, takes over): a floor, so
+	// that a live heap past the target does not make collections ever more frequent.
+	MinGCPercent = 25
 	// DefaultMemoryLimit (--memory-limit) is the Go runtime's soft memory limit: 90 % of the
 	// container's memory limit, leaving what the runtime does not count (and the kernel's page
 	// cache for the process) room below the OOM killer.

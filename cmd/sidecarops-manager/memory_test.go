@@ -93,11 +93,11 @@ func TestMemoryOptionsResolve(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults in a container with a limit", opts: defaults, cgroup: limited,
-			want: memorySettings{gcPercent: 400, heapTarget: 64 << 20, limit: 483183820, limitFrom: "90% of the cgroup's 536870912 bytes"}},
+			want: memorySettings{gcPercent: 400, heapTarget: 48 << 20, limit: 483183820, limitFrom: "90% of the cgroup's 536870912 bytes"}},
 		{name: "defaults without a container limit", opts: defaults,
-			want: memorySettings{gcPercent: 400, heapTarget: 64 << 20, limitFrom: "no cgroup memory limit"}},
+			want: memorySettings{gcPercent: 400, heapTarget: 48 << 20, limitFrom: "no cgroup memory limit"}},
 		{name: "GOMEMLIMIT wins over --memory-limit", opts: defaults, cgroup: limited, env: map[string]string{"GOMEMLIMIT": "512MiB"},
-			want: memorySettings{gcPercent: 400, heapTarget: 64 << 20, limitFrom: "GOMEMLIMIT"}},
+			want: memorySettings{gcPercent: 400, heapTarget: 48 << 20, limitFrom: "GOMEMLIMIT"}},
 		{name: "GOGC wins over --gc-percent and --gc-heap-target", opts: defaults, env: map[string]string{"GOGC": "100"},
 			want: memorySettings{gcPercent: -1, limitFrom: "no cgroup memory limit"}},
 		{name: "a quantity", opts: memoryOptions{gcPercent: 200, heapTarget: "0", limit: "400Mi"},
@@ -106,7 +106,7 @@ func TestMemoryOptionsResolve(t *testing.T) {
 			want: memorySettings{gcPercent: 400, heapTarget: 128e6, limitFrom: "--memory-limit"}},
 		{name: "an unreadable cgroup: no limit, and the manager starts", opts: defaults,
 			cgroup: map[string]string{"proc/self/cgroup": "0::/\n", "sys/fs/cgroup/memory.max": "lots\n"},
-			want: memorySettings{gcPercent: 400, heapTarget: 64 << 20,
+			want: memorySettings{gcPercent: 400, heapTarget: 48 << 20,
 				limitFrom: `none: the cgroup's memory limit is unreadable (` + "%ROOT%" + `/sys/fs/cgroup/memory.max: "lots" is not a number of bytes)`}},
 		{name: "a percentage over 100", opts: memoryOptions{heapTarget: "0", limit: "120%"}, wantErr: "a percentage of the container's memory limit in (0, 100]"},
 		{name: "a percentage that is not a number", opts: memoryOptions{heapTarget: "0", limit: "x%"}, wantErr: "--memory-limit"},
@@ -140,8 +140,9 @@ func TestGCTunerPercent(t *testing.T) {
 		{live: 25 << 20, want: 300},   // shrinking: the next collection at 100 MiB
 		{live: 50 << 20, want: 100},   //
 		{live: 60 << 20, want: 66},    //
-		{live: 70 << 20, want: 50},    // never below MinGCPercent
-		{live: 200 << 20, want: 50},   // past the target
+		{live: 70 << 20, want: 42},    //
+		{live: 90 << 20, want: 25},    // never below MinGCPercent
+		{live: 200 << 20, want: 25},   // past the target
 		{live: 100 << 20, want: MinGCPercent},
 	} {
 		assert.Equal(t, tc.want, tuner.percent(tc.live), "live %d MiB", tc.live>>20)

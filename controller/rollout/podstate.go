@@ -38,8 +38,10 @@ var upgradeSpecs = newMemo(func(raw string) map[string]UpgradeSpec {
 // memo memoizes a parse of annotation values, shared read-only. Bounded: when full it starts
 // over, which costs one parse per value again and never a wrong answer. The values are per pod (the
 // hash annotations carry each pod's updateTimestamp), and since a pod event reads only that pod
-// (controller's tracker) the memo serves the rounds that plan a rollout: 4,096 entries. Sized for
-// every pod, it was the largest part of the manager's heap (BenchmarkManagerMemory).
+// (controller's tracker) the memo serves the rounds that plan a rollout: 1,024 entries. Counting
+// fills it once with values no round reads again, and every entry is a map: sized for every pod,
+// it was the largest part of the manager's heap, and four times larger it was still a visible one
+// (BenchmarkManagerMemory).
 type memo[V any] struct {
 	mu    sync.Mutex
 	max   int
@@ -48,7 +50,7 @@ type memo[V any] struct {
 }
 
 func newMemo[V any](parse func(string) V) *memo[V] {
-	return &memo[V]{max: 1 << 12, parse: parse}
+	return &memo[V]{max: 1 << 10, parse: parse}
 }
 
 func (c *memo[V]) get(raw string) V {
