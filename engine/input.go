@@ -378,26 +378,42 @@ func typedInput(proj *projection, namespace string, pod *corev1.Pod, podJSON []b
 	if !proj.typed {
 		return nil, false
 	}
+	// The terms of the namespace, the pod and its objects and fields are one allocation.
+	n := 2
+	for _, node := range proj.children {
+		n += 1 + len(node.children)
+	}
+	terms := termBlock(make([]ast.Term, n))
 	var buf [2][2]*ast.Term // metadata and spec
 	parents := buf[:0]
 	for _, node := range proj.children {
-		v, ok := typedObject(node, pod, podJSON)
+		v, ok := typedObject(node, pod, podJSON, &terms)
 		if !ok {
 			return nil, false
 		}
 		if v != nil {
-			parents = append(parents, [2]*ast.Term{node.key, ast.NewTerm(v)})
+			parents = append(parents, [2]*ast.Term{node.key, terms.term(v)})
 		}
 	}
 	return ast.NewObject(
-		[2]*ast.Term{ast.InternedTerm("namespace"), ast.StringTerm(namespace)},
-		[2]*ast.Term{ast.InternedTerm("pod"), ast.NewTerm(ast.NewObject(parents...))},
+		[2]*ast.Term{ast.InternedTerm("namespace"), terms.term(ast.String(namespace))},
+		[2]*ast.Term{ast.InternedTerm("pod"), terms.term(ast.NewObject(parents...))},
 	), true
+}
+
+// termBlock hands out terms from one allocation, as many as it was made with.
+type termBlock []ast.Term
+
+func (b *termBlock) term(v ast.Value) *ast.Term {
+	t := &(*b)[0]
+	*b = (*b)[1:]
+	t.Value = v
+	return t
 }
 
 // typedObject builds metadata or spec, node, from the pod's fields; nil when the JSON has no such
 // object.
-func typedObject(node *projection, pod *corev1.Pod, podJSON []byte) (ast.Value, bool) {
+func typedObject(node *projection, pod *corev1.Pod, podJSON []byte, terms *termBlock) (ast.Value, bool) {
 	var buf [4][2]*ast.Term // the most fields of a parent in typedParents
 	fields := buf[:0]
 	for _, c := range node.children {
@@ -406,7 +422,7 @@ func typedObject(node *projection, pod *corev1.Pod, podJSON []byte) (ast.Value, 
 			return nil, false
 		}
 		if v != nil {
-			fields = append(fields, [2]*ast.Term{c.key, ast.NewTerm(v)})
+			fields = append(fields, [2]*ast.Term{c.key, terms.term(v)})
 		}
 	}
 	// A field the JSON has is in an object; without one, the object may be absent or null.

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"slices"
-
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/topdown"
 )
@@ -22,8 +20,12 @@ type smallCache struct {
 	entries []cacheEntry
 	frames  []int // where each frame's entries start; the last is the top
 	big     topdown.VirtualCache
-	inline  [4]cacheEntry
-	frame0  [2]int
+	// refs holds the terms of the entries' refs, a few entries' in refs0 without an allocation of
+	// their own: a copy of each ref was a large share of the cache's allocations.
+	refs   []*ast.Term
+	inline [4]cacheEntry
+	frame0 [2]int
+	refs0  [16]*ast.Term
 }
 
 type cacheEntry struct {
@@ -32,10 +34,11 @@ type cacheEntry struct {
 	undefined bool
 }
 
-func newSmallCache() *smallCache {
-	c := &smallCache{}
-	c.entries, c.frames = c.inline[:0], append(c.frame0[:0], 0)
-	return c
+// reset empties the cache for another evaluation, and lets go of what it held.
+func (c *smallCache) reset() {
+	clear(c.inline[:])
+	clear(c.refs0[:])
+	c.entries, c.frames, c.refs, c.big = c.inline[:0], append(c.frame0[:0], 0), c.refs0[:0], nil
 }
 
 var _ topdown.VirtualCache = (*smallCache)(nil)
@@ -94,8 +97,12 @@ func (c *smallCache) Put(ref ast.Ref, value *ast.Term) {
 			c.big.Put(ref, value)
 			return
 		}
-		// The evaluator reuses the slice it passes: the entry keeps a copy of its terms.
-		c.entries = append(c.entries, cacheEntry{ref: slices.Clone(ref)})
+		// The evaluator reuses the slice it passes: the entry keeps a copy of its terms. When refs
+		// is full, append moves it to a new array; the entries made before keep the old one, which
+		// nothing writes again.
+		start := len(c.refs)
+		c.refs = append(c.refs, ref...)
+		c.entries = append(c.entries, cacheEntry{ref: c.refs[start:len(c.refs):len(c.refs)]})
 		i = len(c.entries) - 1
 	}
 	if value != nil {
@@ -138,5 +145,5 @@ func (c *smallCache) grow() {
 			}
 		}
 	}
-	c.big, c.entries, c.frames = big, nil, nil
+	c.big, c.entries, c.frames, c.refs = big, nil, nil, nil
 }

@@ -14,7 +14,8 @@ import (
 // smallCache answers as OPA's own cache does, over random sequences of every call: frames pushed
 // and popped in pairs, entries defined, marked undefined, both, or redefined, refs the caller
 // changes after Put (as the evaluator does with its buffers), and more entries than the list holds,
-// so that some sequences move to OPA's cache midway.
+// so that some sequences move to OPA's cache midway. One cache serves every run, reset in between,
+// as evaluations reuse it (evalState).
 func TestSmallCacheAnswersAsOPAs(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	refs := make([]ast.Ref, 40)
@@ -34,8 +35,10 @@ func TestSmallCacheAnswersAsOPAs(t *testing.T) {
 		return out
 	}
 	grown := 0
+	small := &smallCache{}
 	for run := range 2000 {
-		small, want := newSmallCache(), topdown.NewVirtualCache()
+		small.reset()
+		want := topdown.NewVirtualCache()
 		depth := 0
 		// Short runs use a few refs and stay small; long ones grow past the list.
 		n, pool := 1+r.IntN(150), 1+r.IntN(len(refs))
