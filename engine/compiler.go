@@ -270,6 +270,13 @@ func (c *Compiler) lastDelta() *delta {
 	return c.last.delta
 }
 
+// The keys of the delta's input, made once, as keyNamespace and keyPod.
+var (
+	keyIndex = ast.StringTerm("index")
+	keyStale = ast.StringTerm("stale")
+	keyFresh = ast.StringTerm("fresh")
+)
+
 // input adds to a match input what the match policy needs to read the base's index with the delta:
 // input.index.stale and, evaluated on this input, input.index.fresh.
 func (d *delta) input(ctx context.Context, in ast.Value) (ast.Value, error) {
@@ -297,10 +304,7 @@ func (d *delta) input(ctx context.Context, in ast.Value) (ast.Value, error) {
 		return nil, fmt.Errorf("engine: match input: want an object, got %T", in)
 	}
 	out := obj.Copy()
-	out.Insert(ast.InternedTerm("index"), ast.ObjectTerm(
-		ast.Item(ast.InternedTerm("stale"), d.stale),
-		ast.Item(ast.InternedTerm("fresh"), ast.NewTerm(fresh)),
-	))
+	out.Insert(keyIndex, ast.ObjectTerm(ast.Item(keyStale, d.stale), ast.Item(keyFresh, ast.NewTerm(fresh))))
 	return out, nil
 }
 

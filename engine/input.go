@@ -239,10 +239,17 @@ func decodedInput(proj *projection, namespace string, podJSON []byte) (ast.Value
 		return nil, fmt.Errorf("engine: pod JSON: want an object, got %s", root.Type)
 	}
 	return ast.NewObject(
-		[2]*ast.Term{ast.InternedTerm("namespace"), ast.StringTerm(namespace)},
-		[2]*ast.Term{ast.InternedTerm("pod"), ast.NewTerm(proj.value(root))},
+		[2]*ast.Term{keyNamespace, ast.StringTerm(namespace)},
+		[2]*ast.Term{keyPod, ast.NewTerm(proj.value(root))},
 	), nil
 }
+
+// The input's keys, made once: OPA does not intern these strings, and ast.InternedTerm made two
+// terms of each per admission.
+var (
+	keyNamespace = ast.StringTerm("namespace")
+	keyPod       = ast.StringTerm("pod")
+)
 
 // jsonValue converts a validated gjson value into an AST value. Numbers keep their JSON text, as
 // OPA's JSON decoding does (json.Number), so no precision is lost. The members of an object or
@@ -396,8 +403,8 @@ func typedInput(proj *projection, namespace string, pod *corev1.Pod, podJSON []b
 		}
 	}
 	return ast.NewObject(
-		[2]*ast.Term{ast.InternedTerm("namespace"), terms.term(ast.String(namespace))},
-		[2]*ast.Term{ast.InternedTerm("pod"), terms.term(ast.NewObject(parents...))},
+		[2]*ast.Term{keyNamespace, terms.term(ast.String(namespace))},
+		[2]*ast.Term{keyPod, terms.term(ast.NewObject(parents...))},
 	), true
 }
 
