@@ -2,6 +2,7 @@ package injector
 
 import (
 	"hash/maphash"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -47,21 +48,29 @@ type Cache struct {
 	// SidecarSets are what it was compiled from, and never change.
 	preparedFor *engine.Snapshot
 	prepared    map[*v1beta1.SidecarSet]*mutation.Prepared
+	// lastSets and lastPrepared are the SidecarSets prepare was last asked for and its answer:
+	// most pods match the same few SidecarSets, whose answer is then shared instead of made per pod.
+	lastSets     []*v1beta1.SidecarSet
+	lastPrepared []*mutation.Prepared
 }
 
 // prepare returns sets, snap's SidecarSets, prepared (mutation.Prepare), each once per snapshot and
 // shared by every pod injected with it, whether or not its decision could be cached; nil without a
-// Cache.
+// Cache. The list is read-only.
 func (c *Cache) prepare(snap *engine.Snapshot, sets []*v1beta1.SidecarSet) []*mutation.Prepared {
 	if c == nil || len(sets) == 0 {
 		return nil
 	}
-	out := make([]*mutation.Prepared, len(sets))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.preparedFor != snap {
-		c.preparedFor, c.prepared = snap, map[*v1beta1.SidecarSet]*mutation.Prepared{}
+		c.preparedFor, c.prepared, c.lastSets, c.lastPrepared = snap, map[*v1beta1.SidecarSet]*mutation.Prepared{}, nil, nil
 	}
+	if slices.Equal(sets, c.lastSets) {
+		return c.lastPrepared
+	}
+	out := make([]*mutation.Prepared, len(sets))
+	c.lastSets, c.lastPrepared = slices.Clone(sets), out
 	for i, ss := range sets {
 		p := c.prepared[ss]
 		if p == nil {
