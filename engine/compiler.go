@@ -8,7 +8,6 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/bundle"
-	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
@@ -94,7 +93,7 @@ func (c *Compiler) Snapshot(ctx context.Context, st bundles.State, admin []*bund
 	}
 	store := inmem.NewFromObjectWithOpts(data, inmem.OptReturnASTValuesOnRead(true))
 	s := &Snapshot{revision: build.Revision, adminRevisions: revisions(admin)}
-	delta, err := c.compileDelta(ctx, b.rules, build.Rules, store)
+	delta, err := c.compileDelta(b.rules, build.Rules, store)
 	if err != nil {
 		return nil, err
 	}
@@ -217,13 +216,13 @@ type delta struct {
 	stale    *ast.Term // the set of their names: the base's rules for them are out of date
 	rules    map[string]string
 	compiler *ast.Compiler // nil when no rule is left (only removals): nothing can be fresh
-	query    *rego.PreparedEvalQuery
+	query    *termQuery
 }
 
 // compileDelta compiles the rules that differ between base and now, unless the previous snapshot's
 // delta holds the very same ones (a change to data only): then only the query is prepared again,
 // on the new store.
-func (c *Compiler) compileDelta(ctx context.Context, base, now map[string]string, store storage.Store) (*delta, error) {
+func (c *Compiler) compileDelta(base, now map[string]string, store storage.Store) (*delta, error) {
 	changed := changedRules(base, now)
 	if len(changed) == 0 {
 		return nil, nil
@@ -255,11 +254,10 @@ func (c *Compiler) compileDelta(ctx context.Context, base, now map[string]string
 	if d.compiler == nil {
 		return d, nil
 	}
-	q, err := rego.New(rego.Query(deltaQuery), rego.Compiler(d.compiler), rego.Store(store)).PrepareForEval(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("engine: preparing %s: %w", deltaQuery, err)
+	var err error
+	if d.query, err = prepareTermQuery(d.compiler, store, deltaQuery); err != nil {
+		return nil, err
 	}
-	d.query = &q
 	return d, nil
 }
 
@@ -282,7 +280,7 @@ var (
 func (d *delta) input(ctx context.Context, in ast.Value) (ast.Value, error) {
 	fresh := ast.NewSet()
 	if d.query != nil {
-		t, err := evalTerm(ctx, *d.query, in)
+		t, err := d.query.eval(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("engine: %s: %w", deltaQuery, err)
 		}

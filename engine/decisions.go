@@ -85,7 +85,7 @@ func (s *Snapshot) DecideInput(ctx context.Context, in ast.Value) (Decision, err
 			return Decision{}, err
 		}
 	}
-	t, err := evalTerm(ctx, s.match, in)
+	t, err := s.match.eval(ctx, in)
 	if err != nil {
 		return Decision{}, fmt.Errorf("engine: %s: %w", matchQuery, err)
 	}
@@ -207,7 +207,7 @@ func (s *Snapshot) Explain(ctx context.Context, ns string, podJSON []byte) (map[
 	if err != nil {
 		return nil, err
 	}
-	t, err := evalTerm(ctx, s.explain, in)
+	t, err := s.explain.eval(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %s: %w", explainQuery, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage"
+	"github.com/open-policy-agent/opa/v1/topdown"
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/sidecarops/sidecarops/api/v1beta1"
@@ -52,8 +53,8 @@ type Snapshot struct {
 	// delta, when set, holds the index rules compiled apart from match's (Compiler).
 	delta         *delta
 	deterministic bool
-	match         rego.PreparedEvalQuery
-	explain       rego.PreparedEvalQuery
+	match         *termQuery
+	explain       *termQuery
 	conflict      rego.PreparedEvalQuery
 	whitelist     rego.PreparedEvalQuery
 	govern        rego.PreparedEvalQuery
@@ -79,10 +80,17 @@ func compile(modules map[string]*ast.Module) (*ast.Compiler, error) {
 
 // prepare prepares every decision query of s on compiler and store.
 func (s *Snapshot) prepare(ctx context.Context, compiler *ast.Compiler, store storage.Store) error {
+	var err error
+	if s.match, err = prepareTermQuery(compiler, store, matchQuery); err != nil {
+		return err
+	}
+	if s.explain, err = prepareTermQuery(compiler, store, explainQuery); err != nil {
+		return err
+	}
 	for _, q := range []struct {
 		query string
 		dst   *rego.PreparedEvalQuery
-	}{{matchQuery, &s.match}, {explainQuery, &s.explain}, {conflictQuery, &s.conflict}, {whitelistQuery, &s.whitelist}, {governQuery, &s.govern}} {
+	}{{conflictQuery, &s.conflict}, {whitelistQuery, &s.whitelist}, {governQuery, &s.govern}} {
 		pq, err := rego.New(rego.Query(q.query), rego.Compiler(compiler), rego.Store(store)).PrepareForEval(ctx)
 		if err != nil {
 			return fmt.Errorf("engine: preparing %s: %w", q.query, err)
@@ -195,29 +203,56 @@ func (ctxCancel) Cancel() {}
 
 func (c ctxCancel) Cancelled() bool { return c.ctx.Err() != nil }
 
-// evalTerm evaluates pq on in and returns the value as OPA's AST, without the conversion into Go maps
-// and slices Eval does by default: on the per-pod path that conversion was a large share of the decision's
-// allocations (BenchmarkDecide), and the callers read a few strings out of the value, straight away. nil means
-// undefined.
-func evalTerm(ctx context.Context, pq rego.PreparedEvalQuery, in ast.Value) (*ast.Term, error) {
+// termQuery is a decision query whose value its callers read as OPA's AST, a few strings out of it,
+// straight away: without the conversion into Go maps and slices rego's Eval does by default, which
+// on the per-pod path was a large share of the decision's allocations (BenchmarkDecide). It is
+// compiled once against a snapshot's policies and store, as rego's PrepareForEval compiles it, and
+// evaluated by topdown itself: rego's PreparedEvalQuery made an evaluation context and a result set
+// per evaluation, a tenth of the allocations of a pod's decision (BenchmarkPerPod).
+type termQuery struct {
+	body     ast.Body
+	qc       ast.QueryCompiler
+	compiler *ast.Compiler
+	store    storage.Store
+}
+
+// termResult is the variable a termQuery binds the query's value to.
+const termResult = ast.Var("__sidecarops_result__")
+
+func prepareTermQuery(compiler *ast.Compiler, store storage.Store, query string) (*termQuery, error) {
+	body, err := ast.ParseBody(string(termResult) + " = " + query)
+	if err == nil {
+		qc := compiler.QueryCompiler()
+		if body, err = qc.Compile(body); err == nil {
+			return &termQuery{body: body, qc: qc, compiler: compiler, store: store}, nil
+		}
+	}
+	return nil, fmt.Errorf("engine: preparing %s: %w", query, err)
+}
+
+// eval evaluates q on in; nil means undefined.
+func (q *termQuery) eval(ctx context.Context, in ast.Value) (*ast.Term, error) {
 	st := evalStates.Get().(*evalState)
 	st.cancel.ctx = ctx
 	defer st.release()
-	rs, err := pq.Eval(ctx, rego.EvalParsedInput(in), rego.EvalMetrics(noMetrics), rego.EvalExternalCancel(&st.cancel),
-		rego.EvalVirtualCache(&st.cache), rego.EvalGenerateJSON(keepTerm))
+	txn, err := q.store.NewTransaction(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
-		return nil, nil
-	}
-	t, _ := rs[0].Expressions[0].Value.(*ast.Term)
-	return t, nil
+	defer q.store.Abort(ctx, txn)
+	var t *ast.Term
+	err = topdown.NewQuery(q.body).WithQueryCompiler(q.qc).WithCompiler(q.compiler).WithStore(q.store).WithTransaction(txn).
+		WithInput(ast.NewTerm(in)).WithVirtualCache(&st.cache).WithCancel(&st.cancel).WithMetrics(noMetrics).
+		Iter(ctx, func(qr topdown.QueryResult) error {
+			if t == nil { // the first value, as rego's Eval reads it
+				t = qr[termResult]
+			}
+			return nil
+		})
+	return t, err
 }
 
-func keepTerm(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }
-
-// evalState is what evalTerm gives an evaluation besides its input, reused by the next one: made
+// evalState is what a termQuery gives an evaluation besides its input, reused by the next one: made
 // per evaluation, it was two allocations of every pod's decision. Nothing of it outlives the
 // evaluation: the result's terms are the evaluator's, which the cache only pointed to.
 type evalState struct {
