@@ -137,7 +137,7 @@ func (c *Compiler) Fold(ctx context.Context) (*Snapshot, error) {
 	if err := s.prepare(ctx, b.compiler, c.store); err != nil {
 		return nil, err
 	}
-	s.sidecarSets, s.revisions, s.revisionObjects = c.last.sidecarSets, c.last.revisions, c.last.revisionObjects
+	s.sidecarSets, s.revisions, s.revisionObjects, s.lastMatched = c.last.sidecarSets, c.last.revisions, c.last.revisionObjects, c.last.lastMatched
 	c.base, c.last = b, s
 	return s, nil
 }

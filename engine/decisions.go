@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -21,7 +22,8 @@ import (
 type Decision struct {
 	// Revision is the compiled bundle revision the decision was made with.
 	Revision string
-	// Matched are the SidecarSets to inject, in the policies' order (by name).
+	// Matched are the SidecarSets to inject, in the policies' order (by name). The list may be
+	// another decision's too: treat it as read-only.
 	Matched []*v1beta1.SidecarSet
 	// Denied are the administrators' gate reasons; non-empty means nothing is injected.
 	Denied []string
@@ -102,25 +104,68 @@ func (s *Snapshot) decision(t *ast.Term) (Decision, error) {
 	if !ok {
 		return Decision{}, fmt.Errorf("engine: %s: want an object, got %v", matchQuery, t)
 	}
-	matched, err := stringList(obj, keyMatched)
+	matched, err := s.matchedLists(obj.Get(keyMatched))
 	if err != nil {
 		return Decision{}, err
 	}
-	if d.Denied, err = stringList(obj, keyDenied); err != nil {
+	d.Matched, d.names = matched.sets, matched.names
+	if d.Denied, err = stringList(obj.Get(keyDenied), keyDenied); err != nil {
 		return Decision{}, err
 	}
 	if d.Withheld, err = withheldList(obj); err != nil {
 		return Decision{}, err
 	}
-	for _, name := range matched {
+	return d, nil
+}
+
+// matchedLists are a decision's matched SidecarSets, by name and as the snapshot's objects.
+type matchedLists struct {
+	names []string
+	sets  []*v1beta1.SidecarSet
+}
+
+// matchedLists reads decision.matched, v. Most pods match the SidecarSets the pod before matched:
+// those lists are then the last decision's, shared (read-only, as Decision says), instead of two
+// allocations per pod.
+func (s *Snapshot) matchedLists(v *ast.Term) (matchedLists, error) {
+	memo := s.lastMatched
+	if memo == nil { // a snapshot made without objects
+		memo = new(atomic.Pointer[matchedLists])
+	}
+	if last := memo.Load(); last != nil && sameStrings(v, last.names) {
+		return *last, nil
+	}
+	names, err := stringList(v, keyMatched)
+	if err != nil || len(names) == 0 {
+		return matchedLists{names: names}, err
+	}
+	l := &matchedLists{names: names}
+	for _, name := range names {
 		ss, ok := s.sidecarSets[name]
 		if !ok {
-			return Decision{}, fmt.Errorf("engine: policy matched SidecarSet %q that the snapshot does not hold", name)
+			return matchedLists{}, fmt.Errorf("engine: policy matched SidecarSet %q that the snapshot does not hold", name)
 		}
-		d.Matched = append(d.Matched, ss)
+		l.sets = append(l.sets, ss)
 	}
-	d.names = matched
-	return d, nil
+	memo.Store(l)
+	return *l, nil
+}
+
+// sameStrings reports whether v is an array of exactly these strings.
+func sameStrings(v *ast.Term, names []string) bool {
+	if v == nil {
+		return false
+	}
+	a, ok := v.Value.(*ast.Array)
+	if !ok || a.Len() != len(names) {
+		return false
+	}
+	for i, name := range names {
+		if s, ok := a.Elem(i).Value.(ast.String); !ok || string(s) != name {
+			return false
+		}
+	}
+	return true
 }
 
 // The keys of the decision object, made once: a term made per lookup was an allocation each.
@@ -155,9 +200,8 @@ func eachElement(v, key *ast.Term, f func(*ast.Term) error) error {
 	return fmt.Errorf("engine: %s.%v: want an array, got %v", matchQuery, key, v)
 }
 
-// stringList reads obj[key], a list of strings; empty, not nil, when the key is present.
-func stringList(obj ast.Object, key *ast.Term) ([]string, error) {
-	v := obj.Get(key)
+// stringList reads v, the decision's key, a list of strings; empty, not nil, when v is.
+func stringList(v, key *ast.Term) ([]string, error) {
 	var out []string
 	if v != nil {
 		if a, ok := v.Value.(*ast.Array); ok {

@@ -50,6 +50,9 @@ type Snapshot struct {
 	revisions       history.Source
 	revisionObjects []*appsv1.ControllerRevision
 	podProjection   *projection
+	// lastMatched is the last decision's matched lists (matchedLists), for the objects of
+	// setObjects.
+	lastMatched *atomic.Pointer[matchedLists]
 	// delta, when set, holds the index rules compiled apart from match's (Compiler).
 	delta         *delta
 	deterministic bool
@@ -132,6 +135,7 @@ func (s *Snapshot) setObjects(sidecarSets []*v1beta1.SidecarSet, revs []*appsv1.
 	}
 	s.revisions = history.NewStaticSource(revs...)
 	s.revisionObjects = revs
+	s.lastMatched = new(atomic.Pointer[matchedLists])
 }
 
 // Partial is how many SidecarSets' index rules the snapshot compiled apart from the others
@@ -233,7 +237,7 @@ func prepareTermQuery(compiler *ast.Compiler, store storage.Store, query string)
 // eval evaluates q on in; nil means undefined.
 func (q *termQuery) eval(ctx context.Context, in ast.Value) (*ast.Term, error) {
 	st := evalStates.Get().(*evalState)
-	st.cancel.ctx = ctx
+	st.cancel.ctx, st.input.Value = ctx, in
 	defer st.release()
 	txn, err := q.store.NewTransaction(ctx)
 	if err != nil {
@@ -242,22 +246,26 @@ func (q *termQuery) eval(ctx context.Context, in ast.Value) (*ast.Term, error) {
 	defer q.store.Abort(ctx, txn)
 	var t *ast.Term
 	err = topdown.NewQuery(q.body).WithQueryCompiler(q.qc).WithCompiler(q.compiler).WithStore(q.store).WithTransaction(txn).
-		WithInput(ast.NewTerm(in)).WithVirtualCache(&st.cache).WithCancel(&st.cancel).WithMetrics(noMetrics).
+		WithInput(&st.input).WithVirtualCache(&st.cache).WithCancel(&st.cancel).WithMetrics(noMetrics).
 		Iter(ctx, func(qr topdown.QueryResult) error {
 			if t == nil { // the first value, as rego's Eval reads it
 				t = qr[termResult]
 			}
 			return nil
 		})
+	if t == &st.input { // a query whose value is its input: the term is the state's, reused
+		t = ast.NewTerm(in)
+	}
 	return t, err
 }
 
 // evalState is what a termQuery gives an evaluation besides its input, reused by the next one: made
-// per evaluation, it was two allocations of every pod's decision. Nothing of it outlives the
+// per evaluation, it was three allocations of every pod's decision. Nothing of it outlives the
 // evaluation: the result's terms are the evaluator's, which the cache only pointed to.
 type evalState struct {
 	cache  smallCache
 	cancel ctxCancel
+	input  ast.Term
 }
 
 var evalStates = sync.Pool{New: func() any {
@@ -268,7 +276,7 @@ var evalStates = sync.Pool{New: func() any {
 
 func (st *evalState) release() {
 	st.cache.reset()
-	st.cancel.ctx = nil
+	st.cancel.ctx, st.input.Value = nil, nil
 	evalStates.Put(st)
 }
 

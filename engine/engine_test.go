@@ -399,10 +399,12 @@ deny_injection contains "never" if {
 
 // TestDecisionValue covers reading the match policy's value in every shape it could take, the
 // malformed ones included: the policy is ours, but a reader that trusted it would panic or
-// inject the wrong SidecarSets if it ever changed shape.
+// inject the wrong SidecarSets if it ever changed shape. Each value is read twice, the second
+// time after the same value, whose matched lists the snapshot then shares (matchedLists).
 func TestDecisionValue(t *testing.T) {
 	a, b := sidecarSet("a", nil), sidecarSet("b", nil)
-	s := &Snapshot{revision: "r1", sidecarSets: map[string]*v1beta1.SidecarSet{"a": a, "b": b}}
+	s := &Snapshot{revision: "r1"}
+	s.setObjects([]*v1beta1.SidecarSet{a, b}, nil)
 	for _, tc := range []struct {
 		name, value string // value "" is undefined
 		want        Decision
@@ -431,15 +433,17 @@ func TestDecisionValue(t *testing.T) {
 			if tc.value != "" {
 				term = ast.MustParseTerm(tc.value)
 			}
-			got, err := s.decision(term)
-			if tc.err != "" {
-				require.ErrorContains(t, err, tc.err)
-				return
+			for range 2 {
+				got, err := s.decision(term)
+				if tc.err != "" {
+					require.ErrorContains(t, err, tc.err)
+					continue
+				}
+				require.NoError(t, err)
+				assert.Equal(t, tc.want.MatchedNames(), got.MatchedNames())
+				got.names = nil
+				assert.Equal(t, tc.want, got)
 			}
-			require.NoError(t, err)
-			assert.Equal(t, tc.want.MatchedNames(), got.MatchedNames())
-			got.names = nil
-			assert.Equal(t, tc.want, got)
 		})
 	}
 }
