@@ -244,15 +244,10 @@ func (q *termQuery) eval(ctx context.Context, in ast.Value) (*ast.Term, error) {
 		return nil, err
 	}
 	defer q.store.Abort(ctx, txn)
-	var t *ast.Term
 	err = topdown.NewQuery(q.body).WithQueryCompiler(q.qc).WithCompiler(q.compiler).WithStore(q.store).WithTransaction(txn).
 		WithInput(&st.input).WithVirtualCache(&st.cache).WithCancel(&st.cancel).WithMetrics(noMetrics).
-		Iter(ctx, func(qr topdown.QueryResult) error {
-			if t == nil { // the first value, as rego's Eval reads it
-				t = qr[termResult]
-			}
-			return nil
-		})
+		Iter(ctx, st.collect)
+	t := st.result
 	if t == &st.input { // a query whose value is its input: the term is the state's, reused
 		t = ast.NewTerm(in)
 	}
@@ -260,23 +255,32 @@ func (q *termQuery) eval(ctx context.Context, in ast.Value) (*ast.Term, error) {
 }
 
 // evalState is what a termQuery gives an evaluation besides its input, reused by the next one: made
-// per evaluation, it was three allocations of every pod's decision. Nothing of it outlives the
+// per evaluation, it was four allocations of every pod's decision. Nothing of it outlives the
 // evaluation: the result's terms are the evaluator's, which the cache only pointed to.
 type evalState struct {
 	cache  smallCache
 	cancel ctxCancel
 	input  ast.Term
+	// collect keeps in result the first value of the query, as rego's Eval reads it.
+	collect func(topdown.QueryResult) error
+	result  *ast.Term
 }
 
 var evalStates = sync.Pool{New: func() any {
 	st := &evalState{}
 	st.cache.reset()
+	st.collect = func(qr topdown.QueryResult) error {
+		if st.result == nil {
+			st.result = qr[termResult]
+		}
+		return nil
+	}
 	return st
 }}
 
 func (st *evalState) release() {
 	st.cache.reset()
-	st.cancel.ctx, st.input.Value = nil, nil
+	st.cancel.ctx, st.input.Value, st.result = nil, nil, nil
 	evalStates.Put(st)
 }
 
