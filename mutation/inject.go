@@ -61,7 +61,7 @@ func (in *Injector) Inject(input Input) (Result, error) {
 		return res, nil
 	}
 	// PatchOnly builds no pod: the plan reads input.Pod, and its annotations as patched from the
-	// builder's own map, and nothing is written into it.
+	// builder's map (the pod's own when nothing patches them), and nothing is written into it.
 	pod := input.Pod
 	if !input.PatchOnly {
 		pod = shallowCopy(pod)
@@ -148,12 +148,15 @@ type builder struct {
 	// one SidecarSet never shares volumes from, or transfers env from, another's sidecars. With
 	// merge, pod is the result's, and the plan is merged into it; without, it is the caller's, and
 	// nothing is written into it.
-	pod     *corev1.Pod
-	merge   bool
-	ann     map[string]string
-	now     metav1.Time
-	sets    []*v1beta1.SidecarSet
-	exclude map[string]bool // excluded's, made at its first call
+	pod   *corev1.Pod
+	merge bool
+	ann   map[string]string
+	// podAnnotations says ann is the pod's own map, read only: result then writes no annotation into
+	// it, and only those every injection writes change.
+	podAnnotations bool
+	now            metav1.Time
+	sets           []*v1beta1.SidecarSet
+	exclude        map[string]bool // excluded's, made at its first call
 
 	hashes, hashesWithoutImage upgradeSpecs
 	// working is the pod's working hot-upgrade containers, read at the first hot-upgrade sidecar:
@@ -175,30 +178,57 @@ type builder struct {
 	processed, injected        []string
 }
 
-// newBuilder's builder is a value, which Inject keeps on its stack.
-func newBuilder(pod *corev1.Pod, sets []*v1beta1.SidecarSet, now metav1.Time, merge bool) (builder, error) {
-	// Metadata is patched first, and everything after reads the patched annotations, as in
-	// OpenKruise (compat §1.12 step 6 before 7).
-	// Room for the three annotations every injection writes (the hashes and the injected list);
-	// patched metadata and hot upgrade, which write more, are rare enough to grow the map.
-	ann := make(map[string]string, len(pod.Annotations)+3)
-	for k, v := range pod.Annotations {
-		ann[k] = v
-	}
+// writesAnnotations reports whether injecting sets may write annotations besides those every
+// injection writes: patched metadata, and a hot-upgrade sidecar's versions.
+func writesAnnotations(sets []*v1beta1.SidecarSet) bool {
 	for _, ss := range sets {
-		if err := PatchPodMetadata(ann, ss); err != nil {
-			return builder{}, err
+		if len(ss.Spec.PatchPodMetadata) > 0 {
+			return true
+		}
+		for i := range ss.Spec.InitContainers {
+			if isHotUpgrade(&ss.Spec.InitContainers[i]) {
+				return true
+			}
+		}
+		for i := range ss.Spec.Containers {
+			if isHotUpgrade(&ss.Spec.Containers[i]) {
+				return true
+			}
 		}
 	}
-	b := builder{pod: pod, merge: merge, ann: ann, now: now, sets: sets}
+	return false
+}
+
+// newBuilder's builder is a value, which Inject keeps on its stack.
+func newBuilder(pod *corev1.Pod, sets []*v1beta1.SidecarSet, now metav1.Time, merge bool) (builder, error) {
+	b := builder{pod: pod, merge: merge, now: now, sets: sets}
+	if !merge && len(pod.Annotations) > 0 && !writesAnnotations(sets) {
+		// The patch alone, and only the annotations every injection writes: those are compared
+		// with the pod's own, which are not copied (result).
+		b.ann, b.podAnnotations = pod.Annotations, true
+	} else {
+		// Metadata is patched first, and everything after reads the patched annotations, as in
+		// OpenKruise (compat §1.12 step 6 before 7).
+		// Room for the three annotations every injection writes (the hashes and the injected
+		// list); patched metadata and hot upgrade, which write more, are rare enough to grow it.
+		b.ann = make(map[string]string, len(pod.Annotations)+3)
+		for k, v := range pod.Annotations {
+			b.ann[k] = v
+		}
+		for _, ss := range sets {
+			if err := PatchPodMetadata(b.ann, ss); err != nil {
+				return builder{}, err
+			}
+		}
+	}
 	// What is recorded per SidecarSet shares one allocation per type.
 	n := len(sets)
 	entries, names := make([]upgradeSpec, 2*n), make([]string, 2*n)
 	var err error
-	if b.hashes, err = parseUpgradeSpecs(ann, v1beta1.SidecarSetHashAnnotation, entries[:n:n]); err != nil {
+	if b.hashes, err = parseUpgradeSpecs(b.ann, v1beta1.SidecarSetHashAnnotation, entries[:n:n]); err != nil {
 		return builder{}, err
 	}
-	if b.hashesWithoutImage, err = parseUpgradeSpecs(ann, v1beta1.SidecarSetHashWithoutImageAnnotation, entries[n:]); err != nil {
+	if b.hashesWithoutImage, err = parseUpgradeSpecs(b.ann, v1beta1.SidecarSetHashWithoutImageAnnotation, entries[n:]); err != nil {
 		return builder{}, err
 	}
 	b.processed, b.injected = names[:0:n], names[n:n]
@@ -387,9 +417,23 @@ func (b *builder) result(origAnnotations map[string]string) Result {
 		}
 	}
 
-	b.ann[v1beta1.SidecarSetHashAnnotation] = b.hashes.marshal()
-	b.ann[v1beta1.SidecarSetHashWithoutImageAnnotation] = b.hashesWithoutImage.marshal()
-	b.ann[v1beta1.SidecarSetListAnnotation] = injectedList(b.ann[v1beta1.SidecarSetListAnnotation], b.processed)
+	written := [...]annotation{
+		{v1beta1.SidecarSetHashAnnotation, b.hashes.marshal()},
+		{v1beta1.SidecarSetHashWithoutImageAnnotation, b.hashesWithoutImage.marshal()},
+		{v1beta1.SidecarSetListAnnotation, injectedList(b.ann[v1beta1.SidecarSetListAnnotation], b.processed)},
+	}
+	if b.podAnnotations {
+		changed := written[:0]
+		for _, a := range written {
+			if old, ok := b.ann[a.key]; !ok || old != a.value {
+				changed = append(changed, a)
+			}
+		}
+		return b.done(appendAnnotationOps(patch, b.ann, changed))
+	}
+	for _, a := range written {
+		b.ann[a.key] = a.value
+	}
 	if b.hotUpgrade {
 		for k, v := range b.versions {
 			b.ann[k] = v

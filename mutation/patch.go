@@ -150,20 +150,29 @@ func annotationOps(out []jsonpatch.JsonPatchOperation, orig, final map[string]st
 	}
 	// Only the changed keys are sorted: a pod carries many annotations, injection sets a few, which
 	// the buffer holds without growing.
-	var buf [8]string
+	var buf [8]annotation
 	changed := buf[:0]
 	for k, v := range final {
 		if old, ok := orig[k]; !ok || old != v {
-			changed = append(changed, k)
+			changed = append(changed, annotation{k, v})
 		}
 	}
-	slices.Sort(changed)
-	for _, k := range changed {
+	return appendAnnotationOps(out, orig, changed)
+}
+
+// annotation is one annotation as injection sets it.
+type annotation struct{ key, value string }
+
+// appendAnnotationOps appends to out the operations that set the changed annotations over orig, a
+// map that is not empty, in the order of their keys.
+func appendAnnotationOps(out []jsonpatch.JsonPatchOperation, orig map[string]string, changed []annotation) []jsonpatch.JsonPatchOperation {
+	slices.SortFunc(changed, func(a, b annotation) int { return strings.Compare(a.key, b.key) })
+	for _, a := range changed {
 		op := opReplace
-		if _, ok := orig[k]; !ok {
+		if _, ok := orig[a.key]; !ok {
 			op = opAdd
 		}
-		out = append(out, op(annotationPath(k), final[k]))
+		out = append(out, op(annotationPath(a.key), a.value))
 	}
 	return out
 }
