@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -128,26 +127,28 @@ type matchedLists struct {
 // those lists are then the last decision's, shared (read-only, as Decision says), instead of two
 // allocations per pod.
 func (s *Snapshot) matchedLists(v *ast.Term) (matchedLists, error) {
-	memo := s.lastMatched
-	if memo == nil { // a snapshot made without objects
-		memo = new(atomic.Pointer[matchedLists])
-	}
-	if last := memo.Load(); last != nil && sameStrings(v, last.names) {
-		return *last, nil
+	memo := s.lastMatched // nil for a snapshot made without objects
+	if memo != nil {
+		if last := memo.Load(); last != nil && sameStrings(v, last.names) {
+			return *last, nil
+		}
 	}
 	names, err := stringList(v, keyMatched)
 	if err != nil || len(names) == 0 {
 		return matchedLists{names: names}, err
 	}
-	l := &matchedLists{names: names}
-	for _, name := range names {
+	// Clipped: an append by a reader copies instead of writing into another decision's list.
+	l := &matchedLists{names: slices.Clip(names), sets: make([]*v1beta1.SidecarSet, len(names))}
+	for i, name := range names {
 		ss, ok := s.sidecarSets[name]
 		if !ok {
 			return matchedLists{}, fmt.Errorf("engine: policy matched SidecarSet %q that the snapshot does not hold", name)
 		}
-		l.sets = append(l.sets, ss)
+		l.sets[i] = ss
 	}
-	memo.Store(l)
+	if memo != nil {
+		memo.Store(l)
+	}
 	return *l, nil
 }
 
