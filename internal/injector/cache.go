@@ -1,6 +1,7 @@
 package injector
 
 import (
+	"bytes"
 	"hash/maphash"
 	"slices"
 	"strings"
@@ -18,8 +19,8 @@ import (
 )
 
 // cacheEntries bounds a Cache. A ReplicaSet's burst needs one entry; pods that all differ need none,
-// and a full cache is emptied rather than searched for a victim. cacheSeen bounds the hashes of pods
-// seen once, which are not kept.
+// and a full cache is emptied rather than searched for a victim. cacheSeen bounds the fingerprints
+// of pods seen, and the keys of pods seen once, which are not kept.
 const (
 	cacheEntries = 256
 	cacheSeen    = 4096
@@ -42,7 +43,10 @@ type Cache struct {
 	ignored []string // what the policies do not read of metadata's name, generateName and uid
 	seed    maphash.Seed
 	entries map[uint64]*entry // by the hash of the key, which the entry holds
-	seen    map[uint64]struct{}
+	// prints counts the pods seen by fingerprint (up to twice), seen holds the key hashes of pods
+	// seen once (podKey).
+	prints map[uint64]uint8
+	seen   map[uint64]struct{}
 
 	// preparedFor is the snapshot whose SidecarSets are prepared in prepared: a snapshot's
 	// SidecarSets are what it was compiled from, and never change.
@@ -91,39 +95,71 @@ type entry struct {
 }
 
 // lookup returns the key of (ns, raw) under snap and its entry (nil if none yet); ok is false, and
-// nothing is looked up, when snap's decisions cannot be reused.
+// nothing is looked up, when snap's decisions cannot be reused. A pod whose fingerprint has not been
+// seen is not keyed (its key's keyed is false): no entry can be its.
+//
+// Only the maps are read under the lock: keying a pod reads its whole JSON, which concurrent
+// admissions need not wait for.
 func (c *Cache) lookup(snap *engine.Snapshot, ns string, raw []byte) (k podKey, e *entry, ok bool) {
 	if c == nil || !snap.Deterministic() {
 		return podKey{}, nil, false
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.snap != snap {
-		c.snap, c.entries, c.seen, c.ignored, c.seed = snap, map[uint64]*entry{}, map[uint64]struct{}{}, nil, maphash.MakeSeed()
+		c.snap, c.entries, c.prints, c.seen, c.ignored = snap, map[uint64]*entry{}, map[uint64]uint8{}, map[uint64]struct{}{}, nil
+		if c.seed == (maphash.Seed{}) {
+			c.seed = maphash.MakeSeed()
+		}
 		for _, f := range []string{"name", "generateName", "uid"} {
 			if !snap.ReadsPod("metadata", f) {
 				c.ignored = append(c.ignored, f)
 			}
 		}
 	}
-	k = newPodKey(c.ignored, ns, raw)
-	k.hash = k.sum(c.seed)
-	if e = c.entries[k.hash]; e != nil && !k.equal(e.key) {
-		e = nil // another pod with the same hash: a miss, which store replaces
+	seed, ignored := c.seed, c.ignored
+	c.mu.Unlock()
+	fp := fingerprint(seed, ns, raw)
+	c.mu.Lock()
+	_, again := c.prints[fp]
+	c.mu.Unlock()
+	if !again {
+		return podKey{fp: fp}, nil, true
+	}
+	k = newPodKey(ignored, ns, raw)
+	k.fp, k.hash, k.keyed = fp, k.sum(seed), true
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.snap == snap {
+		if e = c.entries[k.hash]; e != nil && !k.equal(e.key) {
+			e = nil // another pod with the same hash: a miss, which store replaces
+		}
 	}
 	return k, e, true
 }
 
-// store keeps dec under k if snap is still the cache's and a pod with k's hash has been seen
-// before, and returns the entry it keeps (nil: none). A pod seen once is not kept: every pod of a
-// stream of distinct pods would be copied for nothing; a template's second pod is.
+// store keeps dec under k if snap is still the cache's and k's pod looks like a pod seen before,
+// and returns the entry it keeps (nil: none). A pod seen once is not kept: every pod of a stream of
+// distinct pods would be copied for nothing; a template's second pod is. The first pod of a
+// fingerprint is not keyed, so a keyed pod with a fingerprint seen once is taken for a template's
+// second pod; after that, a pod is kept when its key has been seen before (pods with the same
+// labels that differ elsewhere, a DaemonSet's, are each seen once).
 func (c *Cache) store(snap *engine.Snapshot, k podKey, dec engine.Decision) *entry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.snap != snap {
 		return nil
 	}
-	if _, again := c.seen[k.hash]; !again {
+	n := c.prints[k.fp]
+	if n < 2 {
+		if len(c.prints) >= cacheSeen {
+			clear(c.prints)
+		}
+		c.prints[k.fp] = n + 1
+	}
+	if !k.keyed {
+		return nil
+	}
+	if _, again := c.seen[k.hash]; n >= 2 && !again {
 		if len(c.seen) >= cacheSeen {
 			clear(c.seen)
 		}
@@ -138,6 +174,31 @@ func (c *Cache) store(snap *engine.Snapshot, k podKey, dec engine.Decision) *ent
 	return e
 }
 
+// fingerprint hashes what of a pod tells a template's pods from other pods at little cost: its
+// namespace and its labels, the bytes from the first `"labels":` of its JSON to the next '}' (none
+// when there is no such name). Pods with the same key (podKey) have the same fingerprint: the labels
+// of the API server's JSON are a flat object of names and values that hold no '}', and no masked
+// value lies between them. Other JSON may give a template's pods different fingerprints, which only
+// costs the cache a hit: what it answers rests on the key alone. Keying a pod hashes all of its
+// JSON, which a stream of pods that all differ would do for nothing (BenchmarkPerPod's distinct
+// pods); finding the labels with a JSON parser cost as much again as this.
+func fingerprint(seed maphash.Seed, ns string, raw []byte) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	_, _ = h.WriteString(ns)
+	_ = h.WriteByte(0)
+	if at := bytes.Index(raw, labelsName); at >= 0 {
+		labels := raw[at:]
+		if end := bytes.IndexByte(labels, '}'); end >= 0 {
+			labels = labels[:end]
+		}
+		_, _ = h.Write(labels)
+	}
+	return h.Sum64()
+}
+
+var labelsName = []byte(`"labels":`)
+
 // podKey is ns and raw with the values of the ignored metadata fields replaced by a mark that
 // keeps only whether they are empty, which the patch depends on (withParents). It is hashed and
 // compared piece by piece, so that a lookup, which every pod of a distinct stream misses, copies
@@ -147,7 +208,9 @@ type podKey struct {
 	raw  []byte
 	cuts [3]struct{ from, to int } // the ignored values, in raw's order
 	n    int
-	hash uint64
+	// keyed says the key was made (lookup); fp is the pod's fingerprint, hash the key's.
+	keyed    bool
+	fp, hash uint64
 }
 
 // keyMark replaces an ignored non-empty value.

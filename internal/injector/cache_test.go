@@ -217,6 +217,10 @@ func TestPodKey(t *testing.T) {
 			if tc.same {
 				require.Equal(t, base.sum(seed), k.sum(seed))
 			}
+			// The fingerprint holds the namespace and labels: pods the key tells apart by them it
+			// tells apart too, and pods with the same key it never does.
+			differ := tc.ns != "shop" || tc.name == "another label"
+			require.Equal(t, !differ, fingerprint(seed, tc.ns, []byte(tc.raw)) == fingerprint(seed, "shop", base.raw))
 		})
 	}
 	// Only the first member of a name is left out, as gjson.Get reads it.
@@ -257,4 +261,60 @@ func TestCachePreparesPerSnapshot(t *testing.T) {
 	changed.Spec.Containers[0].Image = "proxy:2"
 	require.NoError(t, defaults.SidecarSetAndHash(changed))
 	require.Equal(t, "proxy:2", image(snapshotOf(t, nil, changed)))
+}
+
+// A Cache keys a pod only once its fingerprint has been seen, keeps a template's second pod, and after
+// that only pods seen twice: a stream of pods that differ (in labels, or with the same labels but in
+// their spec, as a DaemonSet's) costs it neither keys nor copies, and a ReplicaSet's third pod is
+// answered from it, as before there were fingerprints.
+func TestCacheKeepsTemplates(t *testing.T) {
+	snap := snapshotOf(t, nil, sidecarSet(t, "mesh", "web"))
+	raw := func(t *testing.T, name, hash, node string) []byte {
+		t.Helper()
+		b, err := json.Marshal(pod("shop", map[string]string{"app": "web", "hash": hash}, func(p *corev1.Pod) {
+			p.Name, p.Spec.NodeName = name, node
+		}))
+		require.NoError(t, err)
+		return b
+	}
+	dec := engine.Decision{Revision: "r"}
+	type step struct {
+		raw         []byte
+		keyed, kept bool
+		hit         bool
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"a template's pods", []step{
+			{raw: raw(t, "a", "1", ""), keyed: false},
+			{raw: raw(t, "b", "1", ""), keyed: true, kept: true},
+			{raw: raw(t, "c", "1", ""), keyed: true, hit: true},
+		}},
+		{"pods that differ in labels", []step{
+			{raw: raw(t, "a", "1", "")}, {raw: raw(t, "b", "2", "")}, {raw: raw(t, "c", "3", "")},
+		}},
+		{"pods with the same labels that differ elsewhere", []step{
+			{raw: raw(t, "a", "1", "n1")},
+			{raw: raw(t, "b", "1", "n2"), keyed: true, kept: true}, // taken for a template's second pod
+			{raw: raw(t, "c", "1", "n3"), keyed: true},
+			{raw: raw(t, "d", "1", "n4"), keyed: true},
+			{raw: raw(t, "e", "1", "n4"), keyed: true, kept: true}, // seen twice
+			{raw: raw(t, "f", "1", "n4"), keyed: true, hit: true},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Cache{}
+			for i, s := range tc.steps {
+				k, e, ok := c.lookup(snap, "shop", s.raw)
+				require.True(t, ok)
+				require.Equal(t, s.keyed, k.keyed, "pod %d keyed", i)
+				require.Equal(t, s.hit, e != nil, "pod %d answered", i)
+				if e == nil {
+					require.Equal(t, s.kept, c.store(snap, k, dec) != nil, "pod %d kept", i)
+				}
+			}
+		})
+	}
 }
