@@ -98,8 +98,8 @@ type entry struct {
 // nothing is looked up, when snap's decisions cannot be reused. A pod whose fingerprint has not been
 // seen is not keyed (its key's keyed is false): no entry can be its.
 //
-// Only the maps are read under the lock: keying a pod reads its whole JSON, which concurrent
-// admissions need not wait for.
+// Keying a pod reads its whole JSON, which concurrent admissions need not wait for: it is done
+// outside the lock, which only the fingerprint, a few hundred bytes, is taken under.
 func (c *Cache) lookup(snap *engine.Snapshot, ns string, raw []byte) (k podKey, e *entry, ok bool) {
 	if c == nil || !snap.Deterministic() {
 		return podKey{}, nil, false
@@ -117,9 +117,7 @@ func (c *Cache) lookup(snap *engine.Snapshot, ns string, raw []byte) (k podKey, 
 		}
 	}
 	seed, ignored := c.seed, c.ignored
-	c.mu.Unlock()
 	fp := fingerprint(seed, ns, raw)
-	c.mu.Lock()
 	_, again := c.prints[fp]
 	c.mu.Unlock()
 	if !again {
