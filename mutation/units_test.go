@@ -2,6 +2,7 @@ package mutation
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -162,5 +163,27 @@ func TestMergeContainersGrowth(t *testing.T) {
 	same := g.apply(pod)
 	if len(g.appendOps(nil, pathContainers)) != 0 || len(same) != len(pod) {
 		t.Errorf("no sidecars must be no change")
+	}
+}
+
+// paths is a set whether it holds its paths in its list or, past pathsListed, in a map.
+func TestPaths(t *testing.T) {
+	for _, n := range []int{0, 1, pathsListed - 1, pathsListed, pathsListed + 1, 4 * pathsListed} {
+		var s paths
+		want := map[string]bool{}
+		// Each path is claimed twice, the second time when others have been claimed since, so that
+		// repeats are looked up in the list and in the map.
+		for round := range 2 {
+			for i := range n {
+				p := fmt.Sprintf("/p/%d", (i*7)%n)
+				if got := s.claim(p); got != !want[p] {
+					t.Fatalf("n=%d round %d: claim(%s) = %v, want %v", n, round, p, got, !want[p])
+				}
+				want[p] = true
+			}
+		}
+		if got := max(s.n, len(s.set)); got != len(want) {
+			t.Fatalf("n=%d: holds %d paths, want %d", n, got, len(want))
+		}
 	}
 }

@@ -35,14 +35,14 @@ func mergeMounts(own []corev1.VolumeMount, shared []*corev1.VolumeMount, devices
 	if len(shared) == 0 {
 		return own
 	}
-	taken := make(map[string]bool, len(own)+len(devices)+len(shared))
+	var taken paths
 	for _, m := range own {
-		taken[m.MountPath] = true
+		taken.claim(m.MountPath)
 	}
 	for _, d := range devices {
-		taken[d.DevicePath] = true
+		taken.claim(d.DevicePath)
 	}
-	return appendUnclaimed(slices.Grow(own, len(shared)), shared, func(m *corev1.VolumeMount) string { return m.MountPath }, taken)
+	return appendUnclaimed(slices.Grow(own, len(shared)), shared, func(m *corev1.VolumeMount) string { return m.MountPath }, &taken)
 }
 
 // mergeDevices is mergeMounts for devices, checked against the already merged mounts.
@@ -50,26 +50,60 @@ func mergeDevices(own []corev1.VolumeDevice, shared []*corev1.VolumeDevice, moun
 	if len(shared) == 0 {
 		return own
 	}
-	taken := make(map[string]bool, len(own)+len(mounts)+len(shared))
+	var taken paths
 	for _, d := range own {
-		taken[d.DevicePath] = true
+		taken.claim(d.DevicePath)
 	}
 	for _, m := range mounts {
-		taken[m.MountPath] = true
+		taken.claim(m.MountPath)
 	}
-	return appendUnclaimed(own, shared, func(d *corev1.VolumeDevice) string { return d.DevicePath }, taken)
+	return appendUnclaimed(own, shared, func(d *corev1.VolumeDevice) string { return d.DevicePath }, &taken)
 }
 
 // appendUnclaimed appends the items whose path is not taken, claiming each path as it goes, so two
 // app containers mounting the same path share it once.
-func appendUnclaimed[T any](own []T, shared []*T, path func(*T) string, taken map[string]bool) []T {
+func appendUnclaimed[T any](own []T, shared []*T, path func(*T) string, taken *paths) []T {
 	for _, x := range shared {
-		if p := path(x); !taken[p] {
-			taken[p] = true
+		if taken.claim(path(x)) {
 			own = append(own, *x)
 		}
 	}
 	return own
+}
+
+// pathsListed is how many paths a paths set holds in its list before it moves them to a map.
+const pathsListed = 16
+
+// paths is a set of mount and device paths: a list searched in turn while it is short, as it is for
+// most pods (a map was most of the cost of sharing a pod's volumes, BenchmarkPerPod), then a map, so
+// that a pod with thousands of mounts still costs time linear in them.
+type paths struct {
+	list [pathsListed]string
+	n    int // of list
+	set  map[string]struct{}
+}
+
+// claim adds p to the set and reports whether it was not there.
+func (s *paths) claim(p string) bool {
+	if s.set == nil {
+		if slices.Contains(s.list[:s.n], p) {
+			return false
+		}
+		if s.n < pathsListed {
+			s.list[s.n] = p
+			s.n++
+			return true
+		}
+		s.set = make(map[string]struct{}, 2*pathsListed)
+		for _, q := range s.list {
+			s.set[q] = struct{}{}
+		}
+	}
+	if _, ok := s.set[p]; ok {
+		return false
+	}
+	s.set[p] = struct{}{}
+	return true
 }
 
 // catalogue indexes a SidecarSet's spec.volumes by name (last wins, as OpenKruise's map).
