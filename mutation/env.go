@@ -141,6 +141,9 @@ func sharedMountsAndEnvs(sc *v1beta1.SidecarContainer, pod *corev1.Pod) ([]*core
 		for j := range app.VolumeMounts {
 			m := &app.VolumeMounts[j]
 			mounts = append(mounts, m)
+			if !strings.Contains(m.SubPathExpr, "$(") {
+				continue // no variable: most mounts, spared the regular expression
+			}
 			for _, ref := range subPathExprVar.FindAllString(m.SubPathExpr, -1) {
 				name := ref[2 : len(ref)-1] // "$(NAME)" → "NAME"
 				if e := firstEnv(app, name); e != nil {
