@@ -40,8 +40,7 @@ const (
 type Cache struct {
 	mu      sync.Mutex
 	snap    *engine.Snapshot
-	ignored []string // what the policies do not read of metadata's name, generateName and uid
-	seed    maphash.Seed
+	ignored []string          // what the policies do not read of metadata's name, generateName and uid
 	entries map[uint64]*entry // by the hash of the key, which the entry holds
 	// prints counts the pods seen by fingerprint (up to twice), seen holds the key hashes of pods
 	// seen once (podKey).
@@ -98,33 +97,29 @@ type entry struct {
 // nothing is looked up, when snap's decisions cannot be reused. A pod whose fingerprint has not been
 // seen is not keyed (its key's keyed is false): no entry can be its.
 //
-// Keying a pod reads its whole JSON, which concurrent admissions need not wait for: it is done
-// outside the lock, which only the fingerprint, a few hundred bytes, is taken under.
+// What reads the pod's JSON is done outside the lock: concurrent admissions need not wait for it.
 func (c *Cache) lookup(snap *engine.Snapshot, ns string, raw []byte) (k podKey, e *entry, ok bool) {
 	if c == nil || !snap.Deterministic() {
 		return podKey{}, nil, false
 	}
+	fp := fingerprint(ns, raw)
 	c.mu.Lock()
 	if c.snap != snap {
 		c.snap, c.entries, c.prints, c.seen, c.ignored = snap, map[uint64]*entry{}, map[uint64]uint8{}, map[uint64]struct{}{}, nil
-		if c.seed == (maphash.Seed{}) {
-			c.seed = maphash.MakeSeed()
-		}
 		for _, f := range []string{"name", "generateName", "uid"} {
 			if !snap.ReadsPod("metadata", f) {
 				c.ignored = append(c.ignored, f)
 			}
 		}
 	}
-	seed, ignored := c.seed, c.ignored
-	fp := fingerprint(seed, ns, raw)
+	ignored := c.ignored
 	_, again := c.prints[fp]
 	c.mu.Unlock()
 	if !again {
 		return podKey{fp: fp}, nil, true
 	}
 	k = newPodKey(ignored, ns, raw)
-	k.fp, k.hash, k.keyed = fp, k.sum(seed), true
+	k.fp, k.hash, k.keyed = fp, k.sum(keySeed), true
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.snap == snap {
@@ -180,9 +175,9 @@ func (c *Cache) store(snap *engine.Snapshot, k podKey, dec engine.Decision) *ent
 // costs the cache a hit: what it answers rests on the key alone. Keying a pod hashes all of its
 // JSON, which a stream of pods that all differ would do for nothing (BenchmarkPerPod's distinct
 // pods); finding the labels with a JSON parser cost as much again as this.
-func fingerprint(seed maphash.Seed, ns string, raw []byte) uint64 {
+func fingerprint(ns string, raw []byte) uint64 {
 	var h maphash.Hash
-	h.SetSeed(seed)
+	h.SetSeed(keySeed)
 	_, _ = h.WriteString(ns)
 	_ = h.WriteByte(0)
 	if at := bytes.Index(raw, labelsName); at >= 0 {
@@ -196,6 +191,10 @@ func fingerprint(seed maphash.Seed, ns string, raw []byte) uint64 {
 }
 
 var labelsName = []byte(`"labels":`)
+
+// keySeed seeds the hashes of pods' keys and fingerprints: random, and the same for every Cache of
+// the process, so that it is read without a lock.
+var keySeed = maphash.MakeSeed()
 
 // podKey is ns and raw with the values of the ignored metadata fields replaced by a mark that
 // keeps only whether they are empty, which the patch depends on (withParents). It is hashed and
