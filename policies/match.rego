@@ -24,11 +24,11 @@ import data.sidecarops.selector
 # Fewer than two applicable SidecarSets are the candidates themselves: a canary displaces only its
 # base, which is another SidecarSet (bundles never lists a canary as its own base), so that branch
 # skips candidates and the canaries it would read. It reads the index itself, not applicable: a
-# rule in between is an evaluation of its own, a tenth of a pod's allocations, so the branch holds
-# only without input.index (a partial recompile, see applicable), whose pods go to _by_candidates
-# at once. The last two branches repeat _by_candidates' rather than refer to it, for the same
-# reason, on every pod that two or more SidecarSets select. (OPA's rule index skips the
-# input.index branch without evaluating it.)
+# rule in between is an evaluation of its own on every pod, so the branch holds only without
+# input.index (a partial recompile, see applicable), whose pods go to _by_candidates at once. The
+# last two branches repeat _by_candidates' rather than refer to it, for the same reason, on every
+# pod that two or more SidecarSets select. (OPA's rule index skips the input.index branch without
+# evaluating it.)
 decision := {"matched": [], "denied": sort(data.gates.deny_injection), "withheld": []} if {
 	count(data.gates.deny_injection) > 0
 } else := _by_candidates if {
