@@ -119,7 +119,7 @@ func (c *Cache) lookup(snap *engine.Snapshot, ns string, raw []byte) (k podKey, 
 		return podKey{fp: fp}, nil, true
 	}
 	k = newPodKey(ignored, ns, raw)
-	k.fp, k.hash, k.keyed = fp, k.sum(keySeed), true
+	k.fp, k.hash, k.keyed = fp, k.sum(), true
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.snap == snap {
@@ -259,9 +259,9 @@ func (k *podKey) pieces(f func(string, []byte) bool) {
 	f("", k.raw[at:])
 }
 
-func (k *podKey) sum(seed maphash.Seed) uint64 {
+func (k *podKey) sum() uint64 {
 	var h maphash.Hash
-	h.SetSeed(seed)
+	h.SetSeed(keySeed)
 	k.pieces(func(s string, b []byte) bool {
 		_, _ = h.WriteString(s)
 		_, _ = h.Write(b)
